@@ -1,0 +1,98 @@
+"""``mem01session db``: schema migrations."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..config import Settings
+from ..db import migrate
+from ..embeddings import default_embedder
+from ._common import console, database_url, fail, friendly_errors
+
+app = typer.Typer(help="Create and migrate the PostgreSQL schema.", no_args_is_help=True)
+
+
+@app.command()
+def upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    embedding_dim: Annotated[
+        int | None,
+        typer.Option(help="Vector dimension for a new database (default: the embedder's)."),
+    ] = None,
+) -> None:
+    """Upgrade the schema (to the newest revision by default).
+
+    Example: mem01session db upgrade
+    """
+    with friendly_errors():
+        settings = Settings.from_env()
+        url, embedded = database_url(settings)
+        model: str | None = None
+        if embedding_dim is None:
+            embedder = default_embedder(settings)
+            embedding_dim, model = embedder.dim, embedder.name
+        if embedding_dim < 1 or embedding_dim > 16000:
+            fail(f"--embedding-dim must be between 1 and 16000, got {embedding_dim}")
+        rev = migrate.upgrade(url, revision, embedding_dim=embedding_dim, embedding_model=model)
+        where = "embedded PostgreSQL" if embedded else settings.safe_database_url
+        console.print(f"upgraded {where} to [bold]{rev}[/]", highlight=False)
+
+
+@app.command()
+def downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision; 'base' drops every table.")],
+) -> None:
+    """Downgrade the schema to REVISION.
+
+    Example: mem01session db downgrade base
+    """
+    with friendly_errors():
+        url, _ = database_url(Settings.from_env())
+        rev = migrate.downgrade(url, revision)
+        console.print(f"downgraded to [bold]{rev or 'base'}[/]", highlight=False)
+
+
+@app.command()
+def current() -> None:
+    """Print the revision the database is at ('base' for an empty database).
+
+    Example: mem01session db current
+    """
+    with friendly_errors():
+        url, _ = database_url(Settings.from_env())
+        rev = migrate.current(url)
+        head = migrate.head_revision()
+        suffix = " (head)" if rev == head else f" (head is {head})"
+        console.print(f"{rev or 'base'}{suffix}", highlight=False)
+
+
+@app.command()
+def history() -> None:
+    """List every migration, oldest first.
+
+    Example: mem01session db history
+    """
+    table = Table("revision", "revises", "description")
+    for rev in migrate.history():
+        label = f"{rev.revision} (head)" if rev.is_head else rev.revision
+        table.add_row(label, rev.down_revision or "-", rev.doc.splitlines()[0] if rev.doc else "")
+    console.print(table)
+
+
+@app.command()
+def check() -> None:
+    """Exit non-zero if the database differs from the models (schema drift).
+
+    Example: mem01session db check
+    """
+    with friendly_errors():
+        url, _ = database_url(Settings.from_env())
+        diffs = migrate.check(url)
+    if diffs:
+        for d in diffs:
+            console.print(f"drift: {d}", highlight=False)
+        raise typer.Exit(1)
+    console.print("models and migrations are in sync")

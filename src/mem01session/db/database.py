@@ -1,0 +1,202 @@
+"""The async database handle: one SQLAlchemy engine on psycopg 3 with a pool."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from pgvector.psycopg import register_vector_async
+from sqlalchemy import event, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from ..config import Settings
+from ..errors import DatabaseError, MigrationRequiredError, SchemaMismatchError
+from ..redaction import get_logger, redact_dsn
+from . import migrate
+from .embedded import embedded_url
+from .urls import sqlalchemy_url
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """What the database was built for."""
+
+    revision: str | None
+    embedding_model: str | None
+    embedding_dim: int
+
+
+class Database:
+    """A pooled async engine bound to one PostgreSQL database.
+
+    Open it with :meth:`open`; close it with :meth:`close` (or ``async with``).
+    """
+
+    def __init__(self, engine: AsyncEngine, url: str, *, embedded: bool) -> None:
+        self.engine = engine
+        self._url = url
+        self.embedded = embedded
+
+    def __repr__(self) -> str:
+        return f"Database(url={redact_dsn(self._url)!r}, embedded={self.embedded})"
+
+    @property
+    def url(self) -> str:
+        """The libpq URL (contains the password, if any: never log it)."""
+        return self._url
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        url: str | None = None,
+        auto_migrate: bool | None = None,
+        embedding_model: str | None = None,
+        embedding_dim: int | None = None,
+        pool_size: int = 5,
+    ) -> Database:
+        """Connect, make sure the schema is current, and check the embedding contract.
+
+        With no URL (argument, ``MEM01_DATABASE_URL`` or ``DATABASE_URL``) the embedded
+        server under ``MEM01_HOME`` is started and migrated automatically. An external
+        database at an older revision raises :class:`MigrationRequiredError` unless
+        ``auto_migrate=True``. If ``embedding_model``/``embedding_dim`` are given and the
+        database was built for others, :class:`SchemaMismatchError` says how to proceed.
+        """
+        settings = settings or Settings.from_env()
+        url = url or settings.database_url
+        embedded = url is None
+        if url is None:
+            url = await asyncio.to_thread(embedded_url, settings.home)
+            if auto_migrate is None:
+                auto_migrate = True
+        dim = embedding_dim or settings.embedding_dim
+        await asyncio.to_thread(
+            prepare_schema,
+            url,
+            auto_migrate=bool(auto_migrate),
+            embedding_model=embedding_model,
+            embedding_dim=dim,
+        )
+        engine = create_async_engine(
+            sqlalchemy_url(url),
+            pool_size=pool_size,
+            max_overflow=pool_size * 2,
+            pool_pre_ping=True,
+            pool_recycle=1800,
+        )
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _register_vector(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.run_async(register_vector_async)
+
+        db = cls(engine, url, embedded=embedded)
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except (SQLAlchemyError, OSError) as exc:
+            await engine.dispose()
+            raise DatabaseError(f"could not connect to {db!r}: {_describe(exc)}") from None
+        return db
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    async def __aenter__(self) -> Database:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+
+def _describe(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    return f"{type(orig or exc).__name__}: {orig or exc}".splitlines()[0]
+
+
+def read_schema_info(url: str) -> SchemaInfo:
+    """Revision and embedding contract of the database at ``url``."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(sqlalchemy_url(url))
+    try:
+        with engine.connect() as conn:
+            revision = migrate._current(conn)
+            row = None
+            if revision is not None:
+                row = conn.execute(
+                    text("SELECT embedding_model, embedding_dim FROM memory_meta WHERE id = 1")
+                ).first()
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"could not connect to {redact_dsn(url)!r}: {_describe(exc)}") from None
+    finally:
+        engine.dispose()
+    if row is None:
+        return SchemaInfo(revision, None, 0)
+    return SchemaInfo(revision, row[0], int(row[1]))
+
+
+def prepare_schema(
+    url: str,
+    *,
+    auto_migrate: bool,
+    embedding_model: str | None,
+    embedding_dim: int | None,
+) -> SchemaInfo:
+    """Bring the schema to head (if allowed) and check the embedding contract."""
+    head = migrate.head_revision()
+    info = read_schema_info(url)
+    if info.revision != head:
+        if not auto_migrate:
+            where = "empty" if info.revision is None else f"at revision {info.revision}"
+            raise MigrationRequiredError(
+                f"the database is {where} but this library needs revision {head}. "
+                "Run `mem01session db upgrade` (with MEM01_DATABASE_URL pointing at it), "
+                "or pass auto_migrate=True."
+            )
+        log.info("migrating database from %s to %s", info.revision or "empty", head)
+        migrate.upgrade(url, embedding_dim=embedding_dim, embedding_model=embedding_model)
+        info = read_schema_info(url)
+    _check_embedding_contract(info, embedding_model, embedding_dim, url)
+    return info
+
+
+def _check_embedding_contract(
+    info: SchemaInfo, model: str | None, dim: int | None, url: str
+) -> None:
+    if dim is not None and dim != info.embedding_dim:
+        raise SchemaMismatchError(
+            f"the database was built for {info.embedding_dim}-dimensional embeddings "
+            f"({info.embedding_model or 'model not recorded'}) but the embedder "
+            f"{model or ''} produces {dim}. Use the same embedder (set MEM01_EMBEDDING_MODEL/"
+            "MEM01_EMBEDDING_DIM), or point MEM01_DATABASE_URL/MEM01_HOME at a new database."
+        )
+    if model is None:
+        return
+    if info.embedding_model is None:
+        from sqlalchemy import create_engine
+
+        engine = create_engine(sqlalchemy_url(url))
+        try:
+            with engine.begin() as conn:
+                conn.execute(
+                    text(
+                        "UPDATE memory_meta SET embedding_model = :m "
+                        "WHERE id = 1 AND embedding_model IS NULL"
+                    ),
+                    {"m": model},
+                )
+        finally:
+            engine.dispose()
+    elif info.embedding_model != model:
+        raise SchemaMismatchError(
+            f"the database was built for embeddings from {info.embedding_model!r} but the "
+            f"embedder is {model!r}; vectors from different models cannot be compared. Use "
+            f"the same embedder (MEM01_EMBEDDING_MODEL={info.embedding_model}), or point "
+            "MEM01_DATABASE_URL/MEM01_HOME at a new database."
+        )

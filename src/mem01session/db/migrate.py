@@ -1,0 +1,177 @@
+"""Alembic, wrapped: upgrade, downgrade, current, history and drift check.
+
+Works from an installed wheel (the migrations ship inside the package as
+``mem01session/_migrations``) and from a source checkout (``migrations/`` at the top).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, MetaData, create_engine, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
+
+from ..errors import DatabaseError
+from .schema import DEFAULT_EMBEDDING_DIM, build_metadata
+from .urls import sqlalchemy_url
+
+# Arbitrary constant shared by every process that migrates a mem01session database.
+MIGRATION_LOCK_KEY = 0x6D656D3031  # "mem01"
+
+
+def migrations_dir() -> Path:
+    """Where the migration scripts live, installed or in a checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_migrations", here.parent.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise DatabaseError("mem01session's migration scripts were not found; reinstall the package")
+
+
+def _config(connection: Connection | None = None, **attributes: Any) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["connection"] = connection
+    cfg.attributes.update(attributes)
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision this library knows."""
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One migration script."""
+
+    revision: str
+    down_revision: str | None
+    doc: str
+    is_head: bool
+
+
+def history() -> list[Revision]:
+    """Every revision, oldest first."""
+    script = ScriptDirectory.from_config(_config())
+    revs = list(script.walk_revisions())
+    heads = set(script.get_heads())
+    return [
+        Revision(
+            revision=r.revision,
+            down_revision=r.down_revision if isinstance(r.down_revision, str) else None,
+            doc=(r.doc or "").strip(),
+            is_head=r.revision in heads,
+        )
+        for r in reversed(revs)
+    ]
+
+
+# Alembic keeps module-global state while it runs: one migration at a time per process.
+_process_lock = threading.RLock()
+
+
+@contextmanager
+def _connect(url: str) -> Iterator[Connection]:
+    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
+    try:
+        with _process_lock, engine.connect() as conn:
+            yield conn
+    except SQLAlchemyError as exc:
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise DatabaseError(f"migration failed: {type(exc).__name__}: {detail}") from None
+    finally:
+        engine.dispose()
+
+
+def upgrade(
+    url: str,
+    revision: str = "head",
+    *,
+    embedding_dim: int | None = None,
+    embedding_model: str | None = None,
+) -> str | None:
+    """Upgrade to ``revision``; returns the revision the database is at afterwards.
+
+    ``embedding_dim`` and ``embedding_model`` are recorded by revision 0001 when it
+    creates the schema; they are ignored for a database that already has it.
+    """
+    with _connect(url) as conn:
+        cfg = _config(
+            conn,
+            embedding_dim=embedding_dim or DEFAULT_EMBEDDING_DIM,
+            embedding_model=embedding_model,
+        )
+        command.upgrade(cfg, revision)
+        conn.commit()
+        return _current(conn)
+
+
+def downgrade(url: str, revision: str) -> str | None:
+    """Downgrade to ``revision`` (``base`` removes every table)."""
+    with _connect(url) as conn:
+        command.downgrade(_config(conn), revision)
+        conn.commit()
+        return _current(conn)
+
+
+def _current(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def current(url: str) -> str | None:
+    """The revision the database is at, or None for an empty database."""
+    with _connect(url) as conn:
+        return _current(conn)
+
+
+def target_metadata_for(conn: Connection) -> MetaData:
+    """The models, built for the embedding dimension this database was created with."""
+    dim = DEFAULT_EMBEDDING_DIM
+    try:
+        with conn.begin_nested():
+            row = conn.execute(text("SELECT embedding_dim FROM memory_meta WHERE id = 1")).first()
+        if row is not None:
+            dim = int(row[0])
+    except SQLAlchemyError:
+        pass
+    return build_metadata(dim)
+
+
+def check(url: str) -> list[str]:
+    """Differences between the models and the database; empty when in sync."""
+    with _connect(url) as conn:
+        metadata = target_metadata_for(conn)
+        ctx = MigrationContext.configure(
+            conn,
+            opts={
+                "compare_type": True,
+                "include_object": lambda obj, name, type_, reflected, compare_to: (
+                    not (type_ == "table" and name == "alembic_version")
+                ),
+            },
+        )
+        diffs = compare_metadata(ctx, metadata)
+        conn.rollback()
+    return [_describe(d) for d in diffs]
+
+
+def _describe(diff: Any) -> str:
+    if isinstance(diff, tuple) and diff:
+        kind = diff[0]
+        rest = ", ".join(str(getattr(x, "name", x)) for x in diff[1:])
+        return f"{kind}: {rest}"
+    return str(diff)

@@ -1,0 +1,159 @@
+"""Table definitions: the single source the migrations are checked against.
+
+Every primary key and every index leads with ``user_id`` so the schema can be
+distributed by user (Citus) when one server is not enough. ``memory_meta`` is the
+one exception: a single row describing the whole database.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Computed,
+    DateTime,
+    Float,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+
+DEFAULT_EMBEDDING_DIM = 1536
+BELIEF_STATUSES = ("active", "superseded", "invalidated", "merged")
+JOB_STATUSES = ("pending", "running", "done", "failed")
+OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
+
+_NOW = text("now()")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def build_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
+    """The full schema for a database whose embeddings have ``embedding_dim`` dimensions."""
+    md = MetaData()
+
+    Table(
+        "memory_meta",
+        md,
+        Column("id", SmallInteger, primary_key=True, autoincrement=False),
+        Column("embedding_model", Text, nullable=True),
+        Column("embedding_dim", Integer, nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        CheckConstraint("id = 1", name="memory_meta_single_row"),
+    )
+
+    Table(
+        "memory_users",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("version", BigInteger, nullable=False, server_default=text("0")),
+        Column("erased_at", DateTime(timezone=True), nullable=True),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("user_id", name="memory_users_pkey"),
+    )
+
+    Table(
+        "beliefs",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("content", Text, nullable=False),
+        Column("norm_content", Text, nullable=False),
+        Column("key", Text, nullable=True),
+        Column("status", Text, nullable=False, server_default=text("'active'")),
+        Column("confidence", Float, nullable=False, server_default=text("0.8")),
+        Column("valid_from", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("valid_to", DateTime(timezone=True), nullable=True),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("last_confirmed_at", DateTime(timezone=True), nullable=True),
+        Column("version", Integer, nullable=False, server_default=text("1")),
+        Column("superseded_by", BigInteger, nullable=True),
+        Column("merged_into", BigInteger, nullable=True),
+        Column("embedding", Vector(embedding_dim), nullable=True),
+        Column(
+            "tsv",
+            TSVECTOR,
+            Computed("to_tsvector('english'::regconfig, content)", persisted=True),
+        ),
+        PrimaryKeyConstraint("user_id", "id", name="beliefs_pkey"),
+        CheckConstraint(_in("status", BELIEF_STATUSES), name="beliefs_status_valid"),
+        CheckConstraint("confidence >= 0 AND confidence <= 1", name="beliefs_confidence_range"),
+        CheckConstraint("version >= 1", name="beliefs_version_positive"),
+        Index("beliefs_user_status_idx", "user_id", "status"),
+        Index("beliefs_user_key_idx", "user_id", "key"),
+        Index("beliefs_user_tsv_idx", "user_id", "tsv", postgresql_using="gin"),
+    )
+
+    Table(
+        "belief_events",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("op", Text, nullable=False),
+        Column("belief_id", BigInteger, nullable=True),
+        Column("related_ids", ARRAY(BigInteger), nullable=False, server_default=text("'{}'")),
+        Column("before", JSONB, nullable=True),
+        Column("after", JSONB, nullable=True),
+        Column("reason", Text, nullable=True),
+        Column("job_id", BigInteger, nullable=True),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("user_id", "id", name="belief_events_pkey"),
+        CheckConstraint(_in("op", OPS), name="belief_events_op_valid"),
+        Index("belief_events_user_belief_idx", "user_id", "belief_id"),
+    )
+
+    Table(
+        "belief_sources",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("belief_id", BigInteger, nullable=False),
+        Column("session_id", Text, nullable=True),
+        Column("item_ref", Text, nullable=True),
+        Column("evidence", Text, nullable=True),
+        Column("observed_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("extractor", Text, nullable=True),
+        Column("job_id", BigInteger, nullable=True),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("user_id", "id", name="belief_sources_pkey"),
+        Index("belief_sources_user_belief_idx", "user_id", "belief_id"),
+    )
+
+    Table(
+        "memory_jobs",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("id", BigInteger, Identity(always=True), nullable=False),
+        Column("session_id", Text, nullable=False),
+        Column("payload", JSONB, nullable=False),
+        Column("status", Text, nullable=False, server_default=text("'pending'")),
+        Column("attempts", Integer, nullable=False, server_default=text("0")),
+        Column("last_error", Text, nullable=True),
+        Column("lease_owner", Text, nullable=True),
+        Column("lease_until", DateTime(timezone=True), nullable=True),
+        Column("run_after", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("idempotency_key", Text, nullable=False),
+        Column("usage", JSONB, nullable=True),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("user_id", "id", name="memory_jobs_pkey"),
+        UniqueConstraint("user_id", "idempotency_key", name="memory_jobs_user_idempotency_key"),
+        CheckConstraint(_in("status", JOB_STATUSES), name="memory_jobs_status_valid"),
+        CheckConstraint("attempts >= 0", name="memory_jobs_attempts_nonnegative"),
+        Index("memory_jobs_user_status_idx", "user_id", "status", "id"),
+    )
+    return md

@@ -1,0 +1,54 @@
+"""Exceptions raised by mem01session.
+
+Every message is passed through :func:`mem01session.redaction.redact` before it is
+raised, so a registered secret (DSN password, API key) never reaches a traceback.
+"""
+
+from __future__ import annotations
+
+from .redaction import redact
+
+
+class Mem01Error(Exception):
+    """Base class of every error this library raises."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
+
+
+class ConfigError(Mem01Error, ValueError):
+    """A setting or argument is missing or malformed."""
+
+
+class DatabaseError(Mem01Error):
+    """PostgreSQL could not be reached or refused an operation."""
+
+
+class SchemaMismatchError(Mem01Error):
+    """The database was built for a different embedding model or dimension."""
+
+
+class MigrationRequiredError(Mem01Error):
+    """The database schema is older than this library; run ``mem01session db upgrade``."""
+
+
+class InvalidOpError(Mem01Error, ValueError):
+    """A lifecycle op failed validation; the whole batch was rejected and nothing changed."""
+
+    def __init__(self, index: int, op: str, reason: str) -> None:
+        self.index = index
+        self.op = op
+        self.reason = reason
+        super().__init__(f"op #{index} ({op}) rejected: {reason}")
+
+
+class BeliefNotFoundError(Mem01Error, LookupError):
+    """No belief with that id exists for that user."""
+
+
+class UserErasedError(Mem01Error):
+    """The user's memory was erased; writes are refused until the user is reinstated."""
+
+
+class Mem01MemoryError(Mem01Error):
+    """The memory tier failed and the session was created with ``strict=True``."""

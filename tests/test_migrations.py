@@ -1,0 +1,109 @@
+"""The schema is owned by Alembic: up, down, up again, no drift, safe when concurrent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from mem01session.db import migrate
+
+TABLES = {
+    "beliefs",
+    "belief_events",
+    "belief_sources",
+    "memory_jobs",
+    "memory_users",
+    "memory_meta",
+}
+
+
+def tables(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchall()
+    return {r[0] for r in rows} - {"alembic_version"}
+
+
+def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
+    assert migrate.current(empty_db_url) is None
+    assert migrate.upgrade(empty_db_url, embedding_dim=32) == migrate.head_revision()
+    assert tables(empty_db_url) == TABLES
+    assert migrate.check(empty_db_url) == []
+
+    assert migrate.downgrade(empty_db_url, "base") is None
+    assert tables(empty_db_url) == set()
+
+    assert migrate.upgrade(empty_db_url, embedding_dim=32) == migrate.head_revision()
+    assert tables(empty_db_url) == TABLES
+    assert migrate.check(empty_db_url) == []
+
+
+def test_embedding_dimension_is_a_migration_parameter(empty_db_url: str) -> None:
+    migrate.upgrade(empty_db_url, embedding_dim=48, embedding_model="m-48")
+    with psycopg.connect(empty_db_url) as conn:
+        meta = conn.execute("SELECT embedding_model, embedding_dim FROM memory_meta").fetchone()
+        typmod = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'beliefs'::regclass AND attname = 'embedding'"
+        ).fetchone()
+    assert meta == ("m-48", 48)
+    assert typmod == ("vector(48)",)
+
+
+def test_check_reports_drift(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE beliefs ADD COLUMN stray integer")
+        conn.execute("DROP INDEX beliefs_user_key_idx")
+    drift = migrate.check(db_url)
+    assert any("stray" in d for d in drift)
+    assert any("beliefs_user_key_idx" in d for d in drift)
+
+
+def test_every_primary_key_and_index_leads_with_user_id(db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            """
+            SELECT i.indexrelid::regclass::text, t.relname, a.attname
+            FROM pg_index i
+            JOIN pg_class t ON t.oid = i.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = i.indkey[0]
+            WHERE n.nspname = 'public' AND t.relname NOT IN ('alembic_version', 'memory_meta')
+            """
+        ).fetchall()
+    assert rows, "no indexes found"
+    offenders = [(idx, table, col) for idx, table, col in rows if col != "user_id"]
+    assert offenders == []
+
+
+def test_concurrent_upgrades_from_separate_processes_apply_once(empty_db_url: str) -> None:
+    # Alembic keeps global state, so concurrency is between processes, as in production.
+    code = (
+        "import sys; from mem01session.db import migrate; "
+        "migrate.upgrade(sys.argv[1], embedding_dim=16)"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, empty_db_url], stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else b"") for p in procs]
+    assert [rc for rc, _ in results] == [0, 0, 0], results
+    assert migrate.current(empty_db_url) == migrate.head_revision()
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_meta").fetchone() == (1,)
+
+
+def test_history_lists_head() -> None:
+    revs = migrate.history()
+    assert revs[-1].is_head
+    assert revs[0].down_revision is None
+    assert revs[-1].revision == migrate.head_revision()
+
+
+def test_unknown_revision_is_a_clear_error(empty_db_url: str) -> None:
+    with pytest.raises(Exception, match="nope"):
+        migrate.upgrade(empty_db_url, "nope")
