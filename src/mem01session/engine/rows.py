@@ -1,0 +1,61 @@
+"""Row <-> record mapping shared by the read and write paths."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from ..records import Belief, BeliefStatus, Source
+
+# Columns every belief query selects (never the embedding or tsvector: they are large).
+BELIEF_COLUMNS = (
+    "id, user_id, content, key, status, confidence, valid_from, valid_to, created_at, "
+    "updated_at, version, superseded_by, merged_into, last_confirmed_at"
+)
+
+_SPACE = re.compile(r"\s+")
+_TRAILING = re.compile(r"[\s.!]+$")
+
+
+def normalize_content(text: str) -> str:
+    """The form two statements must share to count as the same belief."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _TRAILING.sub("", _SPACE.sub(" ", folded).strip())
+
+
+def belief_from_row(row: Mapping[str, Any], sources: Sequence[Source] = ()) -> Belief:
+    return Belief(
+        id=int(row["id"]),
+        user_id=str(row["user_id"]),
+        content=str(row["content"]),
+        key=row["key"],
+        status=cast(BeliefStatus, row["status"]),
+        confidence=float(row["confidence"]),
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        version=int(row["version"]),
+        superseded_by=row["superseded_by"],
+        merged_into=row["merged_into"],
+        last_confirmed_at=row["last_confirmed_at"],
+        sources=tuple(sources),
+    )
+
+
+def source_from_row(row: Mapping[str, Any]) -> Source:
+    return Source(
+        session_id=row["session_id"],
+        item_ref=row["item_ref"],
+        evidence=row["evidence"],
+        observed_at=row["observed_at"],
+        extractor=row["extractor"],
+        job_id=row["job_id"],
+    )
+
+
+def vector_literal(vec: Sequence[float]) -> str:
+    """pgvector's text form, for binding as a parameter cast with ``::vector``."""
+    return "[" + ",".join(f"{x:.7g}" for x in vec) + "]"

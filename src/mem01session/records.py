@@ -1,0 +1,119 @@
+"""What the engine returns: beliefs, their sources, ledger events, receipts, recall results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Provenance of a belief: where and when it was said."""
+
+    session_id: str | None
+    item_ref: str | None
+    evidence: str | None
+    observed_at: datetime
+    extractor: str | None
+    job_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Belief:
+    """One durable statement about a user."""
+
+    id: int
+    user_id: str
+    content: str
+    key: str | None
+    status: BeliefStatus
+    confidence: float
+    valid_from: datetime
+    valid_to: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    version: int
+    superseded_by: int | None = None
+    merged_into: int | None = None
+    last_confirmed_at: datetime | None = None
+    sources: tuple[Source, ...] = ()
+
+
+@dataclass(frozen=True)
+class LedgerEvent:
+    """One row of the append-only ledger."""
+
+    id: int
+    op: str
+    belief_id: int | None
+    related_ids: tuple[int, ...]
+    before: dict[str, object] | None
+    after: dict[str, object] | None
+    reason: str | None
+    job_id: int | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Change:
+    """The effect of one applied op.
+
+    ``op`` is what happened: an ADD that restated an active belief is reported as
+    ``CONFIRM`` with ``belief_id`` the confirmed belief. ``replaced`` lists the beliefs
+    that stopped being active (the SUPERSEDE target, the MERGE sources).
+    """
+
+    op: str
+    belief_id: int
+    replaced: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What a batch changed, and the user's memory version after it."""
+
+    changes: tuple[Change, ...]
+    user_version: int
+
+
+@dataclass(frozen=True)
+class EraseReceipt:
+    """Proof of an erase: rows deleted per table."""
+
+    user_id: str
+    erased_at: datetime
+    deleted: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.deleted.values())
+
+
+@dataclass(frozen=True)
+class ScoredBelief:
+    """A recalled belief with its fused score (and per-signal scores with ``explain``)."""
+
+    belief: Belief
+    score: float
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The read path's answer: ranked beliefs packed into a rendered memory block."""
+
+    beliefs: tuple[ScoredBelief, ...]
+    text: str
+    tokens: int
+    tokenizer: str
+    max_tokens: int
+    candidates: int
+    latency_ms: float
+    stale: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.beliefs
