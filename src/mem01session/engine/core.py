@@ -13,6 +13,8 @@ from ..embeddings import Embedder, default_embedder
 from ..ops import Op, Provenance
 from ..records import ApplyResult, Belief, EraseReceipt, LedgerEvent, RecallResult, ScoredBelief
 from ..tokens import TokenCounter, default_token_counter
+from . import erase, inspection, users, write
+from .recall import recall, search
 
 # Runs inside the apply transaction, under the user's lock, after the ops are written.
 # Raising rolls the whole batch back (the session uses it to mark its job done atomically).
@@ -92,9 +94,7 @@ class BeliefEngine:
         hook: TransactionHook | None = None,
     ) -> ApplyResult:
         """Validate and apply a batch atomically; an invalid op rejects the whole batch."""
-        from .write import apply_ops
-
-        return await apply_ops(self, user_id, ops, provenance=provenance, hook=hook)
+        return await write.apply_ops(self, user_id, ops, provenance=provenance, hook=hook)
 
     async def correct(
         self,
@@ -106,9 +106,7 @@ class BeliefEngine:
         provenance: Provenance | None = None,
     ) -> ApplyResult:
         """Replace a belief's statement (a SUPERSEDE recorded as a correction)."""
-        from .write import correct
-
-        return await correct(
+        return await write.correct(
             self, user_id, belief_id, content, reason=reason, provenance=provenance
         )
 
@@ -116,51 +114,39 @@ class BeliefEngine:
         self, user_id: str, belief_id: int, reason: str = "forgotten on request"
     ) -> ApplyResult:
         """Mark a belief as no longer true (an INVALIDATE); its text is kept in history."""
-        from .write import forget
-
-        return await forget(self, user_id, belief_id, reason)
+        return await write.forget(self, user_id, belief_id, reason)
 
     async def erase_user(self, user_id: str) -> EraseReceipt:
         """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
-        from .write import erase_user
-
-        return await erase_user(self, user_id)
+        return await erase.erase_user(self, user_id)
 
     async def reinstate_user(self, user_id: str) -> None:
         """Lift an erase tombstone so that new writes for the user are accepted again."""
-        from .write import reinstate_user
-
-        await reinstate_user(self, user_id)
+        await erase.reinstate_user(self, user_id)
 
     # -- inspection -------------------------------------------------------------------
 
     async def get(self, user_id: str, belief_id: int) -> Belief:
         """One belief with its sources; :class:`BeliefNotFoundError` if not the user's."""
-        from .write import get_belief
-
-        return await get_belief(self, user_id, belief_id)
+        return await inspection.get_belief(self, user_id, belief_id)
 
     async def history(
         self, user_id: str, *, include_inactive: bool = True, limit: int = 100
     ) -> list[Belief]:
         """The user's beliefs, oldest first (``valid_from``, then id)."""
-        from .write import history
-
-        return await history(self, user_id, include_inactive=include_inactive, limit=limit)
+        return await inspection.history(
+            self, user_id, include_inactive=include_inactive, limit=limit
+        )
 
     async def ledger(
         self, user_id: str, *, belief_id: int | None = None, limit: int = 200
     ) -> list[LedgerEvent]:
         """Ledger events, oldest first, optionally for one belief."""
-        from .write import ledger
-
-        return await ledger(self, user_id, belief_id=belief_id, limit=limit)
+        return await inspection.ledger(self, user_id, belief_id=belief_id, limit=limit)
 
     async def user_version(self, user_id: str) -> int:
         """Monotonic counter bumped by every applied batch (0 for an unknown user)."""
-        from .write import user_version
-
-        return await user_version(self, user_id)
+        return await users.user_version(self, user_id)
 
     # -- read path --------------------------------------------------------------------
 
@@ -175,8 +161,6 @@ class BeliefEngine:
         explain: bool = False,
     ) -> list[ScoredBelief]:
         """Ranked beliefs for ``query`` without rendering (the extractor's candidates)."""
-        from .recall import search
-
         return await search(
             self,
             user_id,
@@ -198,8 +182,6 @@ class BeliefEngine:
         explain: bool = False,
     ) -> RecallResult:
         """The memory block for ``query``, packed into ``max_tokens`` (block included)."""
-        from .recall import recall
-
         return await recall(
             self,
             user_id,

@@ -25,7 +25,7 @@ def normalize_content(text: str) -> str:
     return _TRAILING.sub("", _SPACE.sub(" ", folded).strip())
 
 
-def belief_from_row(row: Mapping[str, Any], sources: Sequence[Source] = ()) -> Belief:
+def belief_from_row(row: Mapping[Any, Any], sources: Sequence[Source] = ()) -> Belief:
     return Belief(
         id=int(row["id"]),
         user_id=str(row["user_id"]),
@@ -45,7 +45,7 @@ def belief_from_row(row: Mapping[str, Any], sources: Sequence[Source] = ()) -> B
     )
 
 
-def source_from_row(row: Mapping[str, Any]) -> Source:
+def source_from_row(row: Mapping[Any, Any]) -> Source:
     return Source(
         session_id=row["session_id"],
         item_ref=row["item_ref"],

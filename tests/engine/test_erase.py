@@ -1,0 +1,99 @@
+"""Erase: everything durable about the user goes, with a receipt; later writes are refused."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from mem01session.engine import BeliefEngine
+from mem01session.errors import UserErasedError
+from mem01session.ops import Op, Provenance
+
+from .dbstate import counts, table_rows
+
+U = "alice"
+PROV = Provenance(session_id="s1", extractor="test")
+
+
+async def populate(engine: BeliefEngine, user_id: str) -> None:
+    r = await engine.apply(
+        user_id, [Op.add("Likes tea"), Op.add("Lives in Paris", key="city")], provenance=PROV
+    )
+    paris = r.changes[1].belief_id
+    await engine.apply(user_id, [Op.supersede(paris, "Lives in Rome")], provenance=PROV)
+    async with engine.db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key) "
+                "VALUES (:u, 's1', '{\"text\": \"hi\"}', 'k1'), (:u, 's1', '{}', 'k2')"
+            ),
+            {"u": user_id},
+        )
+
+
+async def test_erase_deletes_everything_and_returns_counts(engine: BeliefEngine) -> None:
+    await populate(engine, U)
+    await populate(engine, "bob")
+    bob_before = await table_rows(engine, "bob")
+    before = await counts(engine, U)
+    version = await engine.user_version(U)
+
+    receipt = await engine.erase_user(U)
+
+    assert receipt.user_id == U
+    assert receipt.deleted == {
+        "beliefs": 3,
+        "belief_events": 3,
+        "belief_sources": 3,
+        "memory_jobs": 2,
+    }
+    assert receipt.deleted == {t: before[t] for t in receipt.deleted}
+    assert receipt.total == 11
+    after = await counts(engine, U)
+    assert {t: n for t, n in after.items() if t != "memory_users"} == {
+        "beliefs": 0,
+        "belief_events": 0,
+        "belief_sources": 0,
+        "memory_jobs": 0,
+    }
+    assert await engine.history(U) == [] and await engine.ledger(U) == []
+    assert await table_rows(engine, "bob") == bob_before  # nothing crosses users
+    assert await engine.user_version(U) == version + 1  # caches keyed by version go stale
+
+    async with engine.db.engine.connect() as conn:
+        erased_at = await conn.scalar(
+            text("SELECT erased_at FROM memory_users WHERE user_id = :u"), {"u": U}
+        )
+    assert erased_at == receipt.erased_at
+
+
+async def test_writes_are_refused_after_erase_until_reinstated(engine: BeliefEngine) -> None:
+    await populate(engine, U)
+    await engine.erase_user(U)
+    before = await table_rows(engine, U)
+    with pytest.raises(UserErasedError, match="erased"):
+        await engine.apply(U, [Op.add("Likes tea")], provenance=PROV)
+    with pytest.raises(UserErasedError):
+        await engine.apply(U, [], provenance=PROV)
+    assert await table_rows(engine, U) == before
+
+    await engine.reinstate_user(U)
+    result = await engine.apply(U, [Op.add("Likes tea")], provenance=PROV)
+    assert result.changes[0].op == "ADD"  # a fresh start, not a confirmation
+    assert [b.content for b in await engine.history(U)] == ["Likes tea"]
+
+
+async def test_erasing_an_unknown_user_leaves_a_tombstone(engine: BeliefEngine) -> None:
+    receipt = await engine.erase_user("ghost")
+    assert receipt.total == 0
+    assert set(receipt.deleted) == {"beliefs", "belief_events", "belief_sources", "memory_jobs"}
+    with pytest.raises(UserErasedError):
+        await engine.apply("ghost", [Op.add("Likes tea")], provenance=PROV)
+
+
+async def test_reinstating_a_user_who_was_never_erased_is_harmless(engine: BeliefEngine) -> None:
+    await populate(engine, U)
+    before = await table_rows(engine, U)
+    await engine.reinstate_user(U)
+    await engine.reinstate_user("ghost")
+    assert await table_rows(engine, U) == before
