@@ -52,3 +52,15 @@ class UserErasedError(Mem01Error):
 
 class Mem01MemoryError(Mem01Error):
     """The memory tier failed and the session was created with ``strict=True``."""
+
+
+class ExtractionError(Mem01Error):
+    """An extractor failed or proposed output that failed validation; nothing was applied.
+
+    ``retryable`` is true for transient failures (rate limits, server errors, timeouts)
+    that a later attempt of the same job may get past.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        self.retryable = retryable
+        super().__init__(message)

@@ -1,5 +1,58 @@
-"""Belief extraction: turn text -> lifecycle ops."""
+"""Belief extraction: turn text -> lifecycle ops.
 
+* :class:`OpenAIExtractor`: an OpenAI (or compatible) chat model with structured outputs;
+* :class:`RuleExtractor`: deterministic English patterns, no network, narrow coverage;
+* :func:`screen_ops`: the secret and hygiene screen both apply before anything is stored.
+"""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..errors import ConfigError
+from ..redaction import get_logger
 from .base import Candidate, Extraction, Extractor, Turn, TurnMessage
+from .hygiene import contains_secret, redact_secrets, screen, screen_ops
+from .openai_extractor import OpenAIExtractor
+from .rules import RuleExtractor
 
-__all__ = ["Candidate", "Extraction", "Extractor", "Turn", "TurnMessage"]
+log = get_logger(__name__)
+
+__all__ = [
+    "Candidate",
+    "Extraction",
+    "Extractor",
+    "OpenAIExtractor",
+    "RuleExtractor",
+    "Turn",
+    "TurnMessage",
+    "contains_secret",
+    "default_extractor",
+    "redact_secrets",
+    "screen",
+    "screen_ops",
+]
+
+
+def default_extractor(settings: Settings | None = None, *, kind: str | None = None) -> Extractor:
+    """Pick an extractor: ``kind`` ("openai" or "rules") or automatically.
+
+    Automatic: OpenAI when ``OPENAI_API_KEY`` is set, else the offline rule extractor.
+    The choice is logged.
+    """
+    settings = settings or Settings.from_env()
+    if kind is None:
+        kind = "openai" if settings.openai_api_key else "rules"
+    if kind == "openai":
+        extractor: Extractor = OpenAIExtractor(settings)
+        log.info("extraction: OpenAI %s (%s)", extractor.name, settings.openai_base_url or "api")
+    elif kind == "rules":
+        extractor = RuleExtractor()
+        log.warning(
+            "extraction: offline rule extractor (%s); %s. It recognizes a narrow set of "
+            "English first-person statements only.",
+            extractor.name,
+            "no OPENAI_API_KEY set" if not settings.openai_api_key else "chosen explicitly",
+        )
+    else:
+        raise ConfigError(f"unknown extractor kind {kind!r}; use 'openai' or 'rules'")
+    return extractor

@@ -1,0 +1,337 @@
+"""A deterministic, dependency-free extractor for a narrow set of English statements.
+
+:class:`RuleExtractor` reads only the **user's** messages of a turn, sentence by
+sentence, and recognizes plain first-person statements:
+
+* where the user lives and moves ("I live in NYC", "I'm based in Austin", "we relocated
+  to Denver", "I just moved to SF last weekend") -> ``home.city``; where they are from
+  -> ``person.origin``;
+* rent and other recurring amounts ("I pay $2,400 a month in rent", "my rent is $2,400",
+  "I pay $15 a month for Netflix") -> ``home.rent`` / ``expense.<thing>``;
+* name and age -> ``person.name`` / ``person.age``; job and employer ("I work at X",
+  "I'm a nurse at X", "I joined X") -> ``work.employer`` / ``work.role``;
+* partner and pets -> ``family.partner`` / ``pets.<animal>``; allergies, intolerances
+  and diet -> ``health.allergy.<x>`` / ``diet``;
+* likes, dislikes, preferences, favorites and games played -> ``likes.<x>``,
+  ``dislikes.<x>``, ``prefers.<x>``, ``favorite.<thing>``, ``activity.<x>``;
+* negations ("I no longer ...", "I don't ... anymore", "I quit ...", "I moved out of X",
+  "I'm not vegetarian anymore"), which invalidate the matching candidate belief.
+
+It skips questions, hypotheticals and plans ("if I moved to Paris", "I might move",
+"I'd love to live in Rome someday", "I want to ..."), other people's facts ("my sister
+lives in Rome") and everything the assistant said. Anything phrased differently is
+simply not seen: this is a zero-cost fallback, not language understanding.
+
+Candidates decide the op. Keys ``home.city``, ``home.rent``, ``person.*``, ``work.*``,
+``family.partner``, ``diet``, ``favorite.*`` and ``expense.*`` hold one value: a new
+value SUPERSEDEs the candidate with that key. ``pets.*`` holds several (a new pet is an
+ADD). Other keys name one thing each (``likes.sushi``): a rewording is an UPDATE. A
+restatement of a candidate is an ADD of the candidate's exact content, which the engine
+records as a confirmation. A negation INVALIDATEs the candidates it matches, or does
+nothing when none does.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..ops import Op
+from .base import Candidate, Extraction, Turn
+from .dates import parse_when
+from .hygiene import screen
+from .rules_negations import NEGATIONS
+from .rules_patterns import ASSERTIONS
+from .rules_vocab import Fact, expand_place
+
+__all__ = ["RuleExtractor", "extract_facts"]
+
+RULES = (*NEGATIONS, *ASSERTIONS)
+_SINGLE_KEYS = frozenset(
+    "home.city home.rent person.name person.age person.origin work.employer work.role "
+    "family.partner diet".split()
+)
+_SINGLE_PREFIXES = ("favorite.", "expense.")
+_MULTI_PREFIXES = ("pets.",)
+_OPPOSITE = {"likes.": "dislikes.", "dislikes.": "likes."}
+
+_SENTENCE = re.compile(r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<=[.!?])\s+|\n+")
+_QUESTION_START = frozenset(
+    """do does did am is are was were can could should would will have has where what
+    when who whom whose why how which shall may""".split()
+)
+_HYPOTHETICAL = re.compile(
+    r"(?i)\b(?:if|unless|might|maybe|perhaps|probably|would|could|should|someday|one\s+day"
+    r"|hopefully|hope|wish|want|wanna|wants|thinking\s+(?:about|of)|considering|planning"
+    r"|plan\s+to|going\s+to|gonna|will|dream|imagine|suppose|pretend|whether|I\s+may"
+    r"|soon)\b|\b(?:I|we|you|they)'(?:d|ll)\b"
+)
+_INTERJECTION = re.compile(
+    r"^(?:(?:oh|ah|well|so|also|btw|by\s+the\s+way|actually|anyway|yeah|yes|yep|no|nope"
+    r"|ok|okay|fyi|fun\s+fact|just\s+so\s+you\s+know|and|but|plus|hmm|um|honestly)\b[,!:]?\s*)+",
+    re.IGNORECASE,
+)
+# "Hi, I'm Sam" introduces a name; "I'm Sam" alone is too ambiguous to read as one.
+_GREETING = re.compile(r"^(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I'm|I\s+am|this\s+is)\s+", re.I)
+_FILLER = re.compile(
+    r"\b(I|we|I'm|I\s+am|we're)\s+(?:(?:just|recently|finally|currently|now|still|actually"
+    r"|really|also|absolutely|totally|honestly|officially|already|definitely)\s+)+",
+    re.IGNORECASE,
+)
+_TAIL = re.compile(
+    r"(?:,?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well))+$",
+    re.IGNORECASE,
+)
+_CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although)\s+|,\s+")
+_SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our)\b", re.IGNORECASE)
+_VERB_START = re.compile(
+    r"^(?:live|pay|work|moved|relocated|have|love|like|enjoy|prefer|hate|play|got|joined"
+    r"|quit|left|started|spend|eat|adopted|went|became|no\s+longer|don't|do\s+not)\b",
+    re.IGNORECASE,
+)
+_STOP = frozenset(
+    """a an the my our their his her to of in at for on with and or is are am be been was
+    i i'm we you it that this do don't not no longer anymore any more have has had
+    does""".split()
+)
+
+
+@dataclass(frozen=True)
+class _Said:
+    fact: Fact
+    evidence: str
+    valid_from: datetime | None
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def _is_question(sentence: str) -> bool:
+    first = _INTERJECTION.sub("", sentence).split(maxsplit=1)
+    return sentence.rstrip().endswith("?") or (bool(first) and first[0].lower() in _QUESTION_START)
+
+
+def _clauses(sentence: str) -> list[str]:
+    """Split on conjunctions only where a new first-person statement starts."""
+    body = sentence.strip().rstrip(".!").strip()
+    pieces = _CLAUSE_SPLIT.split(body)
+    seps = _CLAUSE_SPLIT.findall(body)
+    clauses = [pieces[0]]
+    for sep, piece in zip(seps, pieces[1:], strict=True):
+        bare = _INTERJECTION.sub("", piece)
+        is_comma = sep.strip() == ","
+        if _SUBJECT.match(bare) or (not is_comma and _VERB_START.match(bare)):
+            clauses.append(bare if _SUBJECT.match(bare) else f"I {bare}")
+        else:
+            clauses[-1] = f"{clauses[-1]}{sep}{piece}"
+    return clauses
+
+
+def _normalize(clause: str) -> str:
+    clause = _INTERJECTION.sub("", clause.strip())
+    clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)
+    return _TAIL.sub("", clause).strip().rstrip(".!,")
+
+
+def _match(clause: str) -> list[Fact]:
+    for pattern, build in RULES:
+        m = pattern.search(clause)
+        if m:
+            facts = build(m)
+            if facts:
+                return facts
+    return []
+
+
+def extract_facts(text: str, observed_at: datetime) -> list[tuple[Fact, str, datetime | None]]:
+    """The facts one user message states, with their sentence and stated start time."""
+    out: list[tuple[Fact, str, datetime | None]] = []
+    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    for sentence in _sentences(text):
+        if _is_question(sentence):
+            continue
+        for raw in _clauses(_GREETING.sub("my name is ", sentence)):
+            if _HYPOTHETICAL.search(raw):
+                continue
+            clause, when = parse_when(_normalize(raw), observed_at)
+            out.extend((f, sentence, when) for f in _match(_normalize(clause)))
+    return out
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]
+            break
+    return word
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in re.findall(r"[a-z0-9$€£][a-z0-9,.'\-]*", text.casefold())} - {
+        _stem(s) for s in _STOP
+    }
+
+
+def _mentions(candidate: Candidate, value: str) -> bool:
+    wanted = _words(expand_place(value))
+    have = _words(candidate.content) | _words(
+        (candidate.key or "").replace(".", " ").replace("-", " ")
+    )
+    return bool(wanted) and wanted <= have
+
+
+_INFER = (
+    (re.compile(r"^Lives in "), "home.city"),
+    (re.compile(r"^Pays .* in rent$"), "home.rent"),
+    (re.compile(r"^Name is "), "person.name"),
+    (re.compile(r"^Works at "), "work.employer"),
+    (re.compile(r"^Works as "), "work.role"),
+    (
+        re.compile(r"^(?:Has a (?:wife|husband|partner|girlfriend|boyfriend)|Is married to) "),
+        "family.partner",
+    ),
+    (re.compile(r"^(?:Is (?:vegetarian|vegan|pescatarian)|Follows a \w+ diet)$"), "diet"),
+)
+
+
+def _key_of(candidate: Candidate) -> str | None:
+    """The candidate's key, or the one its content implies when it has none."""
+    if candidate.key:
+        return candidate.key
+    for pattern, key in _INFER:
+        if pattern.search(candidate.content):
+            return key
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.casefold().split()).rstrip(".") == " ".join(b.casefold().split()).rstrip(".")
+
+
+def _kind(key: str) -> str:
+    if key in _SINGLE_KEYS or key.startswith(_SINGLE_PREFIXES):
+        return "single"
+    return "multi" if key.startswith(_MULTI_PREFIXES) else "specific"
+
+
+def reconcile(said: Sequence[_Said], candidates: Sequence[Candidate]) -> list[Op]:
+    """Turn stated facts into ops against the candidates (see the module docstring)."""
+    keyed = [(c, _key_of(c)) for c in candidates]
+    asserted = {s.fact.key for s in said if not s.fact.negate}
+    # A later statement of a one-valued key wins over an earlier one in the same turn.
+    last: dict[str, int] = {}
+    for i, s in enumerate(said):
+        if s.fact.key and not s.fact.negate and _kind(s.fact.key) == "single":
+            last[s.fact.key] = i
+    ops: list[Op] = []
+    used: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    for i, s in enumerate(said):
+        f = s.fact
+        if f.negate:
+            for c, key in keyed:
+                if c.alias in used or not _negation_hits(f, key, c):
+                    continue
+                if key is not None and key in asserted:
+                    continue  # replaced in this same turn: the SUPERSEDE covers it
+                used.add(c.alias)
+                ops.append(
+                    Op.invalidate(c.alias, f.reason or "no longer true", evidence=s.evidence)
+                )
+            continue
+        assert f.key is not None and f.content is not None
+        if last.get(f.key, i) != i or (f.key, f.content.casefold()) in seen:
+            continue
+        seen.add((f.key, f.content.casefold()))
+        ops.extend(_assert(f, s, [(c, k) for c, k in keyed if c.alias not in used], used))
+    return ops
+
+
+def _negation_hits(f: Fact, key: str | None, c: Candidate) -> bool:
+    if f.keys:
+        if key is None or not any(
+            key == k or (k.endswith(".") and key.startswith(k)) or key.startswith(k + ".")
+            for k in f.keys
+        ):
+            return False
+        return f.value is None or _mentions(c, f.value)
+    return f.value is not None and _mentions(c, f.value)
+
+
+def _assert(
+    f: Fact, s: _Said, pool: list[tuple[Candidate, str | None]], used: set[str]
+) -> list[Op]:
+    assert f.key is not None and f.content is not None
+    same = [c for c, k in pool if k == f.key]
+    kind = _kind(f.key)
+    for c in same:
+        if _same(c.content, f.content) or (
+            kind != "specific" and f.value and _mentions(c, f.value)
+        ):
+            used.add(c.alias)
+            return [Op.add(c.content, key=f.key, evidence=s.evidence)]  # a confirmation
+    if kind == "single" and same:
+        used.update(c.alias for c in same)
+        first, *rest = same
+        return [
+            Op.supersede(
+                first.alias,
+                f.content,
+                key=f.key,
+                evidence=s.evidence,
+                reason=f"new {f.key}",
+                valid_from=s.valid_from,
+            ),
+            *(
+                Op.invalidate(c.alias, f"replaced by: {f.content}", evidence=s.evidence)
+                for c in rest
+            ),
+        ]
+    refinable = (
+        same
+        if kind == "specific"
+        else [c for c in same if f.generic and _same(c.content, f.generic)]
+    )
+    if refinable:
+        used.add(refinable[0].alias)
+        return [Op.update(refinable[0].alias, f.content, evidence=s.evidence, reason="refined")]
+    prefix = next((p for p in _OPPOSITE if f.key.startswith(p)), None)
+    if prefix is not None:
+        opposite = _OPPOSITE[prefix] + f.key[len(prefix) :]
+        for c, k in pool:
+            if k == opposite:
+                used.add(c.alias)
+                return [
+                    Op.supersede(
+                        c.alias, f.content, key=f.key, evidence=s.evidence, reason="changed mind"
+                    )
+                ]
+    return [Op.add(f.content, key=f.key, evidence=s.evidence, valid_from=s.valid_from)]
+
+
+class RuleExtractor:
+    """Deterministic English first-person pattern extractor; see the module docstring."""
+
+    name = "rules-v1"
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        """Ops for the user's messages of ``turn``, screened for secrets."""
+        said: list[_Said] = []
+        for message in turn.messages:
+            if message.role != "user":
+                continue
+            for fact, sentence, when in extract_facts(message.text, turn.observed_at or now):
+                said.append(_Said(fact, sentence, when))
+        screened = screen(reconcile(said, candidates))
+        return Extraction(ops=screened.ops, notes=screened.notes)
+
+    def __repr__(self) -> str:
+        return "RuleExtractor()"

@@ -1,0 +1,264 @@
+"""Assertions: first-person clauses stating a fact, as ``(pattern, builder)`` rows.
+
+Each pattern is anchored at the start of a normalized clause ("I live in NYC"); the
+builder turns the match into :class:`~.rules_vocab.Fact` proposals (key, third-person
+content, the value two statements must share to be the same fact).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .rules_vocab import (
+    ANIMAL,
+    ANIMALS,
+    COUNT,
+    DIET,
+    DIET_CONTENT,
+    END,
+    I_,
+    IM,
+    JOB_WORDS,
+    MONEY,
+    NAME,
+    NON_ROLES,
+    NOT_NAMES,
+    ORG,
+    PARTNER,
+    PEOPLE,
+    PERIOD,
+    PERIOD2,
+    PHRASE,
+    PLACE,
+    PRONOUNS,
+    ROLE,
+    STRIP_TAIL,
+    Fact,
+    Rule,
+    article,
+    expand_place,
+    items,
+    money,
+    ok_name,
+    period,
+    registrar,
+    slug,
+    thing_slug,
+    third_person,
+)
+
+ASSERTIONS: list[Rule] = []
+_rule = registrar(ASSERTIONS)
+
+
+@_rule(
+    rf"^{I_}\s+(?i:live|reside|stay|have\s+lived|'ve\s+lived)\s+in\s+{PLACE}",
+    rf"^{IM}\s+(?i:based|living|located|settled)\s+in\s+{PLACE}",
+    rf"^{I_}\s+(?i:moved|relocated|have\s+moved|'ve\s+moved|have\s+relocated|'ve\s+relocated)"
+    rf"\s+(?:(?i:back)\s+)?to\s+{PLACE}",
+    rf"^(?i:my\s+home\s+is|home\s+is)\s+(?:(?i:in)\s+)?{PLACE}",
+)
+def _home(m: re.Match[str]) -> list[Fact]:
+    place = expand_place(m["place"])
+    if not place or (place[0].islower() and not place.startswith("the ")):
+        return []
+    return [Fact("home.city", f"Lives in {place}", value=place)]
+
+
+@_rule(rf"^{IM}\s+(?i:originally\s+)?from\s+{PLACE}")
+def _origin(m: re.Match[str]) -> list[Fact]:
+    place = expand_place(m["place"])
+    return [Fact("person.origin", f"Is from {place}", value=place)] if place else []
+
+
+@_rule(
+    rf"^{I_}\s+pay\s+(?:(?i:about|around|roughly)\s+)?{MONEY}(?:\s+{PERIOD})?\s+(?:(?i:in|for|of)\s+)?(?:(?i:my|the|our)\s+)?(?i:rent)(?:\s+{PERIOD2})?{END}",
+    rf"^(?:(?i:my|our|the)\s+)?(?:(?i:monthly)\s+)?(?i:rent)(?:'s|\s+(?i:is|went\s+up\s+to|was\s+raised\s+to|increased\s+to|is\s+now|costs?(?:\s+me)?))\s+(?:(?i:about|around|roughly)\s+)?{MONEY}(?:\s+{PERIOD})?{END}",
+)
+def _rent(m: re.Match[str]) -> list[Fact]:
+    amount = money(m)
+    return [Fact("home.rent", f"Pays {amount} {period(m, 'a month')} in rent", value=amount)]
+
+
+@_rule(
+    rf"^{I_}\s+(?:pay|spend)\s+(?:(?i:about|around|roughly)\s+)?{MONEY}\s+{PERIOD}\s+(?i:for|on)\s+(?:(?i:my|a|the|our)\s+)?(?P<thing>[\w\-]+(?:\s+[\w\-]+){{0,2}}){END}",
+    rf"^(?i:my|our)\s+(?P<thing>[\w\-]+(?:\s+[\w\-]+){{0,2}}?)\s+(?i:costs?(?:\s+me)?|is|runs\s+me)\s+(?:(?i:about|around|roughly)\s+)?{MONEY}\s+{PERIOD}{END}",
+)
+def _expense(m: re.Match[str]) -> list[Fact]:
+    thing = m["thing"].strip()
+    if thing.split()[0].lower() in PEOPLE or slug(thing) == "rent":
+        return []
+    amount = money(m)
+    key = f"expense.{thing_slug(thing)}"
+    return [Fact(key, f"Pays {amount} {period(m)} for {thing}", value=amount)]
+
+
+@_rule(
+    rf"^(?i:my\s+name\s+is|my\s+name's|call\s+me|people\s+call\s+me)\s+{NAME}{END}",
+    rf"^(?:{IM}\s+(?i:called|named)|I\s+(?i:go\s+by))\s+{NAME}{END}",
+)
+def _name(m: re.Match[str]) -> list[Fact]:
+    name = m["name"]
+    return [Fact("person.name", f"Name is {name}", value=name)] if ok_name(name) else []
+
+
+@_rule(
+    rf"^{IM}\s+(?P<age>\d{{1,3}})(?:\s+(?i:years\s+old|yrs\s+old|y/o))?{END}",
+    rf"^I\s+(?i:just\s+)?turned\s+(?P<age>\d{{1,3}}){END}",
+)
+def _age(m: re.Match[str]) -> list[Fact]:
+    age = int(m["age"])
+    return [Fact("person.age", f"Is {age} years old", value=str(age))] if 0 < age < 120 else []
+
+
+@_rule(
+    rf"^I\s+(?i:work|am\s+working|'m\s+working)\s+as\s+(?i:an?)\s+{ROLE}(?:\s+(?i:at|for|with)\s+{ORG})?{END}",
+    rf"^{IM}\s+(?i:an?)\s+{ROLE}\s+(?i:at|for|with)\s+{ORG}{END}",
+    rf"^{IM}\s+(?i:an?)\s+{ROLE}{END}",
+)
+def _role(m: re.Match[str]) -> list[Fact]:
+    role = m["role"].lower()
+    words = role.split()
+    org = m.groupdict().get("org")
+    explicit = m[0].lower().startswith(("i work", "i am working", "i'm working"))
+    if set(words) & NON_ROLES or (org is None and not explicit and words[-1] not in JOB_WORDS):
+        return []
+    facts = [Fact("work.role", f"Works as {article(role)} {role}", value=role)]
+    if org:
+        facts.append(Fact("work.employer", f"Works at {org}", value=org))
+    return facts
+
+
+@_rule(
+    rf"^I\s+(?i:work|am\s+working|'m\s+working)\s+(?i:at|for)\s+{ORG}",
+    rf"^I\s+(?i:got|landed|started|accepted|took)\s+(?i:a|an|the)\s+(?:(?i:new)\s+)?(?i:job|position|role|offer)\s+(?i:at|with|from)\s+{ORG}",
+    rf"^I\s+(?i:joined|started\s+at|started\s+working\s+at|got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by))\s+{ORG}",
+    rf"^{IM}\s+(?i:employed\s+(?:at|by)|working\s+at)\s+{ORG}",
+)
+def _employer(m: re.Match[str]) -> list[Fact]:
+    org = m["org"].strip()
+    return [Fact("work.employer", f"Works at {org}", value=org)] if org not in NOT_NAMES else []
+
+
+@_rule(
+    rf"^(?i:my)\s+{PARTNER}(?:'s\s+name)?\s+(?i:is|'s)\s+(?:(?i:called|named)\s+)?{NAME}{END}",
+    rf"^I\s+(?i:have)\s+(?i:a)\s+{PARTNER}\s+(?i:named|called)\s+{NAME}{END}",
+)
+def _partner(m: re.Match[str]) -> list[Fact]:
+    rel, name = m["rel"].lower(), m["name"]
+    return (
+        [Fact("family.partner", f"Has a {rel} named {name}", value=name)] if ok_name(name) else []
+    )
+
+
+@_rule(rf"^{IM}\s+(?P<how>(?i:married|engaged))\s+to\s+{NAME}{END}")
+def _married(m: re.Match[str]) -> list[Fact]:
+    how, name = m["how"].lower(), m["name"]
+    return [Fact("family.partner", f"Is {how} to {name}", value=name)] if ok_name(name) else []
+
+
+@_rule(
+    rf"^{I_}\s+(?i:have|got|adopted)\s+{COUNT}\s+{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
+    rf"^(?i:my|our)\s+{ANIMAL}(?:'s\s+name)?\s+(?i:is|'s)\s+(?:(?i:called|named)\s+)?{NAME}{END}",
+)
+def _pet(m: re.Match[str]) -> list[Fact]:
+    word = m["animal"].lower()
+    animal, count = ANIMALS[word], (m.groupdict().get("count") or "a").lower()
+    name = m.groupdict().get("name")
+    if name:
+        return [
+            Fact(
+                f"pets.{animal}",
+                f"Has {article(animal)} {animal} named {name}",
+                value=name,
+                generic=f"Has {article(animal)} {animal}",
+            )
+        ]
+    if count in ("a", "an", "one", "1"):
+        return [Fact(f"pets.{animal}", f"Has {article(animal)} {animal}")]
+    return [Fact(f"pets.{animal}", f"Has {count} {word if word.endswith('s') else word + 's'}")]
+
+
+@_rule(
+    rf"^{IM}\s+(?:(?i:severely|very|deathly|mildly|super)\s+)?allergic\s+to\s+{PHRASE}{END}",
+    rf"^I\s+(?i:have)\s+(?:(?i:an?)\s+)?{PHRASE}\s+(?i:allergy|allergies){END}",
+)
+def _allergy(m: re.Match[str]) -> list[Fact]:
+    return [
+        Fact(f"health.allergy.{slug(x)}", f"Is allergic to {x}", value=x) for x in items(m["x"])
+    ]
+
+
+@_rule(
+    rf"^{IM}\s+(?:(?i:a|an|strictly|fully)\s+)?{DIET}{END}",
+    rf"^I\s+(?i:went|became|turned|have\s+gone|'ve\s+gone)\s+(?:(?i:a|an)\s+)?{DIET}{END}",
+    rf"^I\s+(?i:eat|follow|am\s+on|'m\s+on)\s+(?:(?i:a|an)\s+)?{DIET}\s+diet{END}",
+)
+def _diet(m: re.Match[str]) -> list[Fact]:
+    diet = m["diet"].lower().replace("pescetarian", "pescatarian")
+    return [Fact("diet", DIET_CONTENT[diet], value=diet)]
+
+
+@_rule(rf"^{IM}\s+(?P<what>(?i:lactose|gluten))(?:\s|-)(?i:intolerant){END}")
+def _intolerance(m: re.Match[str]) -> list[Fact]:
+    what = m["what"].lower()
+    return [Fact(f"health.intolerance.{what}", f"Is {what} intolerant")]
+
+
+@_rule(rf"^I\s+(?i:don't|do\s+not|never)\s+eat\s+{PHRASE}{END}")
+def _avoids(m: re.Match[str]) -> list[Fact]:
+    return [Fact(f"diet.avoids.{slug(x)}", f"Does not eat {x}", value=x) for x in items(m["x"])]
+
+
+_LIKE_CONTENT = {"love": "Loves", "like": "Likes", "enjoy": "Enjoys", "adore": "Loves"}
+_DISLIKE_CONTENT = {
+    "hate": "Hates",
+    "dislike": "Dislikes",
+    "can't stand": "Can't stand",
+    "don't like": "Dislikes",
+    "do not like": "Dislikes",
+}
+
+
+@_rule(rf"^I\s+(?P<verb>(?i:love|like|enjoy|adore))\s+{PHRASE}{END}")
+def _likes(m: re.Match[str]) -> list[Fact]:
+    verb = _LIKE_CONTENT[m["verb"].lower()]
+    return [Fact(f"likes.{slug(x)}", f"{verb} {x}", value=x) for x in items(m["x"]) if slug(x)]
+
+
+@_rule(
+    rf"^I\s+(?P<verb>(?i:hate|dislike|can't\s+stand|don't\s+like|do\s+not\s+like))\s+{PHRASE}{END}"
+)
+def _dislikes(m: re.Match[str]) -> list[Fact]:
+    verb = _DISLIKE_CONTENT[" ".join(m["verb"].lower().split())]
+    return [Fact(f"dislikes.{slug(x)}", f"{verb} {x}", value=x) for x in items(m["x"]) if slug(x)]
+
+
+@_rule(rf"^I\s+(?:(?i:generally|usually|always)\s+)?(?i:prefer)\s+{PHRASE}{END}")
+def _prefers(m: re.Match[str]) -> list[Fact]:
+    x = third_person(STRIP_TAIL.sub("", m["x"].strip()))
+    head = re.split(r"\s+(?i:over|to|rather\s+than|instead\s+of)\s+", x)[0]
+    return [Fact(f"prefers.{slug(head)}", f"Prefers {x}", value=x)] if slug(head) else []
+
+
+@_rule(
+    rf"^(?i:my)\s+(?:(?i:all-time)\s+)?(?i:favorite|favourite|fave)\s+"
+    rf"(?P<thing>[\w\- ]{{2,30}}?)(?:'s|\s+(?i:is|are))\s+{PHRASE}{END}"
+)
+def _favorite(m: re.Match[str]) -> list[Fact]:
+    thing, x = m["thing"].strip().lower(), third_person(STRIP_TAIL.sub("", m["x"].strip()))
+    return [Fact(f"favorite.{slug(thing)}", f"Favorite {thing} is {x}", value=x)]
+
+
+@_rule(rf"^I\s+(?P<verb>(?i:play|practice|practise))\s+{PHRASE}{END}")
+def _activity(m: re.Match[str]) -> list[Fact]:
+    verb = {"play": "Plays"}.get(m["verb"].lower(), "Practices")
+    x = re.sub(r"\s+(?i:every\s+\w+|on\s+weekends|regularly|a\s+lot|weekly)$", "", m["x"].strip())
+    if x.split()[0].lower() in PRONOUNS or len(x.split()) > 3:
+        return []
+    return [Fact(f"activity.{slug(x)}", f"{verb} {x}", value=x)]
+
+
+@_rule(rf"^I\s+(?i:smoke|smoke\s+cigarettes){END}")
+def _smokes(m: re.Match[str]) -> list[Fact]:
+    return [Fact("habit.smoking", "Smokes")]

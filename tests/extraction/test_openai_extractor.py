@@ -1,0 +1,316 @@
+"""The OpenAI extractor against a fake OpenAI server at the HTTP boundary."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+import pytest
+
+from mem01session import Settings
+from mem01session.errors import ExtractionError
+from mem01session.extraction import (
+    Candidate,
+    Extractor,
+    OpenAIExtractor,
+    Turn,
+    TurnMessage,
+)
+from mem01session.extraction.openai_extractor import OP_SCHEMA, load_prompt
+
+NOW = datetime(2026, 5, 13, 10, tzinfo=UTC)
+TURN = Turn(
+    "conv-wed",
+    (
+        TurnMessage("user", "I moved to San Francisco last weekend.", "item-7"),
+        TurnMessage("assistant", "Congrats! You live in Paris now, right?", "item-8"),
+    ),
+    NOW,
+)
+CANDIDATES = (
+    Candidate("b1", "Lives in New York City", "home.city"),
+    Candidate("b2", "Pays $2,400 a month in rent", "home.rent"),
+)
+SETTINGS = Settings(openai_api_key="sk-test-fake-key-000000", llm_model="gpt-test")
+
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def op(kind: str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = dict.fromkeys(
+        ("target", "content", "key", "confidence", "evidence", "reason", "valid_from")
+    )
+    return {"op": kind, **base, "targets": [], **fields}
+
+
+def completion(content: str, *, finish: str = "stop") -> httpx2.Response:
+    return httpx2.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-test",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": finish,
+                    "message": {"role": "assistant", "content": content, "refusal": None},
+                }
+            ],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+        },
+    )
+
+
+def error(status: int, message: str) -> httpx2.Response:
+    return httpx2.Response(
+        status, json={"error": {"message": message, "type": "invalid_request_error"}}
+    )
+
+
+class FakeServer:
+    """Answers each request with the next response (or raises it); records the requests."""
+
+    def __init__(self, *answers: httpx2.Response | Exception) -> None:
+        self.answers = list(answers)
+        self.requests: list[dict[str, Any]] = []
+        self.sleeps: list[float] = []
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        assert request.url.path.endswith("/chat/completions")
+        self.requests.append(json.loads(request.content))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+    def extractor(self, **kwargs: Any) -> OpenAIExtractor:
+        client = httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
+        return OpenAIExtractor(SETTINGS, http_client=client, sleep=self.sleep, **kwargs)
+
+
+def good() -> httpx2.Response:
+    return completion(
+        json.dumps(
+            {
+                "ops": [
+                    op(
+                        "SUPERSEDE",
+                        target="b1",
+                        content="Lives in San Francisco",
+                        key="home.city",
+                        confidence=0.95,
+                        evidence="I moved to San Francisco last weekend.",
+                        reason="moved",
+                        valid_from="2026-05-09",
+                    )
+                ]
+            }
+        )
+    )
+
+
+async def test_request_carries_schema_candidates_and_turn() -> None:
+    server = FakeServer(good())
+    extraction = await server.extractor().extract(TURN, CANDIDATES, NOW)
+    (body,) = server.requests
+    assert body["model"] == "gpt-test"
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["strict"] is True
+    assert fmt["json_schema"]["schema"] == OP_SCHEMA
+    system, user = body["messages"]
+    assert system == {"role": "system", "content": load_prompt()}
+    assert "b1: Lives in New York City [home.city]" in user["content"]
+    assert "b2: Pays $2,400 a month in rent [home.rent]" in user["content"]
+    assert "user: I moved to San Francisco last weekend." in user["content"]
+    assert "assistant: Congrats!" in user["content"]
+    assert NOW.isoformat() in user["content"]
+    (result,) = extraction.ops
+    assert (result.op, result.target, result.key, result.content) == (
+        "SUPERSEDE",
+        "b1",
+        "home.city",
+        "Lives in San Francisco",
+    )
+    assert result.valid_from == datetime(2026, 5, 9, tzinfo=UTC)
+    assert result.confidence == 0.95
+    assert extraction.usage == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+
+
+def test_strict_schema_requires_every_property() -> None:
+    item = OP_SCHEMA["properties"]["ops"]["items"]
+    assert OP_SCHEMA["additionalProperties"] is False and item["additionalProperties"] is False
+    assert set(item["required"]) == set(item["properties"])
+
+
+def test_it_is_an_extractor_named_after_model_and_prompt() -> None:
+    extractor = FakeServer().extractor()
+    assert isinstance(extractor, Extractor)
+    assert extractor.name == "openai:gpt-test:extract_v1"
+    assert "sk-test" not in repr(extractor)
+
+
+def test_default_model_is_documented_default() -> None:
+    extractor = OpenAIExtractor(Settings(openai_api_key="sk-test-fake-key-000000"))
+    assert extractor.model == "gpt-4.1-mini"
+
+
+async def test_candidates_are_shown_only_under_their_aliases() -> None:
+    server = FakeServer(completion('{"ops": []}'))
+    await server.extractor().extract(TURN, (Candidate("b1", "Lives in Oslo", "home.city"),), NOW)
+    user = server.requests[0]["messages"][1]["content"]
+    block = user.split("Candidate beliefs (active):\n")[1].split("\n\n")[0]
+    assert block == "b1: Lives in Oslo [home.city]"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json at all", "not valid JSON"),
+        ('{"ops": [', "not valid JSON"),
+        ("[]", '{"ops": [...]}'),
+        ('{"ops": {}}', '{"ops": [...]}'),
+        ('{"ops": [], "extra": 1}', '{"ops": [...]}'),
+        (json.dumps({"ops": [op("FORGET", target="b1")]}), "unknown op kind 'FORGET'"),
+        (json.dumps({"ops": [op("INVALIDATE", target="b9")]}), "unknown candidate alias 'b9'"),
+        (json.dumps({"ops": [op("INVALIDATE", target="17")]}), "unknown candidate alias '17'"),
+        (json.dumps({"ops": [op("MERGE", targets=["b1", "b7"], content="x")]}), "'b7'"),
+        (json.dumps({"ops": [op("ADD", content=42)]}), "content must be a string"),
+        (json.dumps({"ops": [op("ADD", content="x", confidence="high")]}), "confidence"),
+        (json.dumps({"ops": [op("ADD", content="x", confidence=3)]}), "confidence"),
+        (json.dumps({"ops": [{**op("ADD", content="x"), "belief_id": 4}]}), "unknown fields"),
+        (json.dumps({"ops": [op("ADD")]}), "needs content"),
+        (json.dumps({"ops": [op("SUPERSEDE", content="x")]}), "needs a target"),
+        (json.dumps({"ops": [op("MERGE", targets=["b1"], content="x")]}), "two or more"),
+        (json.dumps({"ops": ["ADD"]}), "not an object"),
+        (json.dumps({"ops": [op("ADD", content="x", valid_from="last week")]}), "ISO 8601"),
+    ],
+)
+async def test_invalid_output_raises_and_applies_nothing(content: str, message: str) -> None:
+    server = FakeServer(completion(content))
+    with pytest.raises(ExtractionError) as info:
+        await server.extractor().extract(TURN, CANDIDATES, NOW)
+    assert message in str(info.value)
+    assert info.value.retryable is False
+
+
+async def test_truncated_answer_is_an_error() -> None:
+    server = FakeServer(completion('{"ops": [', finish="length"))
+    with pytest.raises(ExtractionError, match="cut off"):
+        await server.extractor().extract(TURN, CANDIDATES, NOW)
+
+
+async def test_429_then_success_retries_with_backoff() -> None:
+    server = FakeServer(error(429, "slow down"), error(503, "busy"), good())
+    extraction = await server.extractor(backoff=0.5).extract(TURN, CANDIDATES, NOW)
+    assert len(extraction.ops) == 1
+    assert len(server.requests) == 3
+    assert server.sleeps == [0.5, 1.0]
+
+
+async def test_retry_after_header_is_honoured() -> None:
+    limited = httpx2.Response(
+        429, headers={"retry-after": "7"}, json={"error": {"message": "slow down"}}
+    )
+    server = FakeServer(limited, good())
+    await server.extractor(backoff=0.5).extract(TURN, CANDIDATES, NOW)
+    assert server.sleeps == [7.0]
+
+
+async def test_retries_give_up_with_a_retryable_error() -> None:
+    server = FakeServer(*(error(500, "boom") for _ in range(3)))
+    with pytest.raises(ExtractionError, match="after 3 attempts") as info:
+        await server.extractor(max_retries=2).extract(TURN, CANDIDATES, NOW)
+    assert info.value.retryable is True
+    assert "HTTP 500" in str(info.value)
+
+
+async def test_client_errors_are_not_retried() -> None:
+    server = FakeServer(error(401, "Incorrect API key provided"))
+    with pytest.raises(ExtractionError, match="HTTP 401") as info:
+        await server.extractor().extract(TURN, CANDIDATES, NOW)
+    assert info.value.retryable is False
+    assert len(server.requests) == 1
+    assert "sk-test-fake-key" not in str(info.value)
+
+
+async def test_timeout_is_a_clear_error() -> None:
+    server = FakeServer(httpx2.ReadTimeout("timed out"))
+    with pytest.raises(ExtractionError, match=r"did not answer within 12 s") as info:
+        await server.extractor(timeout=12).extract(TURN, CANDIDATES, NOW)
+    assert info.value.retryable is True
+    assert server.sleeps == []
+
+
+async def test_json_mode_fallback_when_server_lacks_structured_outputs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mem01session")
+    unsupported = error(400, "response_format of type json_schema is not supported by this model")
+    server = FakeServer(unsupported, good(), completion('```json\n{"ops": []}\n```'))
+    extractor = server.extractor()
+    first = await extractor.extract(TURN, CANDIDATES, NOW)
+    second = await extractor.extract(TURN, CANDIDATES, NOW)
+    assert [o.content for o in first.ops] == ["Lives in San Francisco"]
+    assert second.ops == ()
+    assert [r["response_format"]["type"] for r in server.requests] == [
+        "json_schema",
+        "json_object",
+        "json_object",
+    ]
+    assert '"additionalProperties"' in server.requests[1]["messages"][0]["content"]
+    warnings = [r for r in caplog.records if "falling back to JSON mode" in r.getMessage()]
+    assert len(warnings) == 1
+    assert extractor.json_mode and "json mode" in first.notes[0]
+
+
+async def test_json_mode_output_is_still_validated() -> None:
+    unsupported = error(400, "Unknown parameter: response_format.json_schema")
+    bad = completion(json.dumps({"ops": [op("INVALIDATE", target="b5")]}))
+    server = FakeServer(unsupported, bad)
+    with pytest.raises(ExtractionError, match="unknown candidate alias"):
+        await server.extractor().extract(TURN, CANDIDATES, NOW)
+
+
+async def test_secrets_in_model_output_are_screened() -> None:
+    answer = {
+        "ops": [
+            op("ADD", content="Password is hunter2", evidence="my password is hunter2"),
+            op(
+                "ADD",
+                content="Works at Acme",
+                evidence="I work at Acme, key sk-live-abcdefghijklmnop1234",
+            ),
+        ]
+    }
+    server = FakeServer(completion(json.dumps(answer)))
+    extraction = await server.extractor().extract(TURN, CANDIDATES, NOW)
+    (kept,) = extraction.ops
+    assert kept.content == "Works at Acme"
+    assert "sk-live" not in (kept.evidence or "")
+    assert kept.reason == "evidence redacted: api key"
+    assert any("dropped" in note for note in extraction.notes)
+
+
+async def test_injected_client_is_used() -> None:
+    from openai import AsyncOpenAI
+
+    server = FakeServer(completion('{"ops": []}'))
+    client = AsyncOpenAI(
+        api_key="sk-test-fake-key-000000",
+        base_url="http://llm.local/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
+    )
+    extractor = OpenAIExtractor(SETTINGS, client=client, model="local-model")
+    assert (await extractor.extract(TURN, (), NOW)).ops == ()
+    assert server.requests[0]["model"] == "local-model"
+    assert "(none)" in server.requests[0]["messages"][1]["content"]

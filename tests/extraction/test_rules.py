@@ -1,0 +1,291 @@
+"""The rule extractor, pinned sentence by sentence: (op, target, key, content)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from mem01session.extraction import Candidate, Extractor, RuleExtractor, Turn, TurnMessage
+
+NOW = datetime(2026, 5, 11, 9, 30, tzinfo=UTC)  # a Monday
+
+KNOWN = (
+    Candidate("b1", "Lives in New York City", "home.city"),
+    Candidate("b2", "Pays $2,400 a month in rent", "home.rent"),
+    Candidate("b3", "Works at Google", "work.employer"),
+    Candidate("b4", "Is vegetarian", "diet"),
+    Candidate("b5", "Has a dog named Rex", "pets.dog"),
+    Candidate("b6", "Plays tennis", "activity.tennis"),
+    Candidate("b7", "Likes sushi", "likes.sushi"),
+    Candidate("b8", "Has a wife named Anna", "family.partner"),
+    Candidate("b9", "Dislikes coffee", "dislikes.coffee"),
+    Candidate("b10", "Smokes", None),
+    Candidate("b11", "Works as a software engineer", None),
+    Candidate("b12", "Is allergic to peanuts", "health.allergy.peanuts"),
+    Candidate("b13", "Pays $15 a month for Netflix", "expense.netflix"),
+    Candidate("b14", "Has a cat", "pets.cat"),
+    Candidate("b15", "Favorite color is blue", "favorite.color"),
+)
+
+Row = tuple[str, str | None, str | None, str | None]
+A, S, U, INV = "ADD", "SUPERSEDE", "UPDATE", "INVALIDATE"
+
+# (sentence, with candidates?, expected ops)
+CASES: list[tuple[str, bool, list[Row]]] = [
+    # -- where the user lives
+    ("I live in NYC.", False, [(A, None, "home.city", "Lives in New York City")]),
+    ("I'm based in Berlin.", False, [(A, None, "home.city", "Lives in Berlin")]),
+    ("I moved to San Francisco.", False, [(A, None, "home.city", "Lives in San Francisco")]),
+    ("We relocated to Austin, Texas.", False, [(A, None, "home.city", "Lives in Austin, Texas")]),
+    ("Oh, and I live in Portland now.", False, [(A, None, "home.city", "Lives in Portland")]),
+    ("i live in sf", False, [(A, None, "home.city", "Lives in San Francisco")]),
+    ("I'm originally from Ohio.", False, [(A, None, "person.origin", "Is from Ohio")]),
+    # -- rent and recurring amounts
+    (
+        "I live in NYC and pay $2,400 in rent.",
+        False,
+        [
+            (A, None, "home.city", "Lives in New York City"),
+            (A, None, "home.rent", "Pays $2,400 a month in rent"),
+        ],
+    ),
+    (
+        "I pay $2,400 a month in rent.",
+        False,
+        [(A, None, "home.rent", "Pays $2,400 a month in rent")],
+    ),
+    ("my rent is $2400", False, [(A, None, "home.rent", "Pays $2,400 a month in rent")]),
+    (
+        "Rent is $1,850.50 a month.",
+        False,
+        [(A, None, "home.rent", "Pays $1,850.50 a month in rent")],
+    ),
+    (
+        "I pay $15 a month for Netflix.",
+        False,
+        [(A, None, "expense.netflix", "Pays $15 a month for Netflix")],
+    ),
+    (
+        "My gym membership costs $50 a month.",
+        False,
+        [(A, None, "expense.gym", "Pays $50 a month for gym membership")],
+    ),
+    # -- name, age
+    ("My name is Sam Carter.", False, [(A, None, "person.name", "Name is Sam Carter")]),
+    ("Hi, I'm Priya!", False, [(A, None, "person.name", "Name is Priya")]),
+    ("Call me Ishmael.", False, [(A, None, "person.name", "Name is Ishmael")]),
+    ("I'm called Ana.", False, [(A, None, "person.name", "Name is Ana")]),
+    ("I'm 34 years old.", False, [(A, None, "person.age", "Is 34 years old")]),
+    # -- work
+    ("I work at Google.", False, [(A, None, "work.employer", "Works at Google")]),
+    ("I work as a barista.", False, [(A, None, "work.role", "Works as a barista")]),
+    ("I'm a software engineer.", False, [(A, None, "work.role", "Works as a software engineer")]),
+    (
+        "I'm a nurse at St. Mary's Hospital.",
+        False,
+        [
+            (A, None, "work.role", "Works as a nurse"),
+            (A, None, "work.employer", "Works at St. Mary's Hospital"),
+        ],
+    ),
+    ("I got a job at Stripe.", False, [(A, None, "work.employer", "Works at Stripe")]),
+    ("I joined Acme Corp.", False, [(A, None, "work.employer", "Works at Acme Corp")]),
+    # -- partner and pets
+    ("My wife is Anna.", False, [(A, None, "family.partner", "Has a wife named Anna")]),
+    ("I'm married to Chris.", False, [(A, None, "family.partner", "Is married to Chris")]),
+    ("I have a dog named Rex.", False, [(A, None, "pets.dog", "Has a dog named Rex")]),
+    ("My cat is called Tom.", False, [(A, None, "pets.cat", "Has a cat named Tom")]),
+    ("I have two cats.", False, [(A, None, "pets.cat", "Has two cats")]),
+    # -- health and diet
+    (
+        "I'm allergic to peanuts.",
+        False,
+        [(A, None, "health.allergy.peanuts", "Is allergic to peanuts")],
+    ),
+    (
+        "I'm allergic to peanuts and shellfish.",
+        False,
+        [
+            (A, None, "health.allergy.peanuts", "Is allergic to peanuts"),
+            (A, None, "health.allergy.shellfish", "Is allergic to shellfish"),
+        ],
+    ),
+    ("I'm vegetarian.", False, [(A, None, "diet", "Is vegetarian")]),
+    ("I went vegan.", False, [(A, None, "diet", "Is vegan")]),
+    (
+        "I'm lactose intolerant.",
+        False,
+        [(A, None, "health.intolerance.lactose", "Is lactose intolerant")],
+    ),
+    # -- likes and preferences
+    (
+        "I love hiking and skiing.",
+        False,
+        [(A, None, "likes.hiking", "Loves hiking"), (A, None, "likes.skiing", "Loves skiing")],
+    ),
+    ("I really like jazz.", False, [(A, None, "likes.jazz", "Likes jazz")]),
+    (
+        "I enjoy cooking for my friends.",
+        False,
+        [(A, None, "likes.cooking-for-their-friends", "Enjoys cooking for their friends")],
+    ),
+    ("I hate cilantro.", False, [(A, None, "dislikes.cilantro", "Hates cilantro")]),
+    ("I prefer tea over coffee.", False, [(A, None, "prefers.tea", "Prefers tea over coffee")]),
+    (
+        "My favorite color is green.",
+        False,
+        [(A, None, "favorite.color", "Favorite color is green")],
+    ),
+    ("I play tennis every week.", False, [(A, None, "activity.tennis", "Plays tennis")]),
+    # -- ignored: questions, hypotheticals, plans, other people, noise
+    ("Where do I live?", False, []),
+    ("do I pay rent?", False, []),
+    ("Do I live in NYC", False, []),
+    ("If I moved to Paris, I'd learn French.", False, []),
+    ("I might move to Berlin.", False, []),
+    ("I'd love to live in Rome someday.", False, []),
+    ("I want to move to Lisbon.", False, []),
+    ("I'm thinking about moving to Denver.", False, []),
+    ("I will move to Boston next year.", False, []),
+    ("My sister lives in Rome.", False, []),
+    ("My friend works at Google.", False, []),
+    ("My husband's car costs $300 a month.", False, []),
+    ("I'm a big fan of jazz.", False, []),
+    ("I love it!", False, []),
+    ("Thanks, that was helpful.", False, []),
+    ("Please book a table for two tonight.", False, []),
+    ("Call me tomorrow.", False, []),
+    ("My password is hunter2.", False, []),
+    # -- negations with nothing to negate
+    ("I quit my job.", False, []),
+    ("I'm not vegetarian anymore.", False, []),
+    # -- with candidates: supersede
+    ("I moved to San Francisco.", True, [(S, "b1", "home.city", "Lives in San Francisco")]),
+    ("My rent went up to $2,600.", True, [(S, "b2", "home.rent", "Pays $2,600 a month in rent")]),
+    ("I joined Stripe.", True, [(S, "b3", "work.employer", "Works at Stripe")]),
+    (
+        "I quit my job at Google and joined Stripe.",
+        True,
+        [(S, "b3", "work.employer", "Works at Stripe")],
+    ),
+    ("I'm vegan.", True, [(S, "b4", "diet", "Is vegan")]),
+    ("My wife is Beth.", True, [(S, "b8", "family.partner", "Has a wife named Beth")]),
+    ("I'm a product manager.", True, [(S, "b11", "work.role", "Works as a product manager")]),
+    (
+        "My favorite color is green.",
+        True,
+        [(S, "b15", "favorite.color", "Favorite color is green")],
+    ),
+    ("I like coffee now.", True, [(S, "b9", "likes.coffee", "Likes coffee")]),
+    # -- with candidates: confirm (an ADD of the candidate's exact text)
+    ("I live in NYC.", True, [(A, None, "home.city", "Lives in New York City")]),
+    ("My rent is $2,400.", True, [(A, None, "home.rent", "Pays $2,400 a month in rent")]),
+    ("I work at Google.", True, [(A, None, "work.employer", "Works at Google")]),
+    ("I have a dog named Rex.", True, [(A, None, "pets.dog", "Has a dog named Rex")]),
+    # -- with candidates: refine, or add beside a multi-valued key
+    ("I love sushi.", True, [(U, "b7", None, "Loves sushi")]),
+    ("I have a cat named Tom.", True, [(U, "b14", None, "Has a cat named Tom")]),
+    ("I have a dog named Max.", True, [(A, None, "pets.dog", "Has a dog named Max")]),
+    (
+        "I'm allergic to shellfish.",
+        True,
+        [(A, None, "health.allergy.shellfish", "Is allergic to shellfish")],
+    ),
+    # -- with candidates: invalidate
+    ("I'm not vegetarian anymore.", True, [(INV, "b4", None, None)]),
+    ("I'm no longer vegan.", True, []),
+    ("I quit my job.", True, [(INV, "b3", None, None)]),
+    ("I left Google.", True, [(INV, "b3", None, None)]),
+    ("I no longer work at Google.", True, [(INV, "b3", None, None)]),
+    ("I moved out of NYC.", True, [(INV, "b1", None, None)]),
+    ("I moved out of Boston.", True, []),
+    ("I don't live in New York anymore.", True, [(INV, "b1", None, None)]),
+    ("I don't play tennis anymore.", True, [(INV, "b6", None, None)]),
+    ("I quit smoking.", True, [(INV, "b10", None, None)]),
+    ("I no longer like sushi.", True, [(INV, "b7", None, None)]),
+    ("My dog Rex died.", True, [(INV, "b5", None, None)]),
+    ("I got divorced.", True, [(INV, "b8", None, None)]),
+    ("I cancelled my Netflix subscription.", True, [(INV, "b13", None, None)]),
+    ("I'm not allergic to peanuts anymore.", True, [(INV, "b12", None, None)]),
+    ("I'm retired.", True, [(INV, "b3", None, None), (INV, "b11", None, None)]),
+    # -- with candidates: still ignored
+    ("Do I still live in NYC?", True, []),
+    ("If I quit my job, I'd travel.", True, []),
+    ("My sister moved to Rome.", True, []),
+]
+
+
+async def _ops(text: str, candidates: tuple[Candidate, ...], role: str = "user") -> list[Row]:
+    turn = Turn("conv-1", (TurnMessage(role, text, "item-1"),), NOW)  # type: ignore[arg-type]
+    extraction = await RuleExtractor().extract(turn, candidates, NOW)
+    return [(op.op, op.target, op.key, op.content) for op in extraction.ops]
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(CASES) >= 60
+    assert sum(1 for _, _, expected in CASES if not expected) >= 15
+
+
+@pytest.mark.parametrize(("text", "with_candidates", "expected"), CASES, ids=[c[0] for c in CASES])
+async def test_rule_table(text: str, with_candidates: bool, expected: list[Row]) -> None:
+    assert await _ops(text, KNOWN if with_candidates else ()) == expected
+
+
+def test_satisfies_the_protocol() -> None:
+    assert isinstance(RuleExtractor(), Extractor)
+    assert RuleExtractor().name == "rules-v1"
+
+
+async def test_assistant_messages_are_ignored() -> None:
+    assert await _ops("You live in Paris and work at Google.", KNOWN, role="assistant") == []
+    assert await _ops("I live in Paris.", KNOWN, role="assistant") == []
+
+
+async def test_evidence_is_the_user_sentence() -> None:
+    turn = Turn(
+        "conv-1",
+        (
+            TurnMessage("user", "Hello there.  I moved to Denver last weekend! Anyway, thanks."),
+            TurnMessage("assistant", "Noted: you live in Denver."),
+        ),
+        NOW,
+    )
+    (op,) = (await RuleExtractor().extract(turn, (), NOW)).ops
+    assert op.evidence == "I moved to Denver last weekend!"
+    assert op.valid_from == datetime(2026, 5, 9, tzinfo=UTC)  # the Saturday before
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("I moved to Denver yesterday.", datetime(2026, 5, 10, tzinfo=UTC)),
+        ("I moved to Denver last month.", datetime(2026, 4, 1, tzinfo=UTC)),
+        ("I moved to Denver in 2021.", datetime(2021, 1, 1, tzinfo=UTC)),
+        ("I moved to Denver in March.", datetime(2026, 3, 1, tzinfo=UTC)),
+        ("I moved to Denver two weeks ago.", datetime(2026, 4, 27, tzinfo=UTC)),
+        ("I moved to Denver.", None),
+    ],
+)
+async def test_stated_dates_become_valid_from(text: str, day: datetime | None) -> None:
+    turn = Turn("conv-1", (TurnMessage("user", text),), NOW)
+    (op,) = (await RuleExtractor().extract(turn, (), NOW)).ops
+    assert (op.content, op.valid_from) == ("Lives in Denver", day)
+
+
+async def test_candidates_without_keys_are_recognized_by_their_text() -> None:
+    legacy = (Candidate("b1", "Lives in Boston"),)
+    assert await _ops("I moved to Chicago.", legacy) == [(S, "b1", "home.city", "Lives in Chicago")]
+
+
+async def test_one_valued_key_said_twice_keeps_the_last() -> None:
+    ops = await _ops("I live in Boston. I moved to Chicago.", ())
+    assert ops == [(A, None, "home.city", "Lives in Chicago")]
+
+
+async def test_a_secret_in_the_sentence_is_redacted_from_evidence() -> None:
+    turn = Turn("c", (TurnMessage("user", "I work at Acme, my password is hunter22."),), NOW)
+    (op,) = (await RuleExtractor().extract(turn, (), NOW)).ops
+    assert op.content == "Works at Acme"
+    assert op.evidence is not None and "hunter22" not in op.evidence
+    assert op.reason == "evidence redacted: password"
