@@ -1,0 +1,341 @@
+"""``Mem01Session``: the Agents SDK session with a durable, user-scoped memory tier."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from pathlib import Path
+
+from agents import RunConfig
+from agents.items import TResponseInputItem
+from agents.memory import Session, SessionSettings, SQLiteSession
+
+from . import jobs
+from .config import Settings
+from .engine import BeliefEngine
+from .errors import ConfigError, Mem01MemoryError
+from .extraction import Extractor
+from .injection import memory_run_config
+from .records import ApplyResult, Belief, EraseReceipt, RecallResult
+from .redaction import get_logger, redact
+from .turns import turn_messages
+from .worker import MemoryWorker, shared_worker, stop_workers
+
+log = get_logger(__name__)
+
+MAX_ID_CHARS = 200
+
+
+def _check_id(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ConfigError(f"{name} must not be empty")
+    if "\x00" in value or len(value) > MAX_ID_CHARS:
+        raise ConfigError(f"{name} must be at most {MAX_ID_CHARS} characters without NUL bytes")
+    return value
+
+
+class Mem01Session:
+    """An SDK ``Session`` whose transcript lives in ``inner`` and whose memory lives in PostgreSQL.
+
+    ``get_items``/``add_items``/``pop_item``/``clear_session`` act on the transcript of
+    ``session_id`` (an SDK ``SQLiteSession`` under ``MEM01_HOME`` unless ``inner`` is
+    given). ``add_items`` also records the turn for extraction; a background worker turns
+    it into beliefs about ``user_id`` after the answer. Pass ``run_config=session.run_config()``
+    to ``Runner.run`` so the model sees what is remembered.
+
+    Memory failures never break the conversation (``last_memory_error`` says what went
+    wrong) unless ``strict=True``, which raises :class:`Mem01MemoryError` instead.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        user_id: str,
+        *,
+        inner: Session | None = None,
+        engine: BeliefEngine | None = None,
+        extractor: Extractor | None = None,
+        max_memory_tokens: int = 800,
+        strict: bool = False,
+        recall_wait: float = 2.0,
+        settings: Settings | None = None,
+    ) -> None:
+        self.session_id = _check_id("session_id", session_id)
+        self.user_id = _check_id("user_id", user_id)
+        if not isinstance(max_memory_tokens, int) or max_memory_tokens < 1:
+            raise ConfigError(
+                f"max_memory_tokens must be a positive int, got {max_memory_tokens!r}"
+            )
+        if recall_wait < 0:
+            raise ConfigError(f"recall_wait must be >= 0 seconds, got {recall_wait!r}")
+        self._settings = settings
+        self.max_memory_tokens = max_memory_tokens
+        self.strict = strict
+        self.recall_wait = recall_wait
+        self._owns_inner = inner is None
+        self._inner: Session = inner if inner is not None else self._default_inner()
+        self._engine = engine
+        self._owns_engine = engine is None
+        self._engine_lock = asyncio.Lock()
+        self._extractor = extractor
+        self._worker: MemoryWorker | None = None
+        self._my_jobs: list[int] = []
+        self._reported_failures: set[int] = set()
+        self._warned: set[str] = set()
+        self.last_memory_error: str | None = None
+        self.last_recall: RecallResult | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Mem01Session(session_id={self.session_id!r}, user_id={self.user_id!r}, "
+            f"strict={self.strict})"
+        )
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """The transcript store's settings (e.g. the history ``limit``)."""
+        return getattr(self._inner, "session_settings", None)
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self._inner.session_settings = value
+
+    @property
+    def inner(self) -> Session:
+        """The transcript store."""
+        return self._inner
+
+    def _default_inner(self) -> Session:
+        home = (self._settings or Settings.from_env()).home
+        Path(home).mkdir(parents=True, exist_ok=True)
+        return SQLiteSession(self.session_id, Path(home) / "transcripts.sqlite")
+
+    # -- the SDK Session protocol: transcript -----------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        return await self._inner.get_items(limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Write the transcript first, then record the turn's text for extraction."""
+        await self._inner.add_items(items)
+        messages = turn_messages(items)
+        if not messages:
+            return
+        try:
+            engine = await self._engine_or_open()
+            job_id = await jobs.enqueue(
+                engine.db.engine, self.user_id, self.session_id, messages, now=engine.clock()
+            )
+            self._my_jobs.append(job_id)
+            worker = self._ensure_worker(engine)
+            worker.wake()
+        except Exception as exc:
+            self._memory_failed("enqueue", exc)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest transcript item (durable memory is untouched)."""
+        return await self._inner.pop_item()
+
+    async def clear_session(self) -> None:
+        """Clear this conversation's transcript (durable memory is untouched)."""
+        await self._inner.clear_session()
+
+    # -- injection ---------------------------------------------------------------------
+
+    def run_config(self, base: RunConfig | None = None) -> RunConfig:
+        """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
+        return memory_run_config(self._block_for, base)
+
+    async def _block_for(self, query: str) -> str | None:
+        try:
+            result = await self.recall(query)
+        except Mem01MemoryError:
+            raise
+        except Exception as exc:  # pragma: no cover - recall() already handles errors
+            self._memory_failed("recall", exc)
+            return None
+        return result.text or None if result is not None else None
+
+    # -- management --------------------------------------------------------------------
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        max_tokens: int | None = None,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+        explain: bool = False,
+    ) -> RecallResult | None:
+        """What the model would be shown for ``query`` (None if memory is unavailable)."""
+        try:
+            engine = await self._engine_or_open()
+            fresh = await self._barrier(engine, self.recall_wait)
+            await self._report_failed_jobs(engine)
+            result = await engine.recall(
+                self.user_id,
+                query,
+                max_tokens=max_tokens or self.max_memory_tokens,
+                include_history=include_history,
+                as_of=as_of,
+                explain=explain,
+            )
+        except Mem01MemoryError:
+            raise
+        except Exception as exc:
+            self._memory_failed("recall", exc)
+            return None
+        if not fresh:
+            result = _replace_stale(result)
+        self.last_recall = result
+        return result
+
+    async def flush_memory(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every turn accepted for this user so far is applied (True) or the
+        timeout passes (False)."""
+        engine = await self._engine_strict()
+        try:
+            done = await self._barrier(engine, timeout)
+            await self._report_failed_jobs(engine)
+        except Mem01MemoryError:
+            raise
+        except Exception as exc:
+            raise Mem01MemoryError(f"flush failed: {_describe(exc)}") from None
+        return done
+
+    async def memory_history(
+        self, *, include_inactive: bool = True, limit: int = 100
+    ) -> list[Belief]:
+        """The user's beliefs, oldest first, including superseded ones by default."""
+        engine = await self._engine_strict()
+        return await engine.history(self.user_id, include_inactive=include_inactive, limit=limit)
+
+    async def correct_memory(self, belief_id: int, content: str) -> ApplyResult:
+        """Replace what a belief says; the old statement stays in history."""
+        engine = await self._engine_strict()
+        return await engine.correct(self.user_id, belief_id, content)
+
+    async def forget_memory(
+        self, belief_id: int, *, reason: str = "forgotten on request"
+    ) -> ApplyResult:
+        """Mark a belief as no longer true; it leaves recall, its text stays in history."""
+        engine = await self._engine_strict()
+        return await engine.forget(self.user_id, belief_id, reason)
+
+    async def clear_memory(self, timeout: float | None = 30.0) -> EraseReceipt:
+        """Erase the user's durable memory (beliefs, ledger, provenance, jobs); the
+        transcript is untouched. Accepted turns are applied first, so none of them can
+        come back afterwards; new turns after this call are remembered again."""
+        engine = await self._engine_strict()
+        await self._barrier(engine, timeout)
+        receipt = await engine.erase_user(self.user_id)
+        await engine.reinstate_user(self.user_id)
+        self._my_jobs.clear()
+        return receipt
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def aclose(self, *, flush_timeout: float = 5.0) -> None:
+        """Give pending extraction a bounded chance to finish, then close what this session
+        created (the default transcript store, the engine). Unfinished jobs stay durable
+        and resume at the next start."""
+        if self._engine is not None and self._my_jobs:
+            try:
+                await self._barrier(self._engine, flush_timeout)
+            except Exception as exc:
+                self._memory_failed("flush", exc)
+        if self._owns_engine and self._engine is not None:
+            await stop_workers(self._engine)
+            await self._engine.close()
+            self._engine = None
+        if self._owns_inner:
+            close = getattr(self._inner, "close", None)
+            if callable(close):
+                close()
+
+    async def __aenter__(self) -> Mem01Session:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+    # -- internals ---------------------------------------------------------------------
+
+    async def _engine_or_open(self) -> BeliefEngine:
+        if self._engine is None:
+            async with self._engine_lock:
+                if self._engine is None:
+                    self._engine = await BeliefEngine.open(self._settings)
+        return self._engine
+
+    async def _engine_strict(self) -> BeliefEngine:
+        try:
+            return await self._engine_or_open()
+        except Exception as exc:
+            raise Mem01MemoryError(f"memory is unavailable: {_describe(exc)}") from None
+
+    def _ensure_worker(self, engine: BeliefEngine) -> MemoryWorker:
+        if self._worker is None:
+            if self._extractor is None:
+                from .extraction import default_extractor
+
+                self._extractor = default_extractor(self._settings)
+            self._worker = shared_worker(engine, self._extractor)
+        self._worker.start()
+        return self._worker
+
+    async def _barrier(self, engine: BeliefEngine, timeout: float | None) -> bool:
+        """Wait for the user's jobs accepted before now; True when none is left."""
+        pending = set(await jobs.unfinished_ids(engine.db.engine, self.user_id))
+        if not pending:
+            return True
+        worker = self._ensure_worker(engine)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            worker.wake()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            await worker.wait_progress(min(0.05, left) if left is not None else 0.05)
+            current = await jobs.statuses(engine.db.engine, self.user_id, sorted(pending))
+            pending = {i for i, j in current.items() if j.status in ("pending", "running")}
+            if not pending:
+                return True
+
+    async def _report_failed_jobs(self, engine: BeliefEngine) -> None:
+        """Surface permanent failures of this session's jobs (strict: raise)."""
+        if not self._my_jobs:
+            return
+        current = await jobs.statuses(engine.db.engine, self.user_id, self._my_jobs)
+        self._my_jobs = [i for i in self._my_jobs if i in current and current[i].status != "done"]
+        for job_id in self._my_jobs:
+            job = current[job_id]
+            if job.status == "failed" and job_id not in self._reported_failures:
+                self._reported_failures.add(job_id)
+                self._memory_failed("extraction", RuntimeError(f"job {job_id}: {job.last_error}"))
+
+    def _memory_failed(self, kind: str, exc: BaseException) -> None:
+        message = f"{kind} failed: {_describe(exc)}"
+        self.last_memory_error = message
+        if self.strict:
+            raise Mem01MemoryError(message) from None
+        if kind not in self._warned:
+            self._warned.add(kind)
+            log.warning("memory %s; the conversation continues without it", message)
+
+
+def _describe(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    return redact(f"{type(orig or exc).__name__}: {orig or exc}".splitlines()[0])
+
+
+def _replace_stale(result: RecallResult) -> RecallResult:
+    import dataclasses
+
+    return dataclasses.replace(result, stale=True)
+
+
+__all__ = ["Mem01Session"]

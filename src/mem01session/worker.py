@@ -1,0 +1,227 @@
+"""The background worker: outbox job -> extractor -> engine, after the answer.
+
+One worker per engine and extractor in a process, shared by every session using them.
+It claims the oldest job of each user under a lease, shows the extractor the user's
+most relevant active beliefs under aliases, applies the proposed ops and marks the job
+done in the same transaction. Failures retry with exponential backoff, then stay
+``failed`` for inspection. Jobs left running by a dead process are reclaimed once their
+lease expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from . import jobs
+from .engine import BeliefEngine
+from .errors import InvalidOpError, UserErasedError
+from .extraction.base import Candidate, Extractor
+from .ops import Provenance, resolve_aliases
+from .redaction import get_logger, redact
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerPolicy:
+    """Leases, retries and timeouts of the worker."""
+
+    lease: timedelta = timedelta(seconds=120)
+    max_attempts: int = 5
+    backoff_base: float = 2.0
+    backoff_max: float = 300.0
+    extract_timeout: float = 60.0
+    poll_interval: float = 1.0
+    candidates: int = 10
+
+
+class MemoryWorker:
+    """Processes memory jobs in the background of this process."""
+
+    def __init__(
+        self,
+        engine: BeliefEngine,
+        extractor: Extractor,
+        *,
+        policy: WorkerPolicy | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.extractor = extractor
+        self.policy = policy or WorkerPolicy()
+        self.worker_id = worker_id or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.last_error: str | None = None
+        self.processed = 0
+
+    def __repr__(self) -> str:
+        return f"MemoryWorker(id={self.worker_id!r}, extractor={self.extractor.name!r})"
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start the loop (idempotent); it resumes any job a dead process left behind."""
+        if not self.running:
+            self._stopping = False
+            self._task = asyncio.get_running_loop().create_task(
+                self._loop(), name=f"mem01-worker-{self.worker_id}"
+            )
+
+    def wake(self) -> None:
+        """Look for work now instead of at the next poll."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop after the current job; unfinished jobs stay durable for the next start."""
+        task, self._task = self._task, None
+        if task is not None:
+            # The flag ends the loop even if a cancellation is swallowed mid-await.
+            self._stopping = True
+            self._wake.set()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait_progress(self, timeout: float) -> None:
+        """Return after the next processed job, or after ``timeout`` seconds."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._progress:
+                await self._progress.wait()
+
+    async def run_once(self) -> int:
+        """Claim and process one batch of jobs; returns how many were processed."""
+        now = self.engine.clock()
+        claimed = await jobs.claim(
+            self.engine.db.engine, self.worker_id, now=now, lease=self.policy.lease, limit=4
+        )
+        for job in claimed:
+            await self._process(job)
+        if claimed:
+            async with self._progress:
+                self._progress.notify_all()
+        return len(claimed)
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            try:
+                if await self.run_once():
+                    continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # database down: keep trying, never crash the app
+                self._record(f"worker: {type(exc).__name__}: {exc}")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.policy.poll_interval):
+                    await self._wake.wait()
+
+    async def _process(self, job: jobs.Job) -> None:
+        engine = self.engine.db.engine
+        try:
+            turn = job.turn()
+            query = " ".join(m.text for m in turn.messages if m.role == "user")
+            found = await self.engine.search(job.user_id, query, limit=self.policy.candidates)
+            aliases = {f"b{i}": sb.belief.id for i, sb in enumerate(found, start=1)}
+            candidates = [
+                Candidate(
+                    alias=f"b{i}",
+                    content=sb.belief.content,
+                    key=sb.belief.key,
+                    valid_from=sb.belief.valid_from,
+                )
+                for i, sb in enumerate(found, start=1)
+            ]
+            async with asyncio.timeout(self.policy.extract_timeout):
+                extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
+            ops = resolve_aliases(extraction.ops, aliases)
+            now = self.engine.clock()
+            if not ops:
+                await jobs.complete_without_ops(
+                    engine, job, self.worker_id, now=now, usage=extraction.usage
+                )
+            else:
+                first_ref = next((m.item_ref for m in turn.messages if m.role == "user"), None)
+                await self.engine.apply(
+                    job.user_id,
+                    ops,
+                    provenance=Provenance(
+                        session_id=job.session_id,
+                        item_ref=first_ref,
+                        observed_at=turn.observed_at,
+                        extractor=self.extractor.name,
+                        job_id=job.id,
+                    ),
+                    hook=jobs.complete_hook(job, self.worker_id, now=now, usage=extraction.usage),
+                )
+            self.processed += 1
+        except jobs.JobLostError:
+            log.info("job %s was erased or reclaimed; dropping it", job.id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._fail(job, exc)
+
+    async def _fail(self, job: jobs.Job, exc: BaseException) -> None:
+        message = redact(f"{type(exc).__name__}: {exc}")
+        permanent = isinstance(exc, UserErasedError)
+        retry_at = None
+        if not permanent and job.attempts < self.policy.max_attempts:
+            delay = min(self.policy.backoff_max, self.policy.backoff_base**job.attempts)
+            retry_at = self.engine.clock() + timedelta(seconds=delay)
+        kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
+        self._record(f"job {job.id} failed ({kind}): {message}")
+        with contextlib.suppress(Exception):
+            await jobs.fail(
+                self.engine.db.engine,
+                job,
+                self.worker_id,
+                message,
+                now=self.engine.clock(),
+                retry_at=retry_at,
+            )
+
+    def _record(self, message: str) -> None:
+        message = redact(message)
+        if message != self.last_error:
+            log.warning("%s", message)
+        self.last_error = message
+
+
+_workers: weakref.WeakKeyDictionary[BeliefEngine, dict[str, MemoryWorker]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def shared_worker(
+    engine: BeliefEngine,
+    extractor: Extractor,
+    factory: Callable[[BeliefEngine, Extractor], MemoryWorker] = MemoryWorker,
+) -> MemoryWorker:
+    """The process-wide worker for this engine and extractor (created on first use)."""
+    per_engine = _workers.setdefault(engine, {})
+    key = f"{extractor.name}:{id(extractor)}"
+    worker = per_engine.get(key)
+    if worker is None:
+        worker = per_engine[key] = factory(engine, extractor)
+    return worker
+
+
+async def stop_workers(engine: BeliefEngine) -> None:
+    """Stop every worker bound to ``engine`` (called when the engine closes)."""
+    for worker in list(_workers.pop(engine, {}).values()):
+        await worker.stop()
+
+
+__all__ = ["MemoryWorker", "WorkerPolicy", "shared_worker", "stop_workers"]

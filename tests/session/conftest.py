@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from agents.memory import SQLiteSession
+
+from mem01session import Database
+from mem01session.embeddings import OfflineEmbedder
+from mem01session.engine import BeliefEngine
+from mem01session.extraction import Candidate, Extraction, Turn
+from mem01session.ops import Op
+from mem01session.session import Mem01Session
+
+_LIVES = re.compile(r"\bI (?:live|moved) (?:in|to) ([A-Z][A-Za-z ]+?)[.!]?$")
+
+
+def city_ops(turn: Turn, candidates: Sequence[Candidate]) -> list[Op]:
+    """A tiny deterministic extractor: 'I live in X' / 'I moved to X' -> home.city."""
+    ops: list[Op] = []
+    for message in turn.messages:
+        if message.role != "user":
+            continue
+        match = _LIVES.search(message.text)
+        if not match:
+            continue
+        content = f"Lives in {match.group(1).strip()}"
+        current = next((c for c in candidates if c.key == "home.city"), None)
+        if current is None:
+            ops.append(Op.add(content, key="home.city", evidence=message.text))
+        elif current.content != content:
+            ops.append(Op.supersede(current.alias, content, evidence=message.text))
+    return ops
+
+
+@dataclass
+class ScriptedExtractor:
+    """Extractor double at the LLM boundary: a function of the turn and candidates."""
+
+    rule: Callable[[Turn, Sequence[Candidate]], list[Op]] = city_ops
+    name: str = "scripted"
+    calls: list[tuple[Turn, tuple[Candidate, ...]]] = field(default_factory=list)
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        self.calls.append((turn, tuple(candidates)))
+        return Extraction(ops=tuple(self.rule(turn, candidates)))
+
+
+@pytest.fixture
+def extractor() -> ScriptedExtractor:
+    return ScriptedExtractor()
+
+
+@pytest.fixture
+async def engine(db: Database, embedder: OfflineEmbedder) -> AsyncIterator[BeliefEngine]:
+    eng = BeliefEngine(db, embedder)
+    yield eng
+    from mem01session.worker import stop_workers
+
+    await stop_workers(eng)
+
+
+@pytest.fixture
+def make_session(
+    engine: BeliefEngine, extractor: ScriptedExtractor, tmp_path: Path
+) -> Callable[..., Mem01Session]:
+    def make(session_id: str, user_id: str = "user-1", **kwargs: object) -> Mem01Session:
+        kwargs.setdefault("inner", SQLiteSession(session_id, tmp_path / "transcripts.sqlite"))
+        kwargs.setdefault("engine", engine)
+        kwargs.setdefault("extractor", extractor)
+        return Mem01Session(session_id, user_id, **kwargs)  # type: ignore[arg-type]
+
+    return make

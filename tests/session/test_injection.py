@@ -1,0 +1,151 @@
+"""The memory block reaches every model call of a run and never the transcript."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.run_config import CallModelData, ModelInputData
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from mem01session.engine import BeliefEngine
+from mem01session.ops import Op, Provenance
+from mem01session.session import Mem01Session
+from mem01session.turns import MEMORY_MARKER
+
+
+async def remember(engine: BeliefEngine, user_id: str, *contents: str) -> None:
+    await engine.apply(
+        user_id, [Op.add(c) for c in contents], provenance=Provenance(session_id="earlier")
+    )
+
+
+def blocks_in(items: Any) -> list[str]:
+    text = json.dumps(items, default=str)
+    return [MEMORY_MARKER] if MEMORY_MARKER in text else []
+
+
+def block_position_ok(items: list[Any]) -> bool:
+    """The block sits immediately before the last user message."""
+    roles = [i.get("role") for i in items if isinstance(i, dict)]
+    last_user = max(i for i, r in enumerate(roles) if r == "user")
+    return last_user >= 1 and MEMORY_MARKER in json.dumps(items[last_user - 1])
+
+
+async def test_plain_run(make_session: Callable[..., Mem01Session], engine: BeliefEngine) -> None:
+    await remember(engine, "user-1", "Lives in San Francisco")
+    session = make_session("conv-a")
+    model = ScriptedModel([[assistant_message("You live in San Francisco.")]])
+    agent = Agent(name="a", model=model)
+
+    await Runner.run(agent, "Where do I live?", session=session, run_config=session.run_config())
+
+    (call,) = model.calls
+    assert "Lives in San Francisco" in json.dumps(call.input)
+    assert block_position_ok(list(call.input))
+    transcript = await session.get_items()
+    assert [i.get("role") for i in transcript] == ["user", "assistant"]
+    assert blocks_in(transcript) == []
+
+
+async def test_run_with_tool_calls_recalls_once(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Lives in San Francisco")
+    recalls = 0
+    original = engine.recall
+
+    async def counting_recall(*args: Any, **kwargs: Any) -> Any:
+        nonlocal recalls
+        recalls += 1
+        return await original(*args, **kwargs)
+
+    engine.recall = counting_recall  # type: ignore[method-assign]
+
+    @function_tool
+    def weather(city: str) -> str:
+        """Weather for a city."""
+        return f"sunny in {city}"
+
+    session = make_session("conv-tools")
+    model = ScriptedModel(
+        [
+            [function_call("weather", {"city": "San Francisco"}, call_id="c1")],
+            [function_call("weather", {"city": "Oakland"}, call_id="c2")],
+            [assistant_message("Sunny.")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=[weather])
+    result = await Runner.run(
+        agent, "Weather at home?", session=session, run_config=session.run_config()
+    )
+
+    assert result.final_output == "Sunny."
+    assert len(model.calls) == 3
+    for call in model.calls:
+        assert "Lives in San Francisco" in json.dumps(call.input)
+    assert recalls == 1
+    transcript = await session.get_items()
+    assert blocks_in(transcript) == []
+    assert [i.get("type") for i in transcript].count("function_call_output") == 2
+
+
+async def test_streamed_run(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Has a dog named Rex")
+    session = make_session("conv-stream")
+    model = ScriptedModel([[assistant_message("Rex!")]])
+    agent = Agent(name="a", model=model)
+
+    result = Runner.run_streamed(
+        agent, "What is my dog called?", session=session, run_config=session.run_config()
+    )
+    async for _ in result.stream_events():
+        pass
+
+    assert result.final_output == "Rex!"
+    assert "Has a dog named Rex" in json.dumps(model.calls[0].input)
+    assert blocks_in(await session.get_items()) == []
+
+
+async def test_caller_filter_and_callback_are_kept(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Prefers window seats")
+    seen: list[int] = []
+
+    def caller_filter(data: CallModelData[Any]) -> ModelInputData:
+        seen.append(len(data.model_data.input))
+        return ModelInputData(
+            input=[*data.model_data.input, {"role": "user", "content": "caller-added"}],
+            instructions="caller instructions",
+        )
+
+    base = RunConfig(workflow_name="caller workflow", call_model_input_filter=caller_filter)
+    session = make_session("conv-filter")
+    model = ScriptedModel([[assistant_message("Window seat noted.")]])
+    agent = Agent(name="a", model=model)
+
+    config = session.run_config(base)
+    assert config.workflow_name == "caller workflow"
+    assert base.call_model_input_filter is caller_filter  # the caller's config is untouched
+    await Runner.run(agent, "Book me a seat", session=session, run_config=config)
+
+    (call,) = model.calls
+    text = json.dumps(call.input)
+    assert seen == [1]
+    assert "caller-added" in text and "Prefers window seats" in text
+    assert call.system_instructions == "caller instructions"
+    assert blocks_in(await session.get_items()) == []
+
+
+async def test_no_memory_means_no_block(make_session: Callable[..., Mem01Session]) -> None:
+    session = make_session("conv-empty", user_id="nobody")
+    model = ScriptedModel([[assistant_message("Hello.")]])
+    await Runner.run(
+        Agent(name="a", model=model), "Hi", session=session, run_config=session.run_config()
+    )
+    assert MEMORY_MARKER not in json.dumps(model.calls[0].input)

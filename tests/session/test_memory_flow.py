@@ -1,0 +1,247 @@
+"""Turns become beliefs after the answer, across conversations, per user, exactly once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from agents import Agent, Runner, function_tool
+from agents.testing import ScriptedModel, assistant_message, function_call
+from sqlalchemy import text
+
+from mem01session import Mem01MemoryError
+from mem01session.db import Database
+from mem01session.engine import BeliefEngine
+from mem01session.session import Mem01Session
+from mem01session.turns import MEMORY_MARKER
+from tests.session.conftest import ScriptedExtractor
+
+
+async def say(session: Mem01Session, text_in: str, answer: str = "Noted.") -> ScriptedModel:
+    model = ScriptedModel([[assistant_message(answer)]])
+    await Runner.run(
+        Agent(name="a", model=model), text_in, session=session, run_config=session.run_config()
+    )
+    return model
+
+
+async def active(engine: BeliefEngine, user_id: str) -> list[str]:
+    return [b.content for b in await engine.history(user_id) if b.status == "active"]
+
+
+async def test_beliefs_cross_conversations_but_never_users(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    monday = make_session("monday", "alice")
+    await say(monday, "I live in New York")
+    assert await monday.flush_memory(timeout=30)
+
+    friday = make_session("friday", "alice")
+    model = await say(friday, "Where do I live?")
+    assert "Lives in New York" in json.dumps(model.calls[0].input)
+    assert [i.get("role") for i in await friday.get_items()] == ["user", "assistant"]
+
+    bob = make_session("bob-conv", "bob")
+    model = await say(bob, "Where do I live?")
+    assert "New York" not in json.dumps(model.calls[0].input)
+    assert await active(engine, "bob") == []
+
+
+async def test_correction_in_b_overrides_stale_claim_in_a_transcript(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    a = make_session("conv-a", "carol")
+    await say(a, "I live in New York")
+    assert await a.flush_memory(timeout=30)
+    b = make_session("conv-b", "carol")
+    await say(b, "I moved to San Francisco")
+    assert await b.flush_memory(timeout=30)
+
+    model = await say(a, "Where do I live now?")
+    seen = json.dumps(model.calls[0].input)
+    assert "I live in New York" in seen  # the stale claim is still in A's transcript
+    block = next(i["content"] for i in model.calls[0].input if MEMORY_MARKER in str(i))
+    assert "Lives in San Francisco" in block
+    assert "Lives in New York" not in block  # superseded: not current truth
+    assert "precedence" in block.lower() or "current user message" in block.lower()
+    assert await active(engine, "carol") == ["Lives in San Francisco"]
+    history = await engine.history("carol")
+    assert [(b.content, b.status) for b in history] == [
+        ("Lives in New York", "superseded"),
+        ("Lives in San Francisco", "active"),
+    ]
+
+
+async def test_extractor_sees_text_only_never_memory_or_tools(
+    make_session: Callable[..., Mem01Session],
+    engine: BeliefEngine,
+    extractor: ScriptedExtractor,
+) -> None:
+    first = make_session("c1", "dana")
+    await say(first, "I live in Paris")
+    assert await first.flush_memory(timeout=30)
+
+    @function_tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return "SECRET-TOOL-PAYLOAD"
+
+    session = make_session("c2", "dana")
+    model = ScriptedModel(
+        [[function_call("lookup", {"q": "x"}, call_id="t1")], [assistant_message("Done.")]]
+    )
+    await Runner.run(
+        Agent(name="a", model=model, tools=[lookup]),
+        "Check something for me",
+        session=session,
+        run_config=session.run_config(),
+    )
+    assert await session.flush_memory(timeout=30)
+    assert MEMORY_MARKER in json.dumps(model.calls[0].input)  # the model did see memory
+    for turn, _candidates in extractor.calls:
+        for message in turn.messages:
+            assert message.role in ("user", "assistant")
+            assert MEMORY_MARKER not in message.text
+            assert "SECRET-TOOL-PAYLOAD" not in message.text
+    texts = [m.text for turn, _ in extractor.calls for m in turn.messages]
+    assert "Check something for me" in texts and "Done." in texts
+    # candidates are shown under aliases, never raw ids
+    shown = [c for _, cands in extractor.calls for c in cands]
+    assert shown and all(c.alias.startswith("b") for c in shown)
+
+
+async def test_recall_waits_for_accepted_turns(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    session = make_session("c", "erin", recall_wait=30)
+    await session.add_items([{"role": "user", "content": "I live in Lisbon"}])
+    result = await session.recall("where do I live")
+    assert result is not None and not result.stale
+    assert "Lives in Lisbon" in result.text
+
+
+async def test_recall_says_stale_when_the_wait_expires(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    import asyncio
+
+    gate = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(turn, candidates, now):  # type: ignore[no-untyped-def]
+        started.set()
+        await gate.wait()
+        from mem01session.extraction import Extraction
+
+        return Extraction(ops=())
+
+    extractor = ScriptedExtractor()
+    extractor.extract = slow  # type: ignore[method-assign]
+    session = make_session("c", "fay", extractor=extractor, recall_wait=0.05)
+    await session.add_items([{"role": "user", "content": "I live in Oslo"}])
+    await started.wait()
+    result = await session.recall("where")
+    assert result is not None and result.stale
+    gate.set()
+    assert await session.flush_memory(timeout=30)
+
+
+async def test_failed_extraction_is_reported_and_retried(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    def broken(turn, candidates):  # type: ignore[no-untyped-def]
+        raise RuntimeError("model said no")
+
+    from mem01session.worker import MemoryWorker, WorkerPolicy, _workers
+
+    extractor = ScriptedExtractor(rule=broken)
+    worker = MemoryWorker(engine, extractor, policy=WorkerPolicy(max_attempts=1))
+    _workers.setdefault(engine, {})[f"{extractor.name}:{id(extractor)}"] = worker
+    session = make_session("c", "gus", extractor=extractor)
+    await session.add_items([{"role": "user", "content": "I live in Rome"}])
+    assert await session.flush_memory(timeout=30)
+    result = await session.recall("where")
+    assert result is not None
+    assert session.last_memory_error is not None and "model said no" in session.last_memory_error
+
+    strict = make_session("c2", "gus", extractor=extractor, strict=True)
+    await strict.add_items([{"role": "user", "content": "I live in Milan"}])
+    with pytest.raises(Mem01MemoryError, match="model said no"):
+        await strict.flush_memory(timeout=30)
+
+
+async def test_postgres_down_fail_open_and_strict(tmp_path: object) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from mem01session.embeddings import OfflineEmbedder
+
+    url = "postgresql://nobody@127.0.0.1:1/none"
+    dead = Database(
+        create_async_engine("postgresql+psycopg://nobody@127.0.0.1:1/none"), url, embedded=False
+    )
+    engine = BeliefEngine(dead, OfflineEmbedder(64))
+    from agents.memory import SQLiteSession
+
+    session = Mem01Session(
+        "c", "hal", inner=SQLiteSession("c"), engine=engine, extractor=ScriptedExtractor()
+    )
+    model = await say(session, "I live in Berlin", answer="Nice.")
+    assert len(model.calls) == 1
+    assert session.last_memory_error is not None
+    assert [i.get("role") for i in await session.get_items()] == ["user", "assistant"]
+
+    strict = Mem01Session(
+        "s",
+        "hal",
+        inner=SQLiteSession("s"),
+        engine=engine,
+        extractor=ScriptedExtractor(),
+        strict=True,
+    )
+    with pytest.raises(Mem01MemoryError):
+        await say(strict, "Hello")
+    with pytest.raises(Mem01MemoryError):
+        await strict.add_items([{"role": "user", "content": "I live in Bonn"}])
+    # transcript first: the turn is kept even though memory failed
+    assert any("Bonn" in json.dumps(i) for i in await strict.get_items())
+
+
+async def test_clear_memory_erases_and_keeps_transcript(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine, db: Database
+) -> None:
+    session = make_session("c", "ivy")
+    await say(session, "I live in Madrid")
+    assert await session.flush_memory(timeout=30)
+    receipt = await session.clear_memory()
+    assert receipt.deleted["beliefs"] == 1
+    assert len(await session.get_items()) == 2
+    async with db.engine.connect() as conn:
+        for table in ("beliefs", "belief_events", "belief_sources", "memory_jobs"):
+            count = (
+                await conn.execute(text(f"SELECT count(*) FROM {table} WHERE user_id = 'ivy'"))
+            ).scalar_one()
+            assert count == 0, table
+    await say(session, "I live in Valencia")  # remembered again after clearing
+    assert await session.flush_memory(timeout=30)
+    assert await active(engine, "ivy") == ["Lives in Valencia"]
+
+
+def test_ids_are_validated() -> None:
+    from mem01session import ConfigError
+
+    for bad in ("", "   ", "a\x00b", "x" * 201):
+        with pytest.raises(ConfigError, match="session_id"):
+            Mem01Session(bad, "u", engine=object())  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="user_id"):
+            Mem01Session("s", bad, engine=object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_memory_tokens"):
+        Mem01Session("s", "u", engine=object(), max_memory_tokens=0)  # type: ignore[arg-type]
+
+
+def test_satisfies_the_sdk_session_protocol(make_session: Callable[..., Mem01Session]) -> None:
+    from agents.memory import Session
+
+    session = make_session("proto")
+    assert isinstance(session, Session)
+    assert session.session_id == "proto"
