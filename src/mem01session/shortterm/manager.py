@@ -1,0 +1,318 @@
+"""SessionManager: one conversation per (platform, user, chat), with TTL and state.
+
+Everything lives in one SQLite file, ``folder / "sessions.sqlite"``: the SDK's transcript
+tables (``agent_sessions``, ``agent_messages``, written by :class:`agents.SQLiteSession`) and
+the registry table ``mem01_chat_sessions`` (key -> session_id, created_at, last_activity_at,
+state JSON). One file keeps the registry and the transcripts it points to in step: removing
+or expiring a chat deletes its row and its transcript in one transaction, and a restart sees
+exactly what was there. Several processes may share the folder (SQLite locking; state updates
+are read-modify-write inside one transaction).
+
+Expiry: a chat whose last activity is ``session_ttl_seconds`` old is expired. ``get`` returns
+None for it; ``get_or_create`` deletes it and starts a fresh conversation (new session_id,
+empty transcript, empty state). Durable memory is not touched: with
+:func:`mem01_session_factory` the user's beliefs are keyed by ``"platform:user_id"``, so the
+new chat still recalls what the user said in the old one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
+
+from agents import SQLiteSession
+from agents.memory import Session
+
+from .managed import ManagedSession, SessionKey, SessionRecord
+
+if TYPE_CHECKING:
+    from ..engine import BeliefEngine
+
+SessionFactory = Callable[[str, str, SQLiteSession], Session]
+"""``(session_id, memory_user_id, transcript) -> Session`` used for every managed session."""
+
+DB_FILE = "sessions.sqlite"
+_TABLE = "mem01_chat_sessions"
+_MESSAGES = "agent_messages"
+_SESSIONS = "agent_sessions"
+
+
+def plain_factory(session_id: str, memory_user_id: str, inner: SQLiteSession) -> Session:
+    """The default factory: the transcript itself, no durable memory."""
+    return inner
+
+
+def mem01_session_factory(engine: BeliefEngine, **options: Any) -> SessionFactory:
+    """A factory making ``Mem01Session``s whose durable memory is scoped to the platform user.
+
+    ``options`` go to ``Mem01Session`` (e.g. ``extractor``, ``max_memory_tokens``).
+    """
+    from ..session import Mem01Session
+
+    def build(session_id: str, memory_user_id: str, inner: SQLiteSession) -> Session:
+        session = Mem01Session(session_id, memory_user_id, inner=inner, engine=engine, **options)
+        return cast(Session, session)
+
+    return build
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_part(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+class SessionManager:
+    """Chat sessions keyed by (platform, user_id, chat_id), persisted under ``folder``."""
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        session_ttl_seconds: float | None = 3600,
+        max_session_history: int | None = None,
+        session_factory: SessionFactory = plain_factory,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        if session_ttl_seconds is not None and session_ttl_seconds <= 0:
+            raise ValueError(f"session_ttl_seconds must be > 0, got {session_ttl_seconds!r}")
+        if max_session_history is not None and (
+            isinstance(max_session_history, bool)
+            or not isinstance(max_session_history, int)
+            or max_session_history < 1
+        ):
+            raise ValueError(
+                f"max_session_history must be an int >= 1, got {max_session_history!r}"
+            )
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.db_path = self.folder / DB_FILE
+        self._ttl = None if session_ttl_seconds is None else timedelta(seconds=session_ttl_seconds)
+        self._max_history = max_session_history
+        self._factory = session_factory
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._open: dict[SessionKey, ManagedSession] = {}
+        SQLiteSession("mem01-schema", self.db_path).close()  # creates the SDK's tables
+        with self._tx() as conn:
+            conn.execute(
+                f"""CREATE TABLE IF NOT EXISTS {_TABLE} (
+                    platform TEXT NOT NULL, user_id TEXT NOT NULL, chat_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL UNIQUE,
+                    created_at TEXT NOT NULL, last_activity_at TEXT NOT NULL,
+                    state TEXT NOT NULL DEFAULT '{{}}',
+                    PRIMARY KEY (platform, user_id, chat_id))"""
+            )
+
+    def __repr__(self) -> str:
+        return f"SessionManager(folder={str(self.folder)!r}, ttl={self._ttl})"
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(
+        self, exc: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the transcripts this manager opened."""
+        with self._lock:
+            for managed in self._open.values():
+                managed.transcript.close()
+            self._open.clear()
+
+    # -- public API -----------------------------------------------------------------------
+
+    def get_or_create(self, platform: str, user_id: str, chat_id: str) -> ManagedSession:
+        """The live session for this chat (touched), or a fresh one if missing or expired."""
+        key = self._key(platform, user_id, chat_id)
+        with self._lock:
+            now = self._clock()
+            record = self._load(key)
+            if record is not None and not self._expired(record, now):
+                record.last_activity_at = now
+                self._write_activity(record)
+                return self._session_for(record)
+            record = SessionRecord(key, uuid.uuid4().hex, now, now, {})
+            with self._tx() as conn:
+                self._delete_row(conn, key)
+                conn.execute(
+                    f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (*_key_params(key), record.session_id, now.isoformat(), now.isoformat(), "{}"),
+                )
+            self._forget(key)
+            return self._session_for(record)
+
+    def get(self, platform: str, user_id: str, chat_id: str) -> ManagedSession | None:
+        """The live session for this chat, or None if there is none or it expired."""
+        key = self._key(platform, user_id, chat_id)
+        with self._lock:
+            record = self._load(key)
+            if record is None or self._expired(record, self._clock()):
+                return None
+            return self._session_for(record)
+
+    def remove(self, platform: str, user_id: str, chat_id: str) -> bool:
+        """Delete the chat's registry row and transcript; False if there was none."""
+        key = self._key(platform, user_id, chat_id)
+        with self._lock:
+            with self._tx() as conn:
+                found = self._delete_row(conn, key)
+            self._forget(key)
+            return found
+
+    def cleanup_expired(self) -> int:
+        """Delete every expired chat (row and transcript); returns how many."""
+        with self._lock:
+            now = self._clock()
+            expired = [r.key for r in self._load_all() if self._expired(r, now)]
+            with self._tx() as conn:
+                for key in expired:
+                    self._delete_row(conn, key)
+            for key in expired:
+                self._forget(key)
+            return len(expired)
+
+    @property
+    def active_session_count(self) -> int:
+        """Chats that have not expired (across restarts: read from the registry)."""
+        with self._lock:
+            now = self._clock()
+            return sum(not self._expired(r, now) for r in self._load_all())
+
+    # -- used by ManagedSession -------------------------------------------------------------
+
+    def _touch(self, record: SessionRecord) -> None:
+        with self._lock:
+            record.last_activity_at = self._clock()
+            self._write_activity(record)
+
+    def _update_state(
+        self, record: SessionRecord, values: Mapping[str, Any], remove: Sequence[str]
+    ) -> None:
+        for name, value in values.items():
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"session state {name!r} is not JSON-serializable: {exc}") from None
+        with self._lock, self._tx() as conn:
+            row = conn.execute(
+                f"SELECT state FROM {_TABLE} WHERE session_id = ?", (record.session_id,)
+            ).fetchone()
+            state: dict[str, Any] = json.loads(row[0]) if row else dict(record.state)
+            state.update(json.loads(json.dumps(dict(values))))
+            for name in remove:
+                state.pop(name, None)
+            if row:
+                conn.execute(
+                    f"UPDATE {_TABLE} SET state = ? WHERE session_id = ?",
+                    (json.dumps(state), record.session_id),
+                )
+            record.state = state
+
+    # -- internals ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with closing(sqlite3.connect(self.db_path, timeout=30.0)) as conn:
+            conn.isolation_level = None
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @staticmethod
+    def _key(platform: str, user_id: str, chat_id: str) -> SessionKey:
+        return SessionKey(
+            _check_part("platform", platform),
+            _check_part("user_id", user_id),
+            _check_part("chat_id", chat_id),
+        )
+
+    def _expired(self, record: SessionRecord, now: datetime) -> bool:
+        return self._ttl is not None and now - record.last_activity_at >= self._ttl
+
+    def _load(self, key: SessionKey) -> SessionRecord | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                f"SELECT * FROM {_TABLE} WHERE platform = ? AND user_id = ? AND chat_id = ?",
+                _key_params(key),
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def _load_all(self) -> list[SessionRecord]:
+        with self._tx() as conn:
+            rows = conn.execute(f"SELECT * FROM {_TABLE}").fetchall()
+        return [_record(row) for row in rows]
+
+    def _write_activity(self, record: SessionRecord) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                f"UPDATE {_TABLE} SET last_activity_at = ? WHERE session_id = ?",
+                (record.last_activity_at.isoformat(), record.session_id),
+            )
+
+    @staticmethod
+    def _delete_row(conn: sqlite3.Connection, key: SessionKey) -> bool:
+        row = conn.execute(
+            f"DELETE FROM {_TABLE} WHERE platform = ? AND user_id = ? AND chat_id = ? "
+            "RETURNING session_id",
+            _key_params(key),
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute(f"DELETE FROM {_MESSAGES} WHERE session_id = ?", (row[0],))
+        conn.execute(f"DELETE FROM {_SESSIONS} WHERE session_id = ?", (row[0],))
+        return True
+
+    def _forget(self, key: SessionKey) -> None:
+        managed = self._open.pop(key, None)
+        if managed is not None:
+            managed.transcript.close()
+
+    def _session_for(self, record: SessionRecord) -> ManagedSession:
+        managed = self._open.get(record.key)
+        if managed is not None and managed.session_id == record.session_id:
+            # Keep the one object per chat (its locks and wrappers), with fresh registry data.
+            managed._record.last_activity_at = record.last_activity_at
+            managed._record.state = record.state
+            return managed
+        self._forget(record.key)
+        transcript = SQLiteSession(
+            record.session_id, self.db_path, sessions_table=_SESSIONS, messages_table=_MESSAGES
+        )
+        session = self._factory(record.session_id, record.key.memory_user_id, transcript)
+        managed = ManagedSession(self, record, session, transcript, self._max_history)
+        self._open[record.key] = managed
+        return managed
+
+
+def _key_params(key: SessionKey) -> tuple[str, str, str]:
+    return key.platform, key.user_id, key.chat_id
+
+
+def _record(row: Sequence[Any]) -> SessionRecord:
+    platform, user_id, chat_id, session_id, created, active, state = row
+    return SessionRecord(
+        SessionKey(platform, user_id, chat_id),
+        session_id,
+        datetime.fromisoformat(created),
+        datetime.fromisoformat(active),
+        json.loads(state),
+    )

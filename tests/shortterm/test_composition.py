@@ -1,0 +1,80 @@
+"""Short-term strategies under Mem01Session: trimmed transcript, durable recall (PostgreSQL)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from agents import SQLiteSession
+
+from mem01session import Database
+from mem01session.embeddings import OfflineEmbedder
+from mem01session.engine import BeliefEngine
+from mem01session.session import Mem01Session
+from mem01session.shortterm import SessionManager, TrimmingSession, mem01_session_factory
+from mem01session.turns import MEMORY_MARKER
+from tests.session.conftest import ScriptedExtractor
+from tests.shortterm.helpers import turn, user_texts
+from tests.shortterm.test_manager import Clock
+
+
+@pytest.fixture
+async def engine(db: Database, embedder: OfflineEmbedder) -> AsyncIterator[BeliefEngine]:
+    eng = BeliefEngine(db, embedder)
+    yield eng
+    from mem01session.worker import stop_workers
+
+    await stop_workers(eng)
+
+
+async def test_mem01_over_trimming_recalls_while_the_transcript_stays_trimmed(
+    engine: BeliefEngine, tmp_path: Path
+) -> None:
+    inner = TrimmingSession(SQLiteSession("conv", tmp_path / "t.sqlite"), max_turns=3)
+    session = Mem01Session("conv", "ada", inner=inner, engine=engine, extractor=ScriptedExtractor())
+    await turn(session, "I live in Lisbon")
+    assert await session.flush_memory(timeout=30)
+    for n in range(4):
+        await turn(session, f"small talk {n}")
+    model = await turn(session, "Where do I live?")
+
+    seen = list(model.calls[0].input)
+    assert "I live in Lisbon" not in user_texts(seen)  # trimmed out of the transcript…
+    assert "Lives in Lisbon" in json.dumps(seen)  # …yet recalled from durable memory
+    assert user_texts(await session.get_items())[-3:] == [
+        "small talk 2",
+        "small talk 3",
+        "Where do I live?",
+    ]
+    assert len(user_texts(await session.get_items())) == 3
+
+
+async def test_expired_chat_starts_empty_but_still_recalls(
+    engine: BeliefEngine, tmp_path: Path
+) -> None:
+    clock = Clock()
+    manager = SessionManager(
+        tmp_path,
+        session_ttl_seconds=600,
+        clock=clock,
+        session_factory=mem01_session_factory(engine, extractor=ScriptedExtractor()),
+    )
+    first = manager.get_or_create("telegram", "42", "chat")
+    assert isinstance(first.session, Mem01Session)
+    assert first.session.user_id == "telegram:42"
+    await turn(first, "I moved to Porto")
+    assert await first.session.flush_memory(timeout=30)
+
+    clock.advance(601)
+    fresh = manager.get_or_create("telegram", "42", "chat")
+    assert fresh.session_id != first.session_id
+    model = await turn(fresh, "Where do I live?")
+    seen = list(model.calls[0].input)
+    transcript_part = [i for i in seen if MEMORY_MARKER not in json.dumps(i)]
+    assert transcript_part == [{"role": "user", "content": "Where do I live?"}]  # fresh
+    assert "Lives in Porto" in json.dumps(seen)  # durable memory of telegram:42
+    other = manager.get_or_create("telegram", "43", "chat")
+    assert "Porto" not in json.dumps((await turn(other, "Where do I live?")).calls[0].input)
+    manager.close()
