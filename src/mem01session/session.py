@@ -277,13 +277,19 @@ class Mem01Session:
         except Exception as exc:
             raise Mem01MemoryError(f"memory is unavailable: {_describe(exc)}") from None
 
+    @property
+    def extractor(self) -> Extractor:
+        """The extractor turning this session's turns into beliefs (chosen on first use:
+        OpenAI when ``OPENAI_API_KEY`` is set, the offline rule extractor otherwise)."""
+        if self._extractor is None:
+            from .extraction import default_extractor
+
+            self._extractor = default_extractor(self._settings)
+        return self._extractor
+
     def _ensure_worker(self, engine: BeliefEngine) -> MemoryWorker:
         if self._worker is None:
-            if self._extractor is None:
-                from .extraction import default_extractor
-
-                self._extractor = default_extractor(self._settings)
-            self._worker = shared_worker(engine, self._extractor)
+            self._worker = shared_worker(engine, self.extractor)
         self._worker.start()
         return self._worker
 

@@ -245,3 +245,16 @@ def test_satisfies_the_sdk_session_protocol(make_session: Callable[..., Mem01Ses
     session = make_session("proto")
     assert isinstance(session, Session)
     assert session.session_id == "proto"
+
+
+def test_extractor_is_openai_with_a_key_and_rules_without(tmp_path: object) -> None:
+    from agents.memory import SQLiteSession
+
+    from mem01session import Settings
+    from mem01session.extraction import OpenAIExtractor, RuleExtractor
+
+    keyed = Settings(openai_api_key="sk-test-not-used-000000", home=tmp_path)  # type: ignore[arg-type]
+    with_key = Mem01Session("s", "u", inner=SQLiteSession("s"), settings=keyed)
+    assert isinstance(with_key.extractor, OpenAIExtractor)
+    offline = Mem01Session("s", "u", inner=SQLiteSession("s"), settings=Settings(home=tmp_path))  # type: ignore[arg-type]
+    assert isinstance(offline.extractor, RuleExtractor)

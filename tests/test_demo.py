@@ -1,0 +1,44 @@
+"""`mem01session demo --check` on a fresh home with nothing configured (offline)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def test_demo_check_passes_offline_on_a_fresh_home() -> None:
+    home = Path(tempfile.mkdtemp(prefix="mem01-demo-home-", dir="/tmp"))
+    out = home / "evidence.json"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MEM01_DATABASE_URL", "DATABASE_URL", "OPENAI_API_KEY", "MEM01_EMBEDDING_DIM")
+    }
+    env["MEM01_HOME"] = str(home)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mem01session", "demo", "--check", "--json", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        evidence = json.loads(out.read_text())
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+    assert evidence["passed"] is True
+    assert all(check["passed"] for check in evidence["checks"])
+    assert "offline" in evidence["offline"]["answers"]
+    assert evidence["offline"]["extraction"].startswith("rules")
+    fresh, replay, memory = evidence["strategies"]
+    assert fresh["items"] == 1 and replay["items"] > memory["items"] == 2
+    assert "San Francisco" in memory["answer"] and "2,400" in memory["answer"]
+    assert "San Francisco" not in fresh["answer"]
+    assert "all checks passed" in proc.stdout

@@ -1,0 +1,43 @@
+"""The README's Python examples run as written (offline, on a scratch home)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+def test_readme_examples_run() -> None:
+    blocks = python_blocks()
+    assert len(blocks) >= 2
+    home = Path(tempfile.mkdtemp(prefix="mem01-readme-", dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
+    env["MEM01_HOME"] = str(home)
+    try:
+        outputs = []
+        for block in blocks:
+            proc = subprocess.run(
+                [sys.executable, "-c", block],
+                cwd=home,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert proc.returncode == 0, block + proc.stderr[-3000:]
+            outputs.append(proc.stdout)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    first = outputs[0].splitlines()
+    assert "Lives in Lisbon" in first[0]
+    assert first[1] == "2"
