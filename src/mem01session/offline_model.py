@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
@@ -109,9 +109,7 @@ class OfflineAnswerModel(Model):
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
-        items: list[TResponseInputItem] = (
-            [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
-        )
+        items = ItemHelpers.input_to_new_input_list(input)
         message = ResponseOutputMessage(
             id="offline-answer",
             type="message",

@@ -18,8 +18,10 @@ MEMORY_MARKER = OPEN
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
 
-def item_text(item: Mapping[str, Any]) -> str:
+def item_text(item: Any) -> str:
     """The plain text of a message item ('' for anything else)."""
+    if not isinstance(item, Mapping):
+        return ""
     content = item.get("content")
     if isinstance(content, str):
         return content

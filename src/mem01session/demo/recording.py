@@ -6,7 +6,7 @@ import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model
 
 
@@ -24,9 +24,7 @@ class RecordingModel(Model):
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
-        items: list[TResponseInputItem] = (
-            [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
-        )
+        items = ItemHelpers.input_to_new_input_list(input)
         self.inputs.append(copy.deepcopy(items))
         return await self.model.get_response(system_instructions, input, *args, **kwargs)
 

@@ -10,8 +10,6 @@ from agents.items import TResponseInputItem
 SYNTHETIC_KEY = "mem01_synthetic"
 """Stored on synthetic items in the inner session; stripped before any item leaves a wrapper."""
 
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-
 
 def is_synthetic(item: TResponseInputItem) -> bool:
     """Whether ``item`` carries the synthetic marker."""
@@ -124,20 +122,3 @@ def limit_view(items: list[TResponseInputItem], limit: int | None) -> list[TResp
     if limit is None or limit >= len(items):
         return items
     return drop_orphan_outputs(items[item_cut(items, limit) :])
-
-
-def item_text(item: TResponseInputItem) -> str:
-    """Plain text of a message item's content ('' when it has none)."""
-    if not isinstance(item, Mapping):
-        return ""
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        parts = [
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS
-        ]
-        return "\n".join(p for p in parts if p)
-    return ""

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 from agents.items import TResponseInputItem
 
 from ..config import Settings
-from ._items import item_text
+from ..turns import item_text
 
 PROMPT_FILE = "summarize_v1.md"
 
