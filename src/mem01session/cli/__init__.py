@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from .beliefs import app as beliefs_app
 from .db import app as db_app
 from .demo import demo
+from .jobs import app as jobs_app
+from .memory import erase, forget, recall
 
 app = typer.Typer(
     name="mem01session",
@@ -16,6 +19,11 @@ app = typer.Typer(
 )
 app.add_typer(db_app, name="db")
 app.command()(demo)
+app.add_typer(beliefs_app, name="beliefs")
+app.command()(recall)
+app.command()(forget)
+app.command()(erase)
+app.add_typer(jobs_app, name="jobs")
 
 
 def main() -> None:

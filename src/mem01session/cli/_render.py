@@ -1,0 +1,161 @@
+"""Rendering shared by the inspector commands: tables, timelines, JSON.
+
+Everything that came from a conversation is wrapped in :class:`rich.text.Text`, so
+brackets in a belief are printed as they are, never read as console markup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ..records import Belief, LedgerEvent, Source
+
+STATUS_STYLE = {
+    "active": "green",
+    "superseded": "yellow",
+    "invalidated": "red",
+    "merged": "blue",
+}
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamp to the minute, UTC offset kept (``-`` for none)."""
+    if moment is None:
+        return "-"
+    return moment.isoformat(sep=" ", timespec="minutes")
+
+
+def day(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.date().isoformat()
+
+
+def status(value: str) -> Text:
+    return Text(value, style=STATUS_STYLE.get(value, ""))
+
+
+def validity(belief: Belief) -> str:
+    """``since D`` for an open interval, ``D to D'`` for a closed one."""
+    if belief.valid_to is None:
+        return f"since {day(belief.valid_from)}"
+    return f"{day(belief.valid_from)} to {day(belief.valid_to)}"
+
+
+def source_summary(sources: Sequence[Source]) -> Text:
+    """The latest source that quotes evidence (else the latest), with a count of the rest."""
+    if not sources:
+        return Text("-")
+    src = next((s for s in reversed(sources) if s.evidence), sources[-1])
+    parts = [src.session_id or "?", day(src.observed_at)]
+    text = Text(" ".join(parts))
+    if src.evidence:
+        text.append(f' "{src.evidence}"', style="italic")
+    if len(sources) > 1:
+        text.append(f" (+{len(sources) - 1})")
+    return text
+
+
+def link(belief: Belief) -> str:
+    """Where an inactive belief went: ``-> #N`` for superseded or merged."""
+    target = belief.superseded_by or belief.merged_into
+    return f"-> #{target}" if target else ""
+
+
+def beliefs_table(beliefs: Iterable[Belief], *, show_all: bool) -> Table:
+    """One row per belief: id, statement, (status,) validity, confidence, source."""
+    table = Table(title="all beliefs" if show_all else "current beliefs", expand=False)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("belief")
+    if show_all:
+        table.add_column("status", no_wrap=True)
+    table.add_column("valid", no_wrap=True)
+    table.add_column("conf", justify="right", no_wrap=True)
+    table.add_column("source")
+    for b in beliefs:
+        row: list[Text | str] = [f"#{b.id}", Text(b.content)]
+        if show_all:
+            row.append(status(b.status) + Text(f" {link(b)}".rstrip()))
+        row += [validity(b), f"{b.confidence:.2f}", source_summary(b.sources)]
+        table.add_row(*row)
+    return table
+
+
+def sources_table(sources: Sequence[Source]) -> Table:
+    """Provenance: every source of one belief, oldest first."""
+    table = Table(title="provenance", expand=False)
+    for name in ("observed", "session", "item", "extractor", "job", "evidence"):
+        table.add_column(name)
+    for s in sources:
+        table.add_row(
+            when(s.observed_at),
+            Text(s.session_id or "-"),
+            Text(s.item_ref or "-"),
+            Text(s.extractor or "-"),
+            "-" if s.job_id is None else str(s.job_id),
+            Text(s.evidence or "-", style="italic"),
+        )
+    return table
+
+
+def _state(state: Mapping[str, Any] | None) -> Text:
+    """A ledger snapshot as ``#id "content" (status)``; MERGE lists its sources."""
+    if not state:
+        return Text("-")
+    if "sources" in state and "content" not in state:
+        out = Text()
+        for i, src in enumerate(state["sources"]):
+            if i:
+                out.append(" + ")
+            out += _state(src)
+        return out
+    text = Text(f"#{state.get('id')} ")
+    text.append(json.dumps(str(state.get("content", "")), ensure_ascii=False))
+    text.append(" ")
+    text += status(str(state.get("status", "?")))
+    return text
+
+
+def change(event: LedgerEvent) -> Text:
+    """``before -> after`` for one ledger event."""
+    return _state(event.before) + Text(" -> ") + _state(event.after)
+
+
+def ledger_table(events: Iterable[LedgerEvent], *, title: str = "ledger") -> Table:
+    """The ledger as a timeline: time, op, belief, before -> after, reason."""
+    table = Table(title=title, expand=False)
+    table.add_column("time", no_wrap=True)
+    table.add_column("op", no_wrap=True)
+    table.add_column("belief", no_wrap=True)
+    table.add_column("before -> after")
+    table.add_column("reason")
+    for e in events:
+        subject = "-" if e.belief_id is None else f"#{e.belief_id}"
+        if e.related_ids:
+            subject += " (" + ", ".join(f"#{i}" for i in e.related_ids) + ")"
+        table.add_row(
+            when(e.created_at), Text(e.op, style="bold"), subject, change(e), Text(e.reason or "")
+        )
+    return table
+
+
+def jsonable(value: Any) -> Any:
+    """Records (dataclasses), datetimes and tuples as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(jsonable(value), indent=2, ensure_ascii=False)

@@ -1,0 +1,80 @@
+"""``mem01session jobs``: the extraction outbox: list jobs, send failed ones back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..engine import BeliefEngine
+from ..jobs import Job, list_jobs, retry
+from . import _render as render
+from ._common import console
+from ._engine import check_positive, die, parse_id, require_user, with_engine
+
+app = typer.Typer(help="Inspect and retry extraction jobs.", no_args_is_help=True)
+
+JOB_STYLE = {"pending": "cyan", "running": "magenta", "done": "green", "failed": "red"}
+
+
+@app.command("list")
+def list_cmd(
+    failed: Annotated[bool, typer.Option("--failed", help="Only jobs that gave up.")] = False,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
+) -> None:
+    """List extraction jobs, newest first.
+
+    Example: mem01session jobs list --failed
+    """
+    check_positive("--limit", limit)
+
+    async def work(engine: BeliefEngine) -> list[Job]:
+        if user is not None:
+            await require_user(engine, user)
+        status = "failed" if failed else None
+        return await list_jobs(engine.db.engine, user_id=user, status=status, limit=limit)
+
+    jobs = with_engine(work)
+    if not jobs:
+        console.print(Text("no failed jobs" if failed else "no jobs"))
+        return
+    table = Table(title="failed jobs" if failed else "jobs", expand=False)
+    for name in ("id", "user", "session", "status", "tries", "created", "updated", "last error"):
+        table.add_column(name, no_wrap=name in {"id", "status", "tries"})
+    for j in jobs:
+        table.add_row(
+            f"#{j.id}",
+            Text(j.user_id),
+            Text(j.session_id),
+            Text(j.status, style=JOB_STYLE.get(j.status, "")),
+            str(j.attempts),
+            render.when(j.created_at),
+            render.when(j.updated_at),
+            Text(j.last_error or "", style="red"),
+        )
+    console.print(table)
+
+
+@app.command("retry")
+def retry_cmd(
+    job_id: Annotated[str, typer.Argument(metavar="ID", help="A failed job's id.")],
+) -> None:
+    """Send a failed job back to the queue (pending, attempts reset).
+
+    Example: mem01session jobs retry 17
+    """
+    jid = parse_id(job_id, "job")
+
+    async def work(engine: BeliefEngine) -> Job | None:
+        return await retry(engine.db.engine, jid, now=engine.clock())
+
+    job = with_engine(work)
+    if job is None:
+        die(f"no failed job #{jid}")
+    line = Text(f"job #{job.id} of user ")
+    line.append(job.user_id)
+    line.append(f" is {job.status} again; a running worker will pick it up")
+    console.print(line)

@@ -1,0 +1,144 @@
+"""``mem01session recall | forget | erase``: read the block, retire a belief, delete a user."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..engine import BeliefEngine
+from ..records import ApplyResult, Belief, EraseReceipt, RecallResult
+from . import _render as render
+from ._common import console
+from ._engine import check_positive, die, parse_id, require_belief, require_user, with_engine
+
+User = Annotated[str, typer.Option("--user", "-u", help="The user whose memory to use.")]
+
+SIGNALS = ("vector", "text", "relevance", "recency", "confidence", "fused")
+
+
+def recall(
+    user: User,
+    query: Annotated[str, typer.Argument(help="What the user just asked.")],
+    budget: Annotated[
+        int, typer.Option("--budget", help="Token budget of the block (header included).")
+    ] = 800,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also recall superseded and invalidated beliefs.")
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show the per-signal scores of each belief.")
+    ] = False,
+) -> None:
+    """Print the memory block the model would see for QUERY.
+
+    Example: mem01session recall --user alice "where do I live?" --explain
+    """
+    check_positive("--budget", budget)
+
+    async def work(engine: BeliefEngine) -> RecallResult:
+        await require_user(engine, user)
+        return await engine.recall(
+            user, query, max_tokens=budget, include_history=history, explain=explain
+        )
+
+    result = with_engine(work)
+    if result.text:
+        console.rule("memory block")
+        # Text, not markup: the block's "[active, ...]" must print as it is.
+        console.print(Text(result.text), soft_wrap=True)
+        console.rule()
+    else:
+        console.print(Text("no memory block: nothing recalled fits or matches"))
+    console.print(
+        Text(
+            f"tokens: {result.tokens} of {result.max_tokens} (tokenizer {result.tokenizer}); "
+            f"{len(result.beliefs)} of {result.candidates} candidates packed; "
+            f"{result.latency_ms:.0f} ms"
+        )
+    )
+    if explain and result.beliefs:
+        console.print(_signals_table(result))
+
+
+def _signals_table(result: RecallResult) -> Table:
+    table = Table(title="per-signal scores (fused = 0.80 relevance + 0.12 recency + 0.08 conf)")
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("belief")
+    table.add_column("status", no_wrap=True)
+    for name in SIGNALS:
+        table.add_column(name, justify="right", no_wrap=True)
+    for item in result.beliefs:
+        b = item.belief
+        cells = [f"{item.signals.get(name, 0.0):.3f}" for name in SIGNALS]
+        ranks = (item.signals.get("vector_rank"), item.signals.get("text_rank"))
+        cells[0] += f" r{int(ranks[0])}" if ranks[0] else ""
+        cells[1] += f" r{int(ranks[1])}" if ranks[1] else ""
+        table.add_row(f"#{b.id}", Text(b.content), render.status(b.status), *cells)
+    return table
+
+
+def forget(
+    user: User,
+    belief_id: Annotated[str, typer.Argument(metavar="ID", help="The belief id (e.g. 42).")],
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why; kept in the ledger.")
+    ] = "forgotten on request",
+) -> None:
+    """Mark a belief as no longer true; its text stays in the history.
+
+    Example: mem01session forget --user alice 42 --reason "moved away"
+    """
+    bid = parse_id(belief_id)
+    if not reason.strip():
+        die("--reason must not be empty")
+
+    async def work(engine: BeliefEngine) -> tuple[Belief, ApplyResult]:
+        await require_user(engine, user)
+        belief = await require_belief(engine, user, bid)
+        if belief.status != "active":
+            die(f"belief #{bid} is already {belief.status}; only active beliefs can be forgotten")
+        return belief, await engine.forget(user, bid, reason)
+
+    belief, result = with_engine(work)
+    line = Text(f"forgot #{belief.id} ")
+    line.append(belief.content)
+    line.append(" (now ")
+    line += render.status("invalidated")
+    line.append(f"); reason: {reason}; memory version {result.user_version}")
+    console.print(line)
+
+
+def erase(
+    user: User,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm: delete everything durable about the user.")
+    ] = False,
+) -> None:
+    """Hard-delete the user's beliefs, ledger, provenance and jobs; print the receipt.
+
+    Example: mem01session erase --user alice --yes
+    """
+    if not yes:
+        die(f"erase deletes all durable memory of user {user!r} for good; add --yes to confirm")
+
+    async def work(engine: BeliefEngine) -> EraseReceipt:
+        await require_user(engine, user)
+        return await engine.erase_user(user)
+
+    receipt = with_engine(work)
+    table = Table(title=f"erase receipt for {user}", expand=False)
+    table.add_column("table")
+    table.add_column("rows deleted", justify="right")
+    for name, count in receipt.deleted.items():
+        table.add_row(name, str(count))
+    table.add_row(Text("total", style="bold"), Text(str(receipt.total), style="bold"))
+    console.print(table)
+    console.print(
+        Text(
+            f"erased at {render.when(receipt.erased_at)}; new writes for this user are refused "
+            "until it is reinstated"
+        )
+    )

@@ -1,0 +1,362 @@
+"""The inspector commands (`beliefs`, `recall`, `forget`, `erase`, `jobs`) on a real database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from mem01session import jobs
+from mem01session.cli import app
+from mem01session.config import Settings
+from mem01session.engine import BeliefEngine
+from mem01session.extraction.base import TurnMessage
+from mem01session.ops import Op, Provenance
+from tests.conftest import TEST_DIM
+
+runner = CliRunner()
+
+ALICE = "alice"
+BOB = "bob"
+MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+WEDNESDAY = MONDAY + timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class Seeded:
+    nyc: int
+    rent: int
+    sf: int
+    bob_tea: int
+    failed_job: int
+
+
+async def _seed() -> Seeded:
+    engine = await BeliefEngine.open(Settings.from_env())
+    try:
+        monday = Provenance(session_id="conv-monday", observed_at=MONDAY, extractor="test")
+        r1 = await engine.apply(
+            ALICE,
+            [
+                Op.add("Lives in New York City", key="home", evidence="I live in New York City"),
+                Op.add("Pays $2,400 a month in rent [approx]", evidence="I pay $2,400 a month"),
+            ],
+            provenance=monday,
+        )
+        nyc, rent = (c.belief_id for c in r1.changes)
+        r2 = await engine.apply(
+            ALICE,
+            [
+                Op.supersede(
+                    nyc,
+                    "Lives in San Francisco",
+                    evidence="I moved to San Francisco last weekend",
+                    reason="moved",
+                )
+            ],
+            provenance=Provenance(
+                session_id="conv-wednesday", observed_at=WEDNESDAY, extractor="test"
+            ),
+        )
+        sf = r2.changes[0].belief_id
+        r3 = await engine.apply(
+            BOB, [Op.add("Likes [bold]green tea[/bold]")], provenance=Provenance("conv-bob")
+        )
+        pool = engine.db.engine
+        job_id = await jobs.enqueue(
+            pool, ALICE, "conv-friday", [TurnMessage("user", "hello")], now=WEDNESDAY
+        )
+        [job] = await jobs.claim(pool, "w1", now=WEDNESDAY, lease=timedelta(minutes=1))
+        assert job.id == job_id
+        await jobs.fail(pool, job, "w1", "extractor exploded", now=WEDNESDAY, retry_at=None)
+        return Seeded(nyc, rent, sf, r3.changes[0].belief_id, job_id)
+    finally:
+        await engine.close()
+
+
+@pytest.fixture
+def env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
+    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("COLUMNS", "250")  # wide tables: no wrapped cells in assertions
+    return db_url
+
+
+@pytest.fixture
+def seeded(env: str) -> Seeded:
+    return asyncio.run(_seed())
+
+
+def ok(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def failed(*args: str) -> str:
+    """Run a command that must fail cleanly: exit 1, one error line, no traceback."""
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 1, result.output
+    assert_clean(result)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
+    return lines[0]
+
+
+def assert_clean(result: Result) -> None:
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# -- beliefs --------------------------------------------------------------------------
+
+
+def test_list_shows_current_beliefs_only(seeded: Seeded) -> None:
+    out = ok("beliefs", "list", "--user", ALICE)
+    assert "Lives in San Francisco" in out
+    # Brackets in a belief are printed, not eaten as markup.
+    assert "Pays $2,400 a month in rent [approx]" in out
+    assert "New York" not in out
+    assert "conv-wednesday" in out and "I moved to San Francisco last weekend" in out
+
+
+def test_list_all_shows_status_and_validity(seeded: Seeded) -> None:
+    out = ok("beliefs", "list", "--user", ALICE, "--all")
+    nyc_line = next(line for line in out.splitlines() if "Lives in New York City" in line)
+    assert "superseded" in nyc_line and f"-> #{seeded.sf}" in nyc_line
+    assert "2026-03-02 to 2026-03-04" in nyc_line
+    sf_line = next(line for line in out.splitlines() if "Lives in San Francisco" in line)
+    assert "active" in sf_line and "since 2026-03-04" in sf_line
+
+
+def test_list_json_parses(seeded: Seeded) -> None:
+    data = json.loads(ok("beliefs", "list", "--user", ALICE, "--all", "--json"))
+    by_id = {b["id"]: b for b in data}
+    assert set(by_id) == {seeded.nyc, seeded.rent, seeded.sf}
+    assert by_id[seeded.nyc]["status"] == "superseded"
+    assert by_id[seeded.nyc]["superseded_by"] == seeded.sf
+    assert by_id[seeded.nyc]["valid_to"].startswith("2026-03-04")
+    [src] = by_id[seeded.sf]["sources"]
+    assert src["session_id"] == "conv-wednesday"
+    assert src["evidence"] == "I moved to San Francisco last weekend"
+    current = json.loads(ok("beliefs", "list", "--user", ALICE, "--json"))
+    assert {b["id"] for b in current} == {seeded.rent, seeded.sf}
+
+
+def test_history_is_the_ledger_in_order(seeded: Seeded) -> None:
+    out = ok("beliefs", "history", "--user", ALICE)
+    ops = re.findall(r"\b(ADD|SUPERSEDE)\b", out)
+    assert ops == ["ADD", "ADD", "SUPERSEDE"]
+    line = next(line for line in out.splitlines() if "SUPERSEDE" in line)
+    assert '"Lives in New York City" active -> ' in line
+    assert f'#{seeded.sf} "Lives in San Francisco" active' in line
+    assert "moved" in line and f"(#{seeded.nyc})" in line
+
+
+def test_show_has_provenance_and_versions(seeded: Seeded) -> None:
+    out = ok("beliefs", "show", str(seeded.nyc), "--user", ALICE)
+    assert "Lives in New York City" in out
+    assert "superseded" in out and f"-> #{seeded.sf}" in out
+    assert "conv-monday" in out and "I live in New York City" in out
+    assert "2026-03-02 09:00" in out
+    assert re.findall(r"\b(ADD|SUPERSEDE)\b", out) == ["ADD", "SUPERSEDE"]
+
+
+# -- recall ---------------------------------------------------------------------------
+
+
+def test_recall_prints_the_block_and_its_budget(seeded: Seeded) -> None:
+    out = ok("recall", "--user", ALICE, "where do I live now?")
+    assert "<memory>" in out and "</memory>" in out
+    assert f'#{seeded.sf} "Lives in San Francisco" [active, valid since 2026-03-04' in out
+    assert "New York" not in out
+    assert re.search(r"tokens: \d+ of 800 \(tokenizer \S+\)", out)
+
+
+def test_recall_explain_and_history(seeded: Seeded) -> None:
+    out = ok("recall", "--user", ALICE, "where do I live", "--explain", "--history")
+    assert "Lives in New York City" in out and "[superseded," in out
+    for signal in ("vector", "text", "relevance", "recency", "confidence", "fused"):
+        assert signal in out
+    sf_row = next(
+        line
+        for line in out.splitlines()
+        if f"#{seeded.sf}" in line and "Lives in San Francisco" in line and "[active" not in line
+    )
+    assert len(re.findall(r"\d\.\d{3}", sf_row)) == 6
+
+
+def test_recall_budget_limits_the_block(seeded: Seeded) -> None:
+    out = ok("recall", "--user", ALICE, "rent", "--budget", "5")
+    assert "no memory block" in out and "of 5" in out
+
+
+# -- forget and erase -----------------------------------------------------------------
+
+
+def test_forget_invalidates_and_keeps_history(seeded: Seeded) -> None:
+    out = ok("forget", "--user", ALICE, str(seeded.rent), "--reason", "wrong amount")
+    assert "forgot" in out and "invalidated" in out and "wrong amount" in out
+    shown = ok("beliefs", "show", str(seeded.rent), "--user", ALICE)
+    assert "invalidated" in shown and "FORGET" in shown and "wrong amount" in shown
+    assert "Pays $2,400" not in ok("beliefs", "list", "--user", ALICE)
+    again = failed("forget", "--user", ALICE, str(seeded.rent))
+    assert "already invalidated" in again
+
+
+def test_erase_needs_yes_then_prints_the_receipt(seeded: Seeded) -> None:
+    refused = failed("erase", "--user", ALICE)
+    assert "--yes" in refused
+    assert "Lives in San Francisco" in ok("beliefs", "list", "--user", ALICE)
+
+    out = ok("erase", "--user", ALICE, "--yes")
+    counts = dict(
+        re.findall(r"(beliefs|belief_events|belief_sources|memory_jobs)\s*\S\s*(\d+)", out)
+    )
+    assert counts == {
+        "beliefs": "3",
+        "belief_events": "3",
+        "belief_sources": "3",
+        "memory_jobs": "1",
+    }
+    assert re.search(r"total\s*\S\s*10", out)
+    assert "no beliefs for user 'alice'" in ok("beliefs", "list", "--user", ALICE, "--all")
+    assert json.loads(ok("beliefs", "list", "--user", ALICE, "--all", "--json")) == []
+    # Bob is untouched.
+    assert "green tea" in ok("beliefs", "list", "--user", BOB)
+
+
+# -- jobs -----------------------------------------------------------------------------
+
+
+def test_jobs_list_and_retry(seeded: Seeded) -> None:
+    out = ok("jobs", "list", "--failed")
+    line = next(line for line in out.splitlines() if f"#{seeded.failed_job}" in line)
+    assert "failed" in line and "alice" in line and "extractor exploded" in line
+    assert f"#{seeded.failed_job}" in ok("jobs", "list", "--user", ALICE, "--limit", "1")
+
+    out = ok("jobs", "retry", str(seeded.failed_job))
+    assert f"job #{seeded.failed_job}" in out and "pending" in out
+    assert "no failed jobs" in ok("jobs", "list", "--failed")
+    line = next(line for line in ok("jobs", "list").splitlines() if f"#{seeded.failed_job}" in line)
+    assert "pending" in line
+
+    assert failed("jobs", "retry", str(seeded.failed_job)) == (
+        f"error: no failed job #{seeded.failed_job}"
+    )
+
+
+# -- bad input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["beliefs", "list", "--user", "nobody"],
+        ["beliefs", "history", "--user", "nobody"],
+        ["beliefs", "show", "1", "--user", "nobody"],
+        ["recall", "--user", "nobody", "anything"],
+        ["forget", "--user", "nobody", "1"],
+        ["erase", "--user", "nobody", "--yes"],
+        ["jobs", "list", "--user", "nobody"],
+    ],
+)
+def test_unknown_user_is_refused(seeded: Seeded, args: list[str]) -> None:
+    assert failed(*args) == "error: unknown user 'nobody': no memory recorded for this user"
+
+
+def test_markup_in_a_user_id_is_printed_as_is(seeded: Seeded) -> None:
+    line = failed("beliefs", "list", "--user", "[red]x[/red]")
+    assert line == "error: unknown user '[red]x[/red]': no memory recorded for this user"
+
+
+def test_erasing_an_unknown_user_leaves_no_tombstone(seeded: Seeded) -> None:
+    failed("erase", "--user", "nobody", "--yes")
+    failed("beliefs", "list", "--user", "nobody")
+
+
+@pytest.mark.parametrize("command", [["beliefs", "show"], ["forget"]])
+def test_another_users_belief_looks_unknown(seeded: Seeded, command: list[str]) -> None:
+    def message(belief_id: int) -> str:
+        args = [*command, str(belief_id), "--user", ALICE]
+        return failed(*args).replace(f"#{belief_id}", "#N")
+
+    theirs = message(seeded.bob_tea)
+    assert theirs == message(999_999) == "error: no belief #N for user 'alice'"
+    assert "tea" not in theirs
+    assert "green tea" in ok("beliefs", "list", "--user", BOB)
+
+
+@pytest.mark.parametrize("budget", ["0", "-3"])
+def test_bad_budget_is_refused(seeded: Seeded, budget: str) -> None:
+    line = failed("recall", "--user", ALICE, "where", "--budget", budget)
+    assert line == f"error: --budget must be a positive integer, got {budget}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["beliefs", "show", "abc", "--user", ALICE],
+        ["beliefs", "show", "0", "--user", ALICE],
+        ["forget", "--user", ALICE, "1.5"],
+        ["jobs", "retry", "x"],
+    ],
+)
+def test_non_numeric_id_is_refused(seeded: Seeded, args: list[str]) -> None:
+    assert "id must be a positive integer" in failed(*args)
+
+
+def test_bad_limit_is_refused(seeded: Seeded) -> None:
+    assert "--limit" in failed("beliefs", "list", "--user", ALICE, "--limit", "0")
+    assert "--limit" in failed("jobs", "list", "--limit", "0")
+
+
+# -- secrets and help -----------------------------------------------------------------
+
+SENTINEL = "inspector-SENTINEL-pw"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["beliefs", "list", "--user", ALICE],
+        ["recall", "--user", ALICE, "query"],
+        ["erase", "--user", ALICE, "--yes"],
+        ["jobs", "list"],
+    ],
+)
+def test_unreachable_database_never_shows_the_password(
+    monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    monkeypatch.setenv("MEM01_DATABASE_URL", f"postgresql://u:{SENTINEL}@127.0.0.1:1/x")
+    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.delenv("COLUMNS", raising=False)  # 80 columns: the message must not wrap
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert_clean(result)
+    [line] = [line for line in result.output.splitlines() if line.strip()]
+    assert line.startswith("error: could not connect to 'postgresql://u:***@127.0.0.1:1/x'")
+    assert SENTINEL not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["beliefs", "list"],
+        ["beliefs", "history"],
+        ["beliefs", "show"],
+        ["recall"],
+        ["forget"],
+        ["erase"],
+        ["jobs", "list"],
+        ["jobs", "retry"],
+    ],
+)
+def test_every_command_has_help_with_an_example(args: list[str]) -> None:
+    out = ok(*args, "--help")
+    assert "Example: mem01session " + " ".join(args) in " ".join(out.split())
