@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UserErasedError
 
 if TYPE_CHECKING:
     from .core import BeliefEngine
@@ -39,6 +40,42 @@ async def lock_user(conn: AsyncConnection, user_id: str) -> None:
     Any process writing a user's durable memory must take this lock first.
     """
     await conn.execute(_LOCK_SQL, {"u": user_id})
+
+
+async def open_user(conn: AsyncConnection, user_id: str, now: datetime) -> int:
+    """Register the user if new and return their version; refuse an erased user.
+
+    Call under the user's lock.
+    """
+    await conn.execute(
+        text(
+            "INSERT INTO memory_users (user_id, created_at, updated_at) VALUES (:u, :now, :now) "
+            "ON CONFLICT (user_id) DO NOTHING"
+        ),
+        {"u": user_id, "now": now},
+    )
+    row = (
+        await conn.execute(
+            text("SELECT version, erased_at FROM memory_users WHERE user_id = :u"), {"u": user_id}
+        )
+    ).one()
+    if row.erased_at is not None:
+        raise UserErasedError(
+            "this user's memory was erased; writes are refused until the user is reinstated"
+        )
+    return int(row.version)
+
+
+async def bump_version(conn: AsyncConnection, user_id: str, now: datetime) -> int:
+    """Count one more applied batch; returns the new version."""
+    version = await conn.scalar(
+        text(
+            "UPDATE memory_users SET version = version + 1, updated_at = :now "
+            "WHERE user_id = :u RETURNING version"
+        ),
+        {"u": user_id, "now": now},
+    )
+    return int(version)
 
 
 async def user_version(engine: BeliefEngine, user_id: str) -> int:

@@ -1,0 +1,351 @@
+"""Applying checked ops, in order, inside the batch's open transaction.
+
+Each op writes a ledger row; each belief it creates, revises or confirms gets a
+provenance row. A restatement of an active belief never creates a duplicate: ADD
+confirms it, SUPERSEDE and MERGE hand over to it, UPDATE is rejected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..errors import InvalidOpError
+from ..ops import Provenance
+from ..records import Change
+from .rows import BELIEF_COLUMNS, normalize_content
+from .validate import CheckedOp, aware
+
+DEFAULT_CONFIDENCE = 0.8
+# How much a restatement raises confidence (capped at 1).
+CONFIRM_BOOST = 0.05
+
+Row = Mapping[Any, Any]
+
+
+def snapshot(row: Row) -> dict[str, object]:
+    """A belief's state as stored in the ledger's ``before``/``after``."""
+
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "id": int(row["id"]),
+        "content": row["content"],
+        "key": row["key"],
+        "status": row["status"],
+        "confidence": float(row["confidence"]),
+        "version": int(row["version"]),
+        "valid_from": iso(row["valid_from"]),
+        "valid_to": iso(row["valid_to"]),
+        "superseded_by": row["superseded_by"],
+        "merged_into": row["merged_into"],
+    }
+
+
+class Batch:
+    """Applies checked ops, in order, inside one open transaction."""
+
+    def __init__(
+        self,
+        conn: AsyncConnection,
+        user_id: str,
+        provenance: Provenance,
+        now: datetime,
+        vectors: Mapping[str, str],
+        record_as: str | None,
+    ) -> None:
+        self.conn = conn
+        self.user_id = user_id
+        self.provenance = provenance
+        self.now = now
+        self.observed_at = aware(provenance.observed_at) if provenance.observed_at else now
+        self.vectors = vectors
+        self.record_as = record_as
+
+    async def apply(self, c: CheckedOp) -> Change:
+        if c.kind == "ADD":
+            return await self._add(c)
+        if c.kind == "UPDATE":
+            return await self._update(c)
+        if c.kind == "SUPERSEDE":
+            return await self._supersede(c)
+        if c.kind == "INVALIDATE":
+            return await self._invalidate(c)
+        return await self._merge(c)
+
+    def _at(self, c: CheckedOp) -> datetime:
+        """When the op's fact started (or stopped) holding."""
+        return c.valid_from or self.observed_at
+
+    # -- ops -------------------------------------------------------------------------
+
+    async def _add(self, c: CheckedOp) -> Change:
+        assert c.content is not None
+        existing = await self._active_with_content(c.content, exclude=())
+        if existing is not None:
+            before = snapshot(existing)
+            after = await self._confirm(existing, c)
+            await self._ledger("CONFIRM", after, (), before, c.reason)
+            return Change("CONFIRM", int(after["id"]))
+        new = await self._insert(c, c.key, _or(c.confidence, DEFAULT_CONFIDENCE))
+        await self._ledger("ADD", new, (), None, c.reason)
+        return Change("ADD", int(new["id"]))
+
+    async def _update(self, c: CheckedOp) -> Change:
+        assert c.target is not None
+        old = await self._load(c.target)
+        sets = ["version = version + 1", "updated_at = :now"]
+        params: dict[str, object] = {"now": self.now}
+        if c.content is not None:
+            duplicate = await self._active_with_content(c.content, exclude=(c.target,))
+            if duplicate is not None:
+                raise InvalidOpError(
+                    c.index,
+                    c.kind,
+                    f"the new content restates active belief #{duplicate['id']}; use MERGE",
+                )
+            sets += ["content = :content", "norm_content = :norm", "embedding = CAST(:v AS vector)"]
+            params |= {
+                "content": c.content,
+                "norm": normalize_content(c.content),
+                "v": self.vectors[c.content],
+            }
+        if c.confidence is not None:
+            sets.append("confidence = :confidence")
+            params["confidence"] = c.confidence
+        if c.key is not None:
+            sets.append("key = :key")
+            params["key"] = c.key
+        new = await self._update_row(c.target, ", ".join(sets), params)
+        await self._add_source(c.target, c.evidence)
+        await self._ledger("UPDATE", new, (), snapshot(old), c.reason)
+        return Change("UPDATE", c.target)
+
+    async def _supersede(self, c: CheckedOp) -> Change:
+        assert c.target is not None
+        old = await self._load(c.target)
+        successor = await self._successor(
+            c, c.key or old["key"], _or(c.confidence, DEFAULT_CONFIDENCE), exclude=(c.target,)
+        )
+        succ_id = int(successor["id"])
+        await self._retire(
+            [c.target], "superseded", self._at(c), "superseded_by = :link", {"link": succ_id}
+        )
+        op = self.record_as or "SUPERSEDE"
+        await self._ledger(op, successor, (c.target,), snapshot(old), c.reason)
+        return Change(op, succ_id, (c.target,))
+
+    async def _invalidate(self, c: CheckedOp) -> Change:
+        assert c.target is not None
+        old = await self._load(c.target)
+        await self._retire([c.target], "invalidated", self._at(c), "", {})
+        new = await self._load(c.target)
+        op = self.record_as or "INVALIDATE"
+        extra = {"evidence": c.evidence} if c.evidence else {}
+        await self._ledger(op, new, (), snapshot(old), c.reason, extra)
+        return Change(op, c.target, (c.target,))
+
+    async def _merge(self, c: CheckedOp) -> Change:
+        sources = [await self._load(t) for t in c.targets]
+        key = c.key or next((s["key"] for s in sources if s["key"] is not None), None)
+        confidence = _or(c.confidence, max(float(s["confidence"]) for s in sources))
+        canonical = await self._successor(c, key, confidence, exclude=c.targets)
+        canon_id = int(canonical["id"])
+        await self._retire(
+            list(c.targets), "merged", self._at(c), "merged_into = :link", {"link": canon_id}
+        )
+        await self.conn.execute(
+            text(
+                "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
+                "observed_at, extractor, job_id, created_at) "
+                "SELECT user_id, :canon, session_id, item_ref, evidence, observed_at, extractor, "
+                "job_id, :now FROM belief_sources "
+                "WHERE user_id = :u AND belief_id = ANY(CAST(:ids AS bigint[])) "
+                "ORDER BY observed_at, id"
+            ),
+            {"u": self.user_id, "canon": canon_id, "now": self.now, "ids": list(c.targets)},
+        )
+        before = {"sources": [snapshot(s) for s in sources]}
+        await self._ledger("MERGE", canonical, c.targets, before, c.reason)
+        return Change("MERGE", canon_id, c.targets)
+
+    # -- building blocks -------------------------------------------------------------
+
+    async def _successor(
+        self, c: CheckedOp, key: str | None, confidence: float, *, exclude: tuple[int, ...]
+    ) -> Row:
+        """The belief that carries ``c.content`` on: a new one, or an active restatement."""
+        assert c.content is not None
+        existing = await self._active_with_content(c.content, exclude=exclude)
+        if existing is not None:
+            return await self._confirm(existing, c)
+        return await self._insert(c, key, confidence)
+
+    async def _insert(self, c: CheckedOp, key: str | None, confidence: float) -> Row:
+        assert c.content is not None
+        row = (
+            (
+                await self.conn.execute(
+                    text(
+                        "INSERT INTO beliefs (user_id, content, norm_content, key, status, "
+                        "confidence, valid_from, created_at, updated_at, version, embedding) "
+                        "VALUES (:u, :content, :norm, :key, 'active', :confidence, :valid_from, "
+                        f":now, :now, 1, CAST(:v AS vector)) RETURNING {BELIEF_COLUMNS}"
+                    ),
+                    {
+                        "u": self.user_id,
+                        "content": c.content,
+                        "norm": normalize_content(c.content),
+                        "key": key,
+                        "confidence": confidence,
+                        "valid_from": self._at(c),
+                        "now": self.now,
+                        "v": self.vectors[c.content],
+                    },
+                )
+            )
+            .mappings()
+            .one()
+        )
+        await self._add_source(int(row["id"]), c.evidence)
+        return row
+
+    async def _confirm(self, existing: Row, c: CheckedOp) -> Row:
+        """Record a restatement of an active belief: confidence up, provenance added."""
+        old = float(existing["confidence"])
+        confidence = min(1.0, max(old, _or(c.confidence, old)) + CONFIRM_BOOST)
+        belief_id = int(existing["id"])
+        row = await self._update_row(
+            belief_id,
+            "confidence = :confidence, last_confirmed_at = :now, updated_at = :now, "
+            "key = COALESCE(key, :key)",
+            {"confidence": confidence, "now": self.now, "key": c.key},
+        )
+        await self._add_source(belief_id, c.evidence)
+        return row
+
+    async def _retire(
+        self,
+        ids: list[int],
+        status: str,
+        at: datetime,
+        link_sql: str,
+        link_params: Mapping[str, object],
+    ) -> None:
+        # valid_to never precedes valid_from, whatever time the op claims.
+        link = f", {link_sql}" if link_sql else ""
+        await self.conn.execute(
+            text(
+                "UPDATE beliefs SET status = :status, valid_to = GREATEST(:at, valid_from), "
+                f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))"
+            ),
+            {"u": self.user_id, "ids": ids, "status": status, "at": at, "now": self.now}
+            | dict(link_params),
+        )
+
+    async def _active_with_content(self, content: str, *, exclude: Sequence[int]) -> Row | None:
+        return (
+            (
+                await self.conn.execute(
+                    text(
+                        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u "
+                        "AND status = 'active' AND norm_content = :norm "
+                        "AND id <> ALL(CAST(:exclude AS bigint[])) ORDER BY id LIMIT 1"
+                    ),
+                    {
+                        "u": self.user_id,
+                        "norm": normalize_content(content),
+                        "exclude": list(exclude),
+                    },
+                )
+            )
+            .mappings()
+            .first()
+        )
+
+    async def _load(self, belief_id: int) -> Row:
+        return (
+            (
+                await self.conn.execute(
+                    text(f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u AND id = :id"),
+                    {"u": self.user_id, "id": belief_id},
+                )
+            )
+            .mappings()
+            .one()
+        )
+
+    async def _update_row(self, belief_id: int, sets: str, params: Mapping[str, object]) -> Row:
+        return (
+            (
+                await self.conn.execute(
+                    text(
+                        f"UPDATE beliefs SET {sets} WHERE user_id = :u AND id = :id "
+                        f"RETURNING {BELIEF_COLUMNS}"
+                    ),
+                    {"u": self.user_id, "id": belief_id} | dict(params),
+                )
+            )
+            .mappings()
+            .one()
+        )
+
+    async def _add_source(self, belief_id: int, evidence: str | None) -> None:
+        p = self.provenance
+        await self.conn.execute(
+            text(
+                "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
+                "observed_at, extractor, job_id, created_at) VALUES (:u, :b, :session_id, "
+                ":item_ref, :evidence, :observed_at, :extractor, :job_id, :now)"
+            ),
+            {
+                "u": self.user_id,
+                "b": belief_id,
+                "session_id": p.session_id,
+                "item_ref": p.item_ref,
+                "evidence": evidence,
+                "observed_at": self.observed_at,
+                "extractor": p.extractor,
+                "job_id": p.job_id,
+                "now": self.now,
+            },
+        )
+
+    async def _ledger(
+        self,
+        op: str,
+        belief: Row,
+        related: Sequence[int],
+        before: Mapping[str, object] | None,
+        reason: str | None,
+        extra: Mapping[str, object] | None = None,
+    ) -> None:
+        after = snapshot(belief) | dict(extra or {})
+        await self.conn.execute(
+            text(
+                "INSERT INTO belief_events (user_id, op, belief_id, related_ids, before, after, "
+                "reason, job_id, created_at) VALUES (:u, :op, :b, CAST(:related AS bigint[]), "
+                "CAST(:before AS jsonb), CAST(:after AS jsonb), :reason, :job_id, :now)"
+            ),
+            {
+                "u": self.user_id,
+                "op": op,
+                "b": int(belief["id"]),
+                "related": list(related),
+                "before": json.dumps(before) if before is not None else None,
+                "after": json.dumps(after),
+                "reason": reason,
+                "job_id": self.provenance.job_id,
+                "now": self.now,
+            },
+        )
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
