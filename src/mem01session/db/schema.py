@@ -95,6 +95,12 @@ def build_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         CheckConstraint("version >= 1", name="beliefs_version_positive"),
         Index("beliefs_user_status_idx", "user_id", "status"),
         Index("beliefs_user_key_idx", "user_id", "key"),
+        Index(
+            "beliefs_user_active_content_idx",
+            "user_id",
+            "norm_content",
+            postgresql_where=text("status = 'active'"),
+        ),
         Index("beliefs_user_tsv_idx", "user_id", "tsv", postgresql_using="gin"),
     )
 

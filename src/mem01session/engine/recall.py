@@ -24,6 +24,7 @@ from ..records import Belief, RecallResult, ScoredBelief, Source
 from . import scoring
 from .render import render_block
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
+from .users import check_user_id
 
 if TYPE_CHECKING:
     from .core import BeliefEngine
@@ -140,12 +141,6 @@ cand AS MATERIALIZED (
     return text(body + _TAIL)
 
 
-def check_user_id(user_id: str) -> None:
-    """A user id is a non-empty string without NUL bytes."""
-    if not isinstance(user_id, str) or not user_id.strip() or "\x00" in user_id:
-        raise ConfigError("user_id must be a non-empty string without NUL bytes")
-
-
 def _positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -197,7 +192,7 @@ async def _ranked(
     explain: bool,
 ) -> tuple[list[ScoredBelief], int]:
     """All candidates, scored, best first, near-duplicates dropped; and how many there were."""
-    check_user_id(user_id)
+    user_id = check_user_id(user_id)
     query = _CONTROL.sub(" ", query or "").strip()
     if as_of is not None:
         as_of = _aware(as_of)
