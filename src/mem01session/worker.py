@@ -40,6 +40,7 @@ class WorkerPolicy:
     extract_timeout: float = 60.0
     poll_interval: float = 1.0
     candidates: int = 10
+    keyed: int = 30  # 0: candidates from search only
 
 
 class MemoryWorker:
@@ -132,17 +133,7 @@ class MemoryWorker:
         try:
             turn = job.turn()
             query = " ".join(m.text for m in turn.messages if m.role == "user")
-            found = await self.engine.search(job.user_id, query, limit=self.policy.candidates)
-            aliases = {f"b{i}": sb.belief.id for i, sb in enumerate(found, start=1)}
-            candidates = [
-                Candidate(
-                    alias=f"b{i}",
-                    content=sb.belief.content,
-                    key=sb.belief.key,
-                    valid_from=sb.belief.valid_from,
-                )
-                for i, sb in enumerate(found, start=1)
-            ]
+            candidates, aliases = await self._candidates(job.user_id, query)
             async with asyncio.timeout(self.policy.extract_timeout):
                 extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
             ops = resolve_aliases(extraction.ops, aliases)
@@ -172,6 +163,22 @@ class MemoryWorker:
             raise
         except Exception as exc:
             await self._fail(job, exc)
+
+    async def _candidates(self, user_id: str, query: str) -> tuple[list[Candidate], dict[str, int]]:
+        """The most relevant active beliefs plus every keyed one, under aliases b1, b2…"""
+        found = [
+            sb.belief
+            for sb in await self.engine.search(user_id, query, limit=self.policy.candidates)
+        ]
+        seen = {b.id for b in found}
+        if self.policy.keyed:
+            keyed = await self.engine.keyed(user_id, limit=self.policy.keyed)
+            found += [b for b in keyed if b.id not in seen]
+        candidates = [
+            Candidate(alias=f"b{i}", content=b.content, key=b.key, valid_from=b.valid_from)
+            for i, b in enumerate(found, start=1)
+        ]
+        return candidates, {c.alias: b.id for c, b in zip(candidates, found, strict=True)}
 
     async def _fail(self, job: jobs.Job, exc: BaseException) -> None:
         message = redact(f"{type(exc).__name__}: {exc}")

@@ -138,6 +138,10 @@ class BeliefEngine:
             self, user_id, include_inactive=include_inactive, limit=limit
         )
 
+    async def keyed(self, user_id: str, *, limit: int = 50) -> list[Belief]:
+        """Active beliefs with a key (``home.city``…), newest first: extractor candidates."""
+        return await inspection.keyed(self, user_id, limit=limit)
+
     async def ledger(
         self, user_id: str, *, belief_id: int | None = None, limit: int = 200
     ) -> list[LedgerEvent]:

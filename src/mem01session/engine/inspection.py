@@ -68,6 +68,28 @@ async def history(
     return [belief_from_row(r, sources.get(int(r["id"]), ())) for r in reversed(rows)]
 
 
+async def keyed(engine: BeliefEngine, user_id: str, *, limit: int = 50) -> list[Belief]:
+    """The user's active beliefs that fill a key slot (``home.city``…), newest first.
+
+    Extractors need them whatever the turn's wording: a new value for a slot replaces the
+    old one even when the two share no words.
+    """
+    user_id = check_user_id(user_id)
+    _check_limit(limit)
+    async with engine.db.engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u "
+                    "AND status = 'active' AND key IS NOT NULL "
+                    "ORDER BY updated_at DESC, id DESC LIMIT :limit"
+                ),
+                {"u": user_id, "limit": limit},
+            )
+        ).mappings()
+        return [belief_from_row(r) for r in rows]
+
+
 async def ledger(
     engine: BeliefEngine, user_id: str, *, belief_id: int | None = None, limit: int = 200
 ) -> list[LedgerEvent]:
