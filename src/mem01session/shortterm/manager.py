@@ -26,7 +26,7 @@ from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agents import SQLiteSession
 from agents.memory import Session
@@ -58,8 +58,7 @@ def mem01_session_factory(engine: BeliefEngine, **options: Any) -> SessionFactor
     from ..session import Mem01Session
 
     def build(session_id: str, memory_user_id: str, inner: SQLiteSession) -> Session:
-        session = Mem01Session(session_id, memory_user_id, inner=inner, engine=engine, **options)
-        return cast(Session, session)
+        return Mem01Session(session_id, memory_user_id, inner=inner, engine=engine, **options)
 
     return build
 
