@@ -10,6 +10,7 @@ offline model that answers only from its input).
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 import uuid
@@ -28,6 +29,7 @@ from ..engine import BeliefEngine
 from ..extraction import default_extractor
 from ..offline_model import OfflineAnswerModel
 from ..session import Mem01Session
+from ..worker import stop_workers
 from .recording import RecordingModel
 from .report import DemoReport, Strategy, collect_evidence
 
@@ -193,10 +195,10 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         report.kept = keep
         return report
     finally:
-        from ..worker import stop_workers
-
         await stop_workers(engine)
         await engine.close()
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)  # scratch transcripts
 
 
 def dump_json(report: DemoReport, path: Path) -> None:
