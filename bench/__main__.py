@@ -1,0 +1,192 @@
+"""``python -m bench all|latency|quality|tokens|overhead|write [--out docs/benchmarks.md]``.
+
+Starts one embedded PostgreSQL under /tmp for the whole run, creates the peers' venv if
+needed (bench/setup_peers.sh), runs the benchmarks, rewrites their sections of the report
+and draws the charts (with the peers' matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from . import latency, notes, overhead, quality, tokens_bench, write_bench
+from .common import embedded_server, machine, make_embedder, replace_section, version_of
+from .peer_client import HERE, PEERS_PYTHON
+
+BENCHES = ("latency", "quality", "tokens", "overhead", "write")
+DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
+IMG = Path("docs/img")
+
+
+def _setup_peers() -> None:
+    subprocess.run(["bash", str(HERE / "setup_peers.sh")], check=True)
+
+
+def _peer_versions() -> str:
+    if not PEERS_PYTHON.exists():
+        return "peers venv missing"
+    code = (
+        "from importlib.metadata import version as v; "
+        "print(', '.join(f'{d} {v(d)}' for d in ('mem0ai','mem01-engine','matplotlib')))"
+    )
+    return subprocess.run(
+        [str(PEERS_PYTHON), "-c", code], capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _charts(data: dict[str, object]) -> None:
+    if not PEERS_PYTHON.exists():
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(data, f)
+    subprocess.run(
+        [str(PEERS_PYTHON), str(HERE / "peers" / "charts.py"), f.name, str(IMG)], check=False
+    )
+
+
+def _section(title: str, command: str, head: str, body: str) -> str:
+    return f"## {title}\n\nCommand: `{command}`\n\n{head}\n\n{body}\n"
+
+
+async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
+    emb = make_embedder(args.embedder)
+    sections: dict[str, str] = {}
+    charts: dict[str, object] = {}
+    log = Path(tempfile.gettempdir()) / "mem01-bench-peers.log"
+    with embedded_server() as server:
+        facts = (
+            f"Machine: {machine(server)}. Versions: mem01session {version_of('mem01session')}, "
+            f"openai-agents {version_of('openai-agents')}, {_peer_versions()}. "
+            f"Embeddings: `{emb.name}` (precomputed, shared by every system). "
+            f"Tokenizer: `{quality.default_token_counter().name}`."
+        )
+        if "latency" in which:
+            t = time.perf_counter()
+            scales = [int(s) for s in args.scales.split(",")]
+            r = await latency.run(
+                server, emb, scales, peer_max=args.peer_max, n_queries=args.queries,
+                warmup=args.warmup, log=log,
+            )  # fmt: skip
+            charts["latency"] = {k: {str(s): v for s, v in d.items()} for k, d in r.table.items()}
+            note = (
+                f"{r.queries} timed recalls per system and scale (after {args.warmup} warm-up), "
+                "sequential, one process per system, each recall's wall time measured inside "
+                "that process around its own top-level call: `BeliefEngine.recall(user, q, "
+                "max_tokens=800)`; mem0 `Memory.search(q, top_k=20, filters={user_id})`; "
+                "mem01-engine `MemoryClient.recall(q, user_id, max_memory_tokens=800, k=20)`. "
+                "Floor: `SELECT id FROM beliefs WHERE user_id=$1 AND status='active' ORDER BY "
+                "embedding <=> $2 LIMIT 10` (prepared) on this project's table. "
+                f"Peers ran up to {args.peer_max:,} beliefs. "
+                f"Load times (s): {json.dumps({k: {f'{s:,}': round(v, 1) for s, v in d.items()} for k, d in r.load_s.items()})}. "  # noqa: E501
+                f"Failures: {r.failures or 'none'}. Took {time.perf_counter() - t:.0f} s."
+            )
+            sections["Recall latency vs scale"] = _section(
+                "Recall latency vs scale", f"python -m bench latency --scales {args.scales}",
+                facts, f"{latency.table(r)}\n\n{note}\n\n![latency](img/bench-latency.png)",
+            )  # fmt: skip
+        if "quality" in which:
+            t = time.perf_counter()
+            q = await quality.run(server, emb, args.locomo, log)
+            charts["quality"] = {k: asdict(s) for k, s in q.summaries.items()}
+            note = (
+                f"{q.conversations} conversation(s), {q.facts} observation facts as beliefs, "
+                f"{q.queries} QAs of categories 1-4 with evidence. Deterministic (one run). "
+                "@5/@10: the system's ranked list (this project: `engine.search(limit=10)`; "
+                "mem0: `Memory.search(top_k=20)`; mem01-engine: `recall(k=10)` without a "
+                "budget). Block: this project's and mem01-engine's own 800-token blocks; for "
+                "mem0 and the baselines, which render none, their ranked results as `- text` "
+                "lines under a one-line header, packed to 800 tokens. Tokens counted with the "
+                "one tokenizer named above, on the text each system would put in the prompt. "
+                "Load time per fact (ms, one ADD per call): "
+                f"{json.dumps({k: round(v, 1) for k, v in q.load_ms_per_fact.items()})}. "
+                f"Failures: {q.failures or 'none'}. Took {time.perf_counter() - t:.0f} s."
+            )
+            sections["Retrieval quality (LoCoMo)"] = _section(
+                "Retrieval quality (LoCoMo)", f"python -m bench quality --locomo {args.locomo}",
+                facts, f"{quality.table(q)}\n\n{note}\n\n![recall](img/bench-recall.png)",
+            )  # fmt: skip
+        if "tokens" in which:
+            tk = await tokens_bench.run(server, emb)
+            sections["Prepared-input tokens"] = _section(
+                "Prepared-input tokens", "python -m bench tokens", facts,
+                tokens_bench.table(tk) + "\nThe offline answering model; rule extractor; "
+                "memory flushed after each conversation. Deterministic (one run).",
+            )  # fmt: skip
+        if "overhead" in which:
+            o = await overhead.run(server, emb, runs=args.runs)
+            sections["Per-run overhead"] = _section(
+                "Per-run overhead", f"python -m bench overhead --runs {args.runs}", facts,
+                overhead.table(o) + f"\n\nMedian of {o.runs} runs per session kind, in "
+                "interleaved blocks of 50, through `Runner.run` with `ScriptedModel` (no "
+                "network). Mem01Session recalls from PostgreSQL (one SQL statement) and "
+                "enqueues a job per run. Back-to-back: the next run starts at once, so its "
+                "recall waits at the barrier for the previous turn's extraction (the worker "
+                "runs on the same event loop); drained: the worker is flushed, untimed, after "
+                "each run (a user who takes a second to type). Target: <= 5 ms median "
+                "overhead.",
+            )  # fmt: skip
+        if "write" in which:
+            w = await write_bench.run(server, emb)
+            sections["Write path"] = _section(
+                "Write path", "python -m bench write", facts,
+                write_bench.table(w) + "\n\nops/s: batches of 5 ADD ops through "
+                "`engine.apply` (validation, per-user advisory lock, ledger, provenance), the "
+                "users concurrent on one event loop. jobs/s: turns enqueued as durable jobs "
+                f"({w.jobs} per user at 16 users, more for fewer users), processed by one "
+                "`MemoryWorker` with the rule extractor until none is left. One run each.",
+            )  # fmt: skip
+    if charts:
+        _charts(charts)
+    return sections
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("which", choices=("all", *BENCHES))
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--no-doc", action="store_true")
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("--embedder", choices=("offline", "local"), default="offline")
+    parser.add_argument("--scales", default="1000,10000,100000")
+    parser.add_argument("--peer-max", type=int, default=100000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--skip-setup", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        os.environ.pop(var, None)  # the benchmark never calls a model API
+    which = list(BENCHES) if args.which == "all" else [args.which]
+    if "quality" in which and not args.locomo.is_dir():
+        print(f"no LoCoMo folder at {args.locomo}; skipping quality", file=sys.stderr)
+        which.remove("quality")
+    if not args.skip_setup and {"latency", "quality"} & set(which):
+        _setup_peers()
+    started = time.perf_counter()
+    sections = asyncio.run(_run(args, which))
+    for text in sections.values():
+        print(text)
+    print(f"total {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    if not args.no_doc:
+        doc = args.out.read_text() if args.out.exists() else "# Benchmarks\n"
+        for title, text in sections.items():
+            doc = replace_section(doc, title, text)
+        if args.which == "all":
+            doc = replace_section(doc, "How to reproduce (issue 8)", notes.REPRODUCE)
+            doc = replace_section(doc, "Caveats (issue 8)", notes.CAVEATS)
+        args.out.write_text(doc)
+
+
+if __name__ == "__main__":
+    main()

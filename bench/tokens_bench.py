@@ -1,0 +1,152 @@
+"""Benchmark 3: tokens the model receives, fresh session vs reused session vs Mem01Session.
+
+Real ``Runner``, the project's offline answering model (wrapped to record each input),
+the rule extractor, a simulated clock. Tokens = the shared tokenizer's count of the
+instructions plus the JSON of the input items the model was given.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agents import Agent, Runner, set_tracing_disabled
+from agents.memory import Session, SQLiteSession
+
+from mem01session.demo.recording import RecordingModel
+from mem01session.demo.run import DAYS, INSTRUCTIONS, SCRIPT
+from mem01session.extraction.rules import RuleExtractor
+from mem01session.offline_model import OfflineAnswerModel
+from mem01session.session import Mem01Session
+from mem01session.tokens import default_token_counter
+from mem01session.worker import stop_workers
+
+from .common import PrecomputedEmbedder, Server, open_engine
+
+QUESTION_40 = "Where do I live now, and what is my dog's name?"
+CHAT = [
+    "Can you suggest a quick recipe for dinner tonight?",
+    "What's a good way to stretch after a run?",
+    "Give me three ideas for a rainy Sunday.",
+    "How do I make my tomato plants grow better?",
+    "Recommend a podcast about history, please.",
+]
+
+
+def scenario_40() -> list[list[str]]:
+    """40 conversations: facts early, a move at 5, chat, questions at 10 and 40."""
+    convs: list[list[str]] = []
+    for n in range(1, 41):
+        if n == 1:
+            turns = ["Hi, I'm Dana. I live in Boston and I work as a nurse.", CHAT[0]]
+        elif n == 2:
+            turns = ["I have a dog named Rex.", CHAT[1]]
+        elif n == 5:
+            turns = ["I moved to Denver last week.", CHAT[2]]
+        elif n in (10, 40):
+            turns = [CHAT[n % len(CHAT)], QUESTION_40]
+        else:
+            turns = [CHAT[n % len(CHAT)], CHAT[(n + 2) % len(CHAT)]]
+        convs.append(turns)
+    return convs
+
+
+def scenario_demo() -> list[list[str]]:
+    return [SCRIPT[day] for day in ("Monday", "Wednesday", "Friday")]
+
+
+@dataclass
+class TokensResult:
+    tokenizer: str = ""
+    # scenario -> strategy -> conversation number -> tokens at its last model call
+    table: dict[str, dict[str, dict[int, int]]] = field(default_factory=dict)
+
+
+def _tokens(model: RecordingModel) -> int:
+    counter = default_token_counter()
+    items = model.inputs[-1]
+    return counter.count(INSTRUCTIONS) + counter.count(json.dumps(items, default=str))
+
+
+async def _play(
+    convs: list[list[str]],
+    strategy: str,
+    engine: Any,
+    store: Path,
+    marks: set[int],
+    start: datetime,
+) -> dict[int, int]:
+    user = f"tok-{uuid.uuid4().hex[:8]}"
+    model = RecordingModel(OfflineAnswerModel())
+    agent = Agent(name="assistant", instructions=INSTRUCTIONS, model=model)
+    reused = SQLiteSession(f"{user}-reused", store)
+    out: dict[int, int] = {}
+    for n, turns in enumerate(convs, start=1):
+        engine.clock = lambda n=n: start + timedelta(days=n)
+        session: Session
+        run_config = None
+        if strategy == "fresh session":
+            session = SQLiteSession(f"{user}-{n}", store)
+        elif strategy == "reused session (replays everything)":
+            session = reused
+        else:
+            mem = Mem01Session(
+                f"{user}-{n}", user, inner=SQLiteSession(f"{user}-{n}", store),
+                engine=engine, extractor=RuleExtractor(),
+            )  # fmt: skip
+            session, run_config = mem, mem.run_config()
+        for text in turns:
+            await Runner.run(agent, text, session=session, run_config=run_config)
+        if isinstance(session, Mem01Session):
+            await session.flush_memory(timeout=60)
+        if n in marks:
+            out[n] = _tokens(model)
+    return out
+
+
+STRATEGIES = ("fresh session", "reused session (replays everything)", "Mem01Session")
+
+
+async def run(server: Server, emb: PrecomputedEmbedder) -> TokensResult:
+    set_tracing_disabled(True)
+    out = TokensResult(tokenizer=default_token_counter().name)
+    engine = await open_engine(server.database("t_mem01session"), emb)
+    store = Path(tempfile.mkdtemp(dir="/tmp")) / "transcripts.sqlite"
+    try:
+        for name, convs, marks, start in (
+            (
+                "demo (3 conversations)",
+                scenario_demo(),
+                {1, 2, 3},
+                DAYS["Monday"] - timedelta(days=1),
+            ),
+            ("40 conversations", scenario_40(), {1, 10, 40}, datetime(2026, 1, 1, tzinfo=UTC)),
+        ):
+            out.table[name] = {
+                s: await _play(convs, s, engine, store, marks, start) for s in STRATEGIES
+            }
+    finally:
+        await stop_workers(engine)
+        await engine.close()
+    return out
+
+
+def table(result: TokensResult) -> str:
+    lines: list[str] = []
+    for scenario, by_strategy in result.table.items():
+        marks = sorted(next(iter(by_strategy.values())))
+        lines += [
+            f"**{scenario}** (tokens of the model input at the last turn of conversation N)",
+            "",
+            "| strategy | " + " | ".join(f"conv {m}" for m in marks) + " |",
+            "|---|" + "---:|" * len(marks),
+        ]
+        for strategy, by_mark in by_strategy.items():
+            lines.append(f"| {strategy} | " + " | ".join(f"{by_mark[m]:,}" for m in marks) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""Benchmark 5: write path throughput with 1, 4 and 16 concurrent users.
+
+ops/s: ``engine.apply`` batches of 5 ADD ops, each user its own sequence of batches, the
+users concurrent (asyncio, one process, the engine's connection pool).
+jobs/s: turns enqueued as jobs (as ``Mem01Session.add_items`` does), then processed by the
+background worker with the rule extractor until none is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from mem01session import jobs
+from mem01session.engine import BeliefEngine
+from mem01session.extraction.base import TurnMessage
+from mem01session.extraction.rules import RuleExtractor
+from mem01session.ops import Op, Provenance
+from mem01session.worker import MemoryWorker
+
+from .common import PrecomputedEmbedder, Server, open_engine
+from .recall_latency import fact
+
+USERS = (1, 4, 16)
+TURNS = [
+    "I live in {city} and I work as a {job}.",
+    "My favourite food is {food}.",
+    "I moved to {city} last month.",
+    "Can you recommend a film for tonight?",
+]
+CITIES = ["Boston", "Denver", "Lisbon", "Kyoto", "Oslo", "Lima"]
+JOBS = ["nurse", "teacher", "plumber", "designer"]
+FOODS = ["ramen", "tacos", "pizza", "curry"]
+
+
+@dataclass
+class WriteResult:
+    ops_per_s: dict[int, float] = field(default_factory=dict)
+    jobs_per_s: dict[int, float] = field(default_factory=dict)
+    batches: int = 0
+    jobs: int = 0
+
+
+async def _ops(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, batches: int) -> float:
+    rng = random.Random(users)
+    plans = {
+        f"w{users}-{u}": [
+            [Op.add(f"{fact(rng)} #{b}.{k}") for k in range(5)] for b in range(batches)
+        ]
+        for u in range(users)
+    }
+    emb.prefill([op.content or "" for p in plans.values() for batch in p for op in batch])
+    prov = Provenance(session_id="bench", extractor="bench")
+
+    async def one(user: str, plan: list[list[Op]]) -> None:
+        for batch in plan:
+            await engine.apply(user, batch, provenance=prov)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(u, p) for u, p in plans.items()))
+    return users * batches * 5 / (time.perf_counter() - started)
+
+
+async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_user: int) -> float:
+    rng = random.Random(100 + users)
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    texts = []
+    for u in range(users):
+        for t in range(per_user):
+            text = rng.choice(TURNS).format(
+                city=rng.choice(CITIES), job=rng.choice(JOBS), food=rng.choice(FOODS)
+            )
+            texts.append(text)
+            messages = [TurnMessage("user", text), TurnMessage("assistant", "Noted.")]
+            await jobs.enqueue(
+                engine.db.engine, f"j{users}-{u}", f"s{users}-{u}-{t}", messages, now=now
+            )
+    emb.prefill(texts)
+    worker = MemoryWorker(engine, RuleExtractor())
+    started = time.perf_counter()
+    done = 0
+    while True:
+        n = await worker.run_once()
+        if not n:
+            break
+        done += n
+    return done / (time.perf_counter() - started)
+
+
+async def run(
+    server: Server, emb: PrecomputedEmbedder, batches: int = 40, per_user_jobs: int = 0
+) -> WriteResult:
+    engine = await open_engine(server.database("w_mem01session"), emb)
+    out = WriteResult(batches=batches)
+    try:
+        for users in USERS:
+            out.ops_per_s[users] = await _ops(engine, emb, users, max(4, batches // users * 2))
+        for users in USERS:
+            per_user = per_user_jobs or max(4, 64 // users)
+            out.jobs = per_user
+            out.jobs_per_s[users] = await _jobs(engine, emb, users, per_user)
+    finally:
+        await engine.close()
+    return out
+
+
+def table(r: WriteResult) -> str:
+    lines = ["| concurrent users | ops applied / s | jobs processed / s |", "|---:|---:|---:|"]
+    for users in USERS:
+        lines.append(f"| {users} | {r.ops_per_s[users]:,.0f} | {r.jobs_per_s[users]:,.1f} |")
+    return "\n".join(lines)
