@@ -1,12 +1,15 @@
 """Recall injection: the memory block reaches the model input, never the transcript.
 
-:func:`memory_run_config` returns a fresh ``RunConfig`` whose
+:func:`memory_run_config` returns a fresh ``RunConfig`` whose ``call_model_input_filter``
+recalls once per run (cached across tool loops and handoffs) for the current user
+message and inserts the block just before it, after any filter the caller already had.
 
-* ``session_input_callback`` notes the current user query at the start of each run and
-  returns history + new input unchanged (so the SDK persists exactly what it would);
-* ``call_model_input_filter`` recalls once per run (cached across tool loops and
-  handoffs) and inserts the block just before the current user message, after any filter
-  the caller already had.
+The query is read from the model input itself rather than captured with a
+``session_input_callback``: with a callback the SDK deep-copies the whole history on
+every run, a cost that grows with the transcript. A caller's own callback is kept.
+A run is recognised by the session's run counter (the SDK reads the history once at
+the start of each run) together with the query, so a reused ``RunConfig`` never serves
+an earlier run's block.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from agents.run_config import CallModelData, ModelInputData
 from .turns import last_user_index, last_user_text
 
 RecallBlock = Callable[[str], Awaitable[str | None]]
+RunCounter = Callable[[], int]
 
 
 async def _resolve(value: Any) -> Any:
@@ -31,20 +35,18 @@ async def _resolve(value: Any) -> Any:
 
 
 class _RunMemory:
-    """The recall of one run: computed once, shared by every model call of the run."""
+    """The recall of the current run: computed once, shared by its model calls."""
 
-    def __init__(self, recall_block: RecallBlock) -> None:
+    def __init__(self, recall_block: RecallBlock, run_counter: RunCounter) -> None:
         self._recall_block = recall_block
-        self._query: str | None = None
+        self._run_counter = run_counter
+        self._key: tuple[int, str] | None = None
         self._task: asyncio.Future[str | None] | None = None
 
-    def start_run(self, query: str) -> None:
-        self._query = query
-        self._task = None
-
-    async def block(self, fallback_query: str) -> str | None:
-        if self._task is None:
-            query = self._query if self._query is not None else fallback_query
+    async def block(self, query: str) -> str | None:
+        key = (self._run_counter(), query)
+        if self._task is None or key != self._key:
+            self._key = key
             self._task = asyncio.ensure_future(self._recall_block(query))
         return await asyncio.shield(self._task)
 
@@ -61,26 +63,19 @@ def insert_block(items: list[TResponseInputItem], block: str) -> list[TResponseI
     return [*items[:position], memory_message(block), *items[position:]]
 
 
-def memory_run_config(recall_block: RecallBlock, base: RunConfig | None = None) -> RunConfig:
+def memory_run_config(
+    recall_block: RecallBlock, base: RunConfig | None = None, run_counter: RunCounter = lambda: 0
+) -> RunConfig:
     """A new ``RunConfig`` (``base``'s settings kept) that injects recalled memory."""
-    memory = _RunMemory(recall_block)
-    caller_callback = base.session_input_callback if base else None
+    memory = _RunMemory(recall_block, run_counter)
     caller_filter = base.call_model_input_filter if base else None
 
-    async def on_session_input(
-        history: list[TResponseInputItem], new_input: list[TResponseInputItem]
-    ) -> list[TResponseInputItem]:
-        memory.start_run(last_user_text(new_input))
-        if caller_callback is not None:
-            combined: list[TResponseInputItem] = await _resolve(caller_callback(history, new_input))
-            return combined
-        return history + new_input
-
     async def on_model_input(data: CallModelData[Any]) -> ModelInputData:
+        query = last_user_text(data.model_data.input)
         model_data = data.model_data
         if caller_filter is not None:
             model_data = await _resolve(caller_filter(data))
-        block = await memory.block(last_user_text(model_data.input))
+        block = await memory.block(query)
         if not block:
             return model_data
         return ModelInputData(
@@ -88,8 +83,4 @@ def memory_run_config(recall_block: RecallBlock, base: RunConfig | None = None) 
             instructions=model_data.instructions,
         )
 
-    return dataclasses.replace(
-        base or RunConfig(),
-        session_input_callback=on_session_input,
-        call_model_input_filter=on_model_input,
-    )
+    return dataclasses.replace(base or RunConfig(), call_model_input_filter=on_model_input)

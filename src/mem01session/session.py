@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from agents import RunConfig
@@ -14,8 +17,9 @@ from agents.memory import Session, SessionSettings, SQLiteSession
 from . import jobs
 from .config import Settings
 from .engine import BeliefEngine
+from .engine.users import is_utf8
 from .errors import ConfigError, Mem01MemoryError
-from .extraction import Extractor
+from .extraction import Extractor, TurnMessage
 from .injection import memory_run_config
 from .records import ApplyResult, Belief, EraseReceipt, RecallResult
 from .redaction import get_logger, redact
@@ -25,6 +29,17 @@ from .worker import MemoryWorker, shared_worker, stop_workers
 log = get_logger(__name__)
 
 MAX_ID_CHARS = 200
+# Turns kept in memory while the database cannot take them (oldest dropped beyond this).
+MAX_UNSENT_TURNS = 1000
+
+
+@dataclass(frozen=True)
+class _Unsent:
+    """A turn accepted while the outbox was unreachable, waiting to be enqueued."""
+
+    messages: list[TurnMessage]
+    observed_at: datetime
+    key: str  # idempotency key: a retry after a lost commit reply enqueues it once
 
 
 def _check_id(name: str, value: object) -> str:
@@ -32,8 +47,10 @@ def _check_id(name: str, value: object) -> str:
         raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise ConfigError(f"{name} must not be empty")
-    if "\x00" in value or len(value) > MAX_ID_CHARS:
-        raise ConfigError(f"{name} must be at most {MAX_ID_CHARS} characters without NUL bytes")
+    if "\x00" in value or len(value) > MAX_ID_CHARS or not is_utf8(value):
+        raise ConfigError(
+            f"{name} must be valid UTF-8, at most {MAX_ID_CHARS} characters, without NUL bytes"
+        )
     return value
 
 
@@ -47,7 +64,11 @@ class Mem01Session:
     to ``Runner.run`` so the model sees what is remembered.
 
     Memory failures never break the conversation (``last_memory_error`` says what went
-    wrong) unless ``strict=True``, which raises :class:`Mem01MemoryError` instead.
+    wrong) unless ``strict=True``, which raises :class:`Mem01MemoryError` instead. While
+    the database is unreachable, turns are kept in memory (at most
+    :data:`MAX_UNSENT_TURNS`, see ``unsent_turns``) and enqueued, in order, by the next
+    ``add_items``, ``recall``, ``flush_memory`` or ``aclose`` that reaches it; with
+    ``strict=True`` the failing ``add_items`` raises and keeps nothing.
     """
 
     def __init__(
@@ -83,10 +104,13 @@ class Mem01Session:
         self._extractor = extractor
         self._worker: MemoryWorker | None = None
         self._my_jobs: list[int] = []
+        self._unsent: deque[_Unsent] = deque()
+        self.dropped_turns = 0
         self._reported_failures: set[int] = set()
         self._warned: set[str] = set()
         self.last_memory_error: str | None = None
         self.last_recall: RecallResult | None = None
+        self._history_reads = 0
 
     def __repr__(self) -> str:
         return (
@@ -116,24 +140,48 @@ class Mem01Session:
     # -- the SDK Session protocol: transcript -----------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        self._history_reads += 1  # the SDK reads the history once at the start of a run
         return await self._inner.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Write the transcript first, then record the turn's text for extraction."""
+        """Write the transcript first, then record the turn's text for extraction.
+
+        If the database cannot take the turn it is kept in memory and enqueued later
+        (see the class docstring); ``strict=True`` raises instead.
+        """
         await self._inner.add_items(items)
         messages = turn_messages(items)
         if not messages:
             return
-        try:
-            engine = await self._engine_or_open()
-            job_id = await jobs.enqueue(
-                engine.db.engine, self.user_id, self.session_id, messages, now=engine.clock()
+        if self.strict:
+            try:
+                engine = await self._engine_or_open()
+                await self._send_unsent()
+                job_id = await jobs.enqueue(
+                    engine.db.engine, self.user_id, self.session_id, messages, now=engine.clock()
+                )
+                self._my_jobs.append(job_id)
+                self._ensure_worker(engine).wake()
+            except Exception as exc:
+                self._memory_failed("enqueue", exc)
+            return
+        now = self._engine.clock() if self._engine is not None else datetime.now(UTC)
+        self._unsent.append(_Unsent(messages, now, uuid.uuid4().hex))
+        if len(self._unsent) > MAX_UNSENT_TURNS:
+            self._unsent.popleft()
+            self.dropped_turns += 1
+            log.warning(
+                "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
             )
-            self._my_jobs.append(job_id)
-            worker = self._ensure_worker(engine)
-            worker.wake()
+        try:
+            await self._send_unsent()
         except Exception as exc:
             self._memory_failed("enqueue", exc)
+
+    @property
+    def unsent_turns(self) -> int:
+        """Turns accepted while the database was unreachable, not yet enqueued."""
+        return len(self._unsent)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest transcript item (durable memory is untouched)."""
@@ -147,7 +195,7 @@ class Mem01Session:
 
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
-        return memory_run_config(self._block_for, base)
+        return memory_run_config(self._block_for, base, lambda: self._history_reads)
 
     async def _block_for(self, query: str) -> str | None:
         try:
@@ -173,6 +221,7 @@ class Mem01Session:
         """What the model would be shown for ``query`` (None if memory is unavailable)."""
         try:
             engine = await self._engine_or_open()
+            await self._send_unsent()
             fresh = await self._barrier(engine, self.recall_wait)
             await self._report_failed_jobs(engine)
             result = await engine.recall(
@@ -198,6 +247,7 @@ class Mem01Session:
         timeout passes (False)."""
         engine = await self._engine_strict()
         try:
+            await self._send_unsent()
             done = await self._barrier(engine, timeout)
             await self._report_failed_jobs(engine)
         except Mem01MemoryError:
@@ -230,6 +280,7 @@ class Mem01Session:
         transcript is untouched. Accepted turns are applied first, so none of them can
         come back afterwards; new turns after this call are remembered again."""
         engine = await self._engine_strict()
+        self._unsent.clear()  # never enqueued, so erased with the rest
         await self._barrier(engine, timeout)
         receipt = await engine.erase_user(self.user_id)
         await engine.reinstate_user(self.user_id)
@@ -242,11 +293,19 @@ class Mem01Session:
         """Give pending extraction a bounded chance to finish, then close what this session
         created (the default transcript store, the engine). Unfinished jobs stay durable
         and resume at the next start."""
-        if self._engine is not None and self._my_jobs:
+        if self._unsent or (self._engine is not None and self._my_jobs):
             try:
-                await self._barrier(self._engine, flush_timeout)
+                await self._send_unsent()
+                await self._barrier(await self._engine_or_open(), flush_timeout)
             except Exception as exc:
                 self._memory_failed("flush", exc)
+        if self._unsent:
+            log.warning(
+                "memory: %d turn(s) could not be enqueued before close and are lost",
+                len(self._unsent),
+            )
+            self.dropped_turns += len(self._unsent)
+            self._unsent.clear()
         if self._owns_engine and self._engine is not None:
             await stop_workers(self._engine)
             await self._engine.close()
@@ -276,6 +335,25 @@ class Mem01Session:
             return await self._engine_or_open()
         except Exception as exc:
             raise Mem01MemoryError(f"memory is unavailable: {_describe(exc)}") from None
+
+    async def _send_unsent(self) -> None:
+        """Enqueue the turns kept while the database was unreachable, oldest first."""
+        if not self._unsent:
+            return
+        engine = await self._engine_or_open()
+        while self._unsent:
+            turn = self._unsent[0]
+            job_id = await jobs.enqueue(
+                engine.db.engine,
+                self.user_id,
+                self.session_id,
+                turn.messages,
+                now=turn.observed_at,
+                idempotency_key=turn.key,
+            )
+            self._unsent.popleft()
+            self._my_jobs.append(job_id)
+        self._ensure_worker(engine).wake()
 
     @property
     def extractor(self) -> Extractor:

@@ -149,3 +149,39 @@ async def test_no_memory_means_no_block(make_session: Callable[..., Mem01Session
         Agent(name="a", model=model), "Hi", session=session, run_config=session.run_config()
     )
     assert MEMORY_MARKER not in json.dumps(model.calls[0].input)
+
+
+async def test_caller_session_input_callback_is_kept(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Speaks Portuguese")
+    session = make_session("conv-cb")
+    await session.add_items([{"role": "user", "content": "old message"}])
+
+    def only_new(history: list[Any], new: list[Any]) -> list[Any]:
+        return new  # the caller drops the history from the model input
+
+    model = ScriptedModel([[assistant_message("Olá.")]])
+    config = session.run_config(RunConfig(session_input_callback=only_new))
+    await Runner.run(Agent(name="a", model=model), "Hello", session=session, run_config=config)
+
+    seen = json.dumps(model.calls[0].input)
+    assert "old message" not in seen
+    assert "Speaks Portuguese" in seen
+
+
+async def test_a_reused_run_config_recalls_again_on_the_next_run(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    session = make_session("conv-reuse", user_id="reuser")
+    config = session.run_config()
+    model = ScriptedModel([[assistant_message("One.")], [assistant_message("Two.")]])
+    agent = Agent(name="a", model=model)
+
+    await Runner.run(agent, "Tell me about my pets", session=session, run_config=config)
+    await remember(engine, "reuser", "Has a cat named Tom")
+    await Runner.run(agent, "Tell me about my pets", session=session, run_config=config)
+
+    first, second = model.calls
+    assert "Has a cat named Tom" not in json.dumps(first.input)
+    assert "Has a cat named Tom" in json.dumps(second.input)
