@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from .engine import TransactionHook
 from .errors import Mem01Error
 from .extraction.base import Turn, TurnMessage
+from .extraction.hygiene import redact_secrets
+from .redaction import redact
 
 
 class JobLostError(Mem01Error):
@@ -63,9 +65,19 @@ def _job(row: Mapping[Any, Any]) -> Job:
     return Job(**{k: row[k] for k in _COLUMNS.split(", ")})
 
 
+def scrub(text: str) -> str:
+    """``text`` without secrets: registered ones (DSN password, API key) and anything the
+    extraction hygiene recognizes (keys, tokens, passwords, card numbers). A job row keeps
+    the turn until the user is erased, so a secret said in a conversation must not reach
+    it; the extractor never needed it either (hygiene would drop or redact it)."""
+    return redact_secrets(redact(text))[0]
+
+
 def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[str, Any]:
     return {
-        "messages": [{"role": m.role, "text": m.text, "item_ref": m.item_ref} for m in messages],
+        "messages": [
+            {"role": m.role, "text": scrub(m.text), "item_ref": m.item_ref} for m in messages
+        ],
         "observed_at": observed_at.isoformat(),
     }
 

@@ -17,7 +17,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from . import jobs
 from .engine import BeliefEngine
@@ -64,6 +64,10 @@ class MemoryWorker:
         self._stopping = False
         self.last_error: str | None = None
         self.processed = 0
+        # Failed jobs whose failure could not be recorded (the database was gone): they
+        # are still ``running`` under this worker's lease and are released first thing
+        # once the database answers again, instead of waiting for the lease to expire.
+        self._unreleased: dict[int, tuple[jobs.Job, str, datetime | None]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryWorker(id={self.worker_id!r}, extractor={self.extractor.name!r})"
@@ -103,6 +107,7 @@ class MemoryWorker:
 
     async def run_once(self) -> int:
         """Claim and process one batch of jobs; returns how many were processed."""
+        await self._release_failed()
         now = self.engine.clock()
         claimed = await jobs.claim(
             self.engine.db.engine, self.worker_id, now=now, lease=self.policy.lease, limit=4
@@ -189,7 +194,13 @@ class MemoryWorker:
             retry_at = self.engine.clock() + timedelta(seconds=delay)
         kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
         self._record(f"job {job.id} failed ({kind}): {message}")
+        self._unreleased[job.id] = (job, message, retry_at)
         with contextlib.suppress(Exception):
+            await self._release_failed()
+
+    async def _release_failed(self) -> None:
+        """Record the failures not yet recorded (raises while the database is down)."""
+        for job_id, (job, message, retry_at) in list(self._unreleased.items()):
             await jobs.fail(
                 self.engine.db.engine,
                 job,
@@ -198,6 +209,7 @@ class MemoryWorker:
                 now=self.engine.clock(),
                 retry_at=retry_at,
             )
+            del self._unreleased[job_id]
 
     def _record(self, message: str) -> None:
         message = redact(message)

@@ -24,7 +24,7 @@ from ..records import Belief, RecallResult, ScoredBelief, Source
 from . import scoring
 from .render import render_block
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
-from .users import check_user_id
+from .users import check_user_id, is_utf8
 
 if TYPE_CHECKING:
     from .core import BeliefEngine
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 POOL = 50
 SOURCES_PER_BELIEF = 3
 MAX_QUERY_TERMS = 64
+MAX_QUERY_CHARS = 4000
 # Two unit vectors with cosine >= c are at most acos(c) apart, so their angles to the
 # query differ by at most that much: a cheap filter before the pairwise distance.
 _DUP_DISTANCE = 1.0 - scoring.DUPLICATE_COSINE
@@ -193,7 +194,13 @@ async def _ranked(
 ) -> tuple[list[ScoredBelief], int]:
     """All candidates, scored, best first, near-duplicates dropped; and how many there were."""
     user_id = check_user_id(user_id)
-    query = _CONTROL.sub(" ", query or "").strip()
+    if query is not None and not isinstance(query, str):
+        raise ConfigError(f"query must be a string, got {type(query).__name__}")
+    # The query is the user's message: cleaned (control characters, lone surrogates) and
+    # clipped rather than refused, so that odd input never breaks a conversation.
+    query = _CONTROL.sub(" ", query or "")[:MAX_QUERY_CHARS]
+    query = query.encode("utf-8", "ignore").decode("utf-8") if not is_utf8(query) else query
+    query = query.strip()
     if as_of is not None:
         as_of = _aware(as_of)
         scope: Scope = "as_of_history" if include_history else "as_of"

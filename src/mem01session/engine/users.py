@@ -19,6 +19,15 @@ MAX_USER_ID_CHARS = 200
 _LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended('mem01:user:' || :u, 0))")
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be stored: no lone surrogates (PostgreSQL takes UTF-8 only)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_user_id(user_id: object) -> str:
     """Return ``user_id`` if it is usable as a user key; :class:`ConfigError` otherwise."""
     if not isinstance(user_id, str):
@@ -27,6 +36,8 @@ def check_user_id(user_id: object) -> str:
         raise ConfigError("user_id is empty")
     if "\x00" in user_id:
         raise ConfigError("user_id contains a NUL byte")
+    if not is_utf8(user_id):
+        raise ConfigError("user_id is not valid UTF-8 (it holds a lone surrogate)")
     if len(user_id) > MAX_USER_ID_CHARS:
         raise ConfigError(
             f"user_id is {len(user_id)} characters, over the limit of {MAX_USER_ID_CHARS}"

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..errors import ConfigError, InvalidOpError
 from ..ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
+from .users import is_utf8
 
 MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
@@ -70,8 +71,10 @@ def check_provenance(provenance: Provenance) -> None:
         raise ConfigError(f"provenance must be a Provenance, got {type(provenance).__name__}")
     for name in ("session_id", "item_ref", "extractor"):
         value = getattr(provenance, name)
-        if value is not None and (not isinstance(value, str) or "\x00" in value):
-            raise ConfigError(f"provenance.{name} must be a string without NUL bytes")
+        if value is not None and (
+            not isinstance(value, str) or "\x00" in value or not is_utf8(value)
+        ):
+            raise ConfigError(f"provenance.{name} must be a UTF-8 string without NUL bytes")
     if provenance.observed_at is not None and not isinstance(provenance.observed_at, datetime):
         raise ConfigError("provenance.observed_at must be a datetime")
     if provenance.job_id is not None and (
@@ -134,6 +137,8 @@ def _check_one(index: int, op: Op) -> CheckedOp:
             fail(f"{field} must be a string, got {type(value).__name__}")
         if "\x00" in value:
             fail(f"{field} contains a NUL byte")
+        if not is_utf8(value):
+            fail(f"{field} is not valid UTF-8 (it holds a lone surrogate)")
 
     content = op.content.strip() if op.content is not None else None
     if content is not None:

@@ -1,0 +1,160 @@
+"""PostgreSQL outage: the server is stopped mid-conversation and started again.
+
+A private embedded server (scratch folder under /tmp) is stopped with ``pg_ctl`` while a
+conversation goes on. Fail-open: every run is answered, ``last_memory_error`` says what
+failed, nothing escapes; the turns said during the outage are kept by the session and,
+after the restart, enqueued and applied: no accepted turn is lost. A job whose apply
+failed because the server vanished mid-job is not left ``running`` until its lease ends.
+``strict=True``: the failure surfaces as ``Mem01MemoryError`` and the transcript holds the
+completed runs, no memory block, and nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from agents.memory import SQLiteSession
+
+from mem01session import Mem01MemoryError
+from mem01session.db import Database, migrate
+from mem01session.embeddings import OfflineEmbedder
+from mem01session.engine import BeliefEngine
+from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
+from mem01session.session import Mem01Session
+from mem01session.turns import MEMORY_MARKER
+from mem01session.worker import MemoryWorker, WorkerPolicy, shared_worker, stop_workers
+from tests.conftest import TEST_DIM
+from tests.reliability.harness import ScratchServer, check_invariants, fact_line, say
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScratchServer]:
+    srv = ScratchServer()
+    migrate.upgrade(srv.url, embedding_dim=TEST_DIM, embedding_model=OfflineEmbedder(TEST_DIM).name)
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+async def outage_engine(server: ScratchServer) -> AsyncIterator[BeliefEngine]:
+    emb = OfflineEmbedder(TEST_DIM)
+    db = await Database.open(url=server.url, embedding_model=emb.name, embedding_dim=emb.dim)
+    engine = BeliefEngine(db, emb)
+    yield engine
+    await stop_workers(engine)
+    await db.close()
+
+
+class GatedExtractor:
+    """The rule extractor, but a turn mentioning ``hold`` waits for ``gate``."""
+
+    name = "gated-rules"
+
+    def __init__(self, hold: str) -> None:
+        self.inner = RuleExtractor()
+        self.hold = hold
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        if any(self.hold in m.text for m in turn.messages if m.role == "user"):
+            self.started.set()
+            await self.gate.wait()
+        return await self.inner.extract(turn, candidates, now)
+
+
+async def active(engine: BeliefEngine, user: str) -> set[str]:
+    return {b.content for b in await engine.history(user) if b.status == "active"}
+
+
+async def test_fail_open_through_an_outage_and_catch_up(
+    server: ScratchServer, outage_engine: BeliefEngine, tmp_path: Path
+) -> None:
+    user = "olga"
+    held = fact_line(5)
+    extractor = GatedExtractor(hold=held[0])
+    worker = shared_worker(
+        outage_engine,
+        extractor,
+        factory=lambda e, x: MemoryWorker(e, x, policy=WorkerPolicy(poll_interval=0.05)),
+    )
+    session = Mem01Session(
+        "conv",
+        user,
+        inner=SQLiteSession("conv", tmp_path / "t.sqlite"),
+        engine=outage_engine,
+        extractor=extractor,
+        recall_wait=0.2,
+    )
+    await say(session, fact_line(0)[0])
+    assert await session.flush_memory(timeout=30)
+    assert session.last_memory_error is None
+
+    # The server vanishes while a job is inside the extractor: its apply will fail.
+    await say(session, held[0])
+    await asyncio.wait_for(extractor.started.wait(), 30)
+    server.stop()
+    extractor.gate.set()
+    during = [fact_line(n) for n in (1, 2, 3)]
+    for line, _ in during:
+        result = await say(session, line, answer=f"ok: {line}")
+        assert result.calls, "the model was called: the run was answered"
+        assert session.last_memory_error is not None
+    assert "failed" in session.last_memory_error
+    assert session.unsent_turns > 0  # kept, not dropped
+    assert session.dropped_turns == 0
+
+    server.start()
+    assert await session.flush_memory(timeout=60), "the worker did not catch up"
+    assert session.unsent_turns == 0
+    expected = {fact_line(n)[1] for n in (0, 1, 2, 3, 5)}
+    # Cities supersede each other; only the last city said is active, the rest is history.
+    history = {b.content for b in await outage_engine.history(user)}
+    assert expected <= history, expected - history
+    assert held[1] in await active(outage_engine, user)
+    await check_invariants(outage_engine.db.engine, user)
+    assert worker.processed >= 5
+    items = await session.get_items()
+    users = [i["content"] for i in items if i.get("role") == "user"]
+    assert users == [fact_line(n)[0] for n in (0, 5, 1, 2, 3)]
+    assert not any(MEMORY_MARKER in str(i) for i in items)
+    await session.aclose()
+
+
+async def test_strict_session_surfaces_the_outage(
+    server: ScratchServer, outage_engine: BeliefEngine, tmp_path: Path
+) -> None:
+    session = Mem01Session(
+        "strict-conv",
+        "sven",
+        inner=SQLiteSession("strict-conv", tmp_path / "t.sqlite"),
+        engine=outage_engine,
+        extractor=RuleExtractor(),
+        strict=True,
+    )
+    await say(session, "I live in Bergen.", answer="first answer")
+    assert await session.flush_memory(timeout=30)
+    server.stop()
+    try:
+        with pytest.raises(Mem01MemoryError) as info:
+            await say(session, "I live in Tromso.", answer="second answer")
+        assert "failed" in str(info.value)
+        with pytest.raises(Mem01MemoryError):
+            await session.flush_memory(timeout=1)
+    finally:
+        server.start()
+    items = await session.get_items()
+    texts = [str(i.get("content")) for i in items]
+    assert texts[0] == "I live in Bergen." and "first answer" in texts[1]
+    assert not any(MEMORY_MARKER in t for t in texts)
+    assert "second answer" not in " ".join(texts)  # the failed run produced no answer
+    assert texts.count("I live in Tromso.") <= 1
+    assert session.unsent_turns == 0  # strict keeps nothing behind the caller's back
+    assert await session.flush_memory(timeout=30)
+    await session.aclose()
