@@ -93,7 +93,9 @@ async def enqueue(
 ) -> int:
     """Record a turn for extraction; returns the job id (the existing one for a known key)."""
     key = idempotency_key or uuid.uuid4().hex
-    async with engine.begin() as conn:
+    async with engine.connect() as conn:
+        # A single INSERT is atomic on its own: no BEGIN/COMMIT round trips on the hot path.
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         row = (
             await conn.execute(
                 text(
@@ -234,15 +236,33 @@ async def fail(
 
 async def unfinished_ids(engine: AsyncEngine, user_id: str) -> list[int]:
     """Ids of the user's pending or running jobs."""
+    unfinished, _ = await progress(engine, user_id, ())
+    return sorted(unfinished)
+
+
+async def progress(
+    engine: AsyncEngine, user_id: str, mine: Sequence[int]
+) -> tuple[set[int], dict[int, tuple[str, str | None]]]:
+    """In one round trip: the user's unfinished job ids, and ``(status, last_error)`` of
+    the jobs in ``mine`` (erased ones are absent)."""
     async with engine.connect() as conn:
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         rows = await conn.execute(
             text(
-                "SELECT id FROM memory_jobs WHERE user_id = :u "
-                "AND status IN ('pending', 'running') ORDER BY id"
+                "SELECT id, status, last_error FROM memory_jobs WHERE user_id = :u "
+                "AND (status IN ('pending', 'running') OR id = ANY(:mine))"
             ),
-            {"u": user_id},
+            {"u": user_id, "mine": list(mine)},
         )
-        return [int(r[0]) for r in rows]
+        unfinished: set[int] = set()
+        known: dict[int, tuple[str, str | None]] = {}
+        wanted = set(mine)
+        for job_id, status, last_error in rows:
+            if status in ("pending", "running"):
+                unfinished.add(int(job_id))
+            if job_id in wanted:
+                known[int(job_id)] = (str(status), last_error)
+        return unfinished, known
 
 
 async def statuses(engine: AsyncEngine, user_id: str, ids: Sequence[int]) -> dict[int, Job]:

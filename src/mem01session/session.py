@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-import uuid
-from collections import deque
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,8 +17,9 @@ from .config import Settings
 from .engine import BeliefEngine
 from .engine.users import is_utf8
 from .errors import ConfigError, Mem01MemoryError
-from .extraction import Extractor, TurnMessage
+from .extraction import Extractor
 from .injection import memory_run_config
+from .outbox import TurnOutbox
 from .records import ApplyResult, Belief, EraseReceipt, RecallResult
 from .redaction import get_logger, redact
 from .turns import turn_messages
@@ -29,17 +28,6 @@ from .worker import MemoryWorker, shared_worker, stop_workers
 log = get_logger(__name__)
 
 MAX_ID_CHARS = 200
-# Turns kept in memory while the database cannot take them (oldest dropped beyond this).
-MAX_UNSENT_TURNS = 1000
-
-
-@dataclass(frozen=True)
-class _Unsent:
-    """A turn accepted while the outbox was unreachable, waiting to be enqueued."""
-
-    messages: list[TurnMessage]
-    observed_at: datetime
-    key: str  # idempotency key: a retry after a lost commit reply enqueues it once
 
 
 def _check_id(name: str, value: object) -> str:
@@ -104,13 +92,14 @@ class Mem01Session:
         self._extractor = extractor
         self._worker: MemoryWorker | None = None
         self._my_jobs: list[int] = []
-        self._unsent: deque[_Unsent] = deque()
-        self.dropped_turns = 0
+        self._outbox = TurnOutbox(self.user_id, self.session_id)
         self._reported_failures: set[int] = set()
         self._warned: set[str] = set()
         self.last_memory_error: str | None = None
         self.last_recall: RecallResult | None = None
         self._history_reads = 0
+        # Jobs of the run in progress: its own input need not be extracted before its answer.
+        self._run_jobs: set[int] = set()
 
     def __repr__(self) -> str:
         return (
@@ -141,38 +130,23 @@ class Mem01Session:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         self._history_reads += 1  # the SDK reads the history once at the start of a run
+        self._run_jobs.clear()
         return await self._inner.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Write the transcript first, then record the turn's text for extraction.
 
-        If the database cannot take the turn it is kept in memory and enqueued later
-        (see the class docstring); ``strict=True`` raises instead.
+        A run's input is held until its answer is stored, then the whole turn becomes one
+        durable job. If the database cannot take it, the turn waits in memory and is
+        enqueued later (see the class docstring); ``strict=True`` raises instead.
         """
         await self._inner.add_items(items)
         messages = turn_messages(items)
         if not messages:
             return
-        if self.strict:
-            try:
-                engine = await self._engine_or_open()
-                await self._send_unsent()
-                job_id = await jobs.enqueue(
-                    engine.db.engine, self.user_id, self.session_id, messages, now=engine.clock()
-                )
-                self._my_jobs.append(job_id)
-                self._ensure_worker(engine).wake()
-            except Exception as exc:
-                self._memory_failed("enqueue", exc)
-            return
         now = self._engine.clock() if self._engine is not None else datetime.now(UTC)
-        self._unsent.append(_Unsent(messages, now, uuid.uuid4().hex))
-        if len(self._unsent) > MAX_UNSENT_TURNS:
-            self._unsent.popleft()
-            self.dropped_turns += 1
-            log.warning(
-                "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
-            )
+        if not self._outbox.add(messages, now):
+            return  # input held until its answer arrives
         try:
             await self._send_unsent()
         except Exception as exc:
@@ -180,8 +154,13 @@ class Mem01Session:
 
     @property
     def unsent_turns(self) -> int:
-        """Turns accepted while the database was unreachable, not yet enqueued."""
-        return len(self._unsent)
+        """Completed turns not yet enqueued (the database was unreachable)."""
+        return self._outbox.unsent
+
+    @property
+    def dropped_turns(self) -> int:
+        """Turns given up on: beyond the in-memory limit during an outage, or unsent at close."""
+        return self._outbox.dropped
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest transcript item (durable memory is untouched)."""
@@ -199,7 +178,7 @@ class Mem01Session:
 
     async def _block_for(self, query: str) -> str | None:
         try:
-            result = await self.recall(query)
+            result = await self._recall(query, during_run=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:  # pragma: no cover - recall() already handles errors
@@ -218,20 +197,65 @@ class Mem01Session:
         as_of: datetime | None = None,
         explain: bool = False,
     ) -> RecallResult | None:
-        """What the model would be shown for ``query`` (None if memory is unavailable)."""
+        """What the model would be shown for ``query`` (None if memory is unavailable).
+
+        Waits (at most ``recall_wait`` seconds) for the user's turns accepted so far.
+        """
+        return await self._recall(
+            query,
+            max_tokens=max_tokens,
+            include_history=include_history,
+            as_of=as_of,
+            explain=explain,
+            during_run=False,
+        )
+
+    async def _recall(
+        self,
+        query: str,
+        *,
+        max_tokens: int | None = None,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+        explain: bool = False,
+        during_run: bool,
+    ) -> RecallResult | None:
         try:
             engine = await self._engine_or_open()
-            await self._send_unsent()
-            fresh = await self._barrier(engine, self.recall_wait)
-            await self._report_failed_jobs(engine)
-            result = await engine.recall(
-                self.user_id,
-                query,
-                max_tokens=max_tokens or self.max_memory_tokens,
-                include_history=include_history,
-                as_of=as_of,
-                explain=explain,
-            )
+            await self._send_unsent(release=not during_run)
+            # In a run, the current turn's own input is in the model input already: waiting
+            # for its extraction would put an extractor call on the answer path.
+            skip = frozenset(self._run_jobs) if during_run else frozenset()
+
+            async def read() -> RecallResult:
+                return await engine.recall(
+                    self.user_id,
+                    query,
+                    max_tokens=max_tokens or self.max_memory_tokens,
+                    include_history=include_history,
+                    as_of=as_of,
+                    explain=explain,
+                )
+
+            # Optimistic: read while checking the barrier; in the steady state nothing is
+            # pending and the read is valid, so the check costs no extra latency.
+            attempt = asyncio.ensure_future(read())
+            try:
+                unfinished, mine = await jobs.progress(
+                    engine.db.engine, self.user_id, self._my_jobs
+                )
+            except BaseException:
+                await _discard(attempt)
+                raise
+            pending = unfinished - skip
+            fresh = True
+            if pending:
+                await _discard(attempt)
+                fresh = await self._wait_for(engine, pending, self.recall_wait)
+                _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
+                attempt = asyncio.ensure_future(read())
+            result = await attempt
+            self._report_failed_jobs(mine)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -247,9 +271,8 @@ class Mem01Session:
         timeout passes (False)."""
         engine = await self._engine_strict()
         try:
-            await self._send_unsent()
-            done = await self._barrier(engine, timeout)
-            await self._report_failed_jobs(engine)
+            await self._send_unsent(release=True)
+            done = await self._barrier(engine, timeout, report=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -280,7 +303,7 @@ class Mem01Session:
         transcript is untouched. Accepted turns are applied first, so none of them can
         come back afterwards; new turns after this call are remembered again."""
         engine = await self._engine_strict()
-        self._unsent.clear()  # never enqueued, so erased with the rest
+        self._outbox.discard()  # never enqueued, so erased with the rest
         await self._barrier(engine, timeout)
         receipt = await engine.erase_user(self.user_id)
         await engine.reinstate_user(self.user_id)
@@ -293,19 +316,17 @@ class Mem01Session:
         """Give pending extraction a bounded chance to finish, then close what this session
         created (the default transcript store, the engine). Unfinished jobs stay durable
         and resume at the next start."""
-        if self._unsent or (self._engine is not None and self._my_jobs):
+        self._outbox.release()
+        if self._outbox.unsent or (self._engine is not None and self._my_jobs):
             try:
                 await self._send_unsent()
                 await self._barrier(await self._engine_or_open(), flush_timeout)
             except Exception as exc:
                 self._memory_failed("flush", exc)
-        if self._unsent:
-            log.warning(
-                "memory: %d turn(s) could not be enqueued before close and are lost",
-                len(self._unsent),
-            )
-            self.dropped_turns += len(self._unsent)
-            self._unsent.clear()
+        if self._outbox.unsent:
+            lost = self._outbox.discard()
+            self._outbox.dropped += lost
+            log.warning("memory: %d turn(s) could not be enqueued before close and are lost", lost)
         if self._owns_engine and self._engine is not None:
             await stop_workers(self._engine)
             await self._engine.close()
@@ -336,23 +357,21 @@ class Mem01Session:
         except Exception as exc:
             raise Mem01MemoryError(f"memory is unavailable: {_describe(exc)}") from None
 
-    async def _send_unsent(self) -> None:
-        """Enqueue the turns kept while the database was unreachable, oldest first."""
-        if not self._unsent:
+    async def _send_unsent(self, *, release: bool = False) -> None:
+        """Enqueue completed turns (and, with ``release``, held input too), oldest first."""
+        if release:
+            self._outbox.release()
+        if not self._outbox.unsent:
             return
-        engine = await self._engine_or_open()
-        while self._unsent:
-            turn = self._unsent[0]
-            job_id = await jobs.enqueue(
-                engine.db.engine,
-                self.user_id,
-                self.session_id,
-                turn.messages,
-                now=turn.observed_at,
-                idempotency_key=turn.key,
-            )
-            self._unsent.popleft()
-            self._my_jobs.append(job_id)
+        try:
+            engine = await self._engine_or_open()
+            sent = await self._outbox.send(engine.db.engine)
+        except Exception:
+            if self.strict:  # the caller hears of the failure: nothing is kept behind its back
+                self._outbox.discard()
+            raise
+        self._my_jobs += sent
+        self._run_jobs.update(sent)
         self._ensure_worker(engine).wake()
 
     @property
@@ -371,11 +390,30 @@ class Mem01Session:
         self._worker.start()
         return self._worker
 
-    async def _barrier(self, engine: BeliefEngine, timeout: float | None) -> bool:
-        """Wait for the user's jobs accepted before now; True when none is left."""
-        pending = set(await jobs.unfinished_ids(engine.db.engine, self.user_id))
-        if not pending:
-            return True
+    async def _barrier(
+        self,
+        engine: BeliefEngine,
+        timeout: float | None,
+        *,
+        skip: frozenset[int] = frozenset(),
+        report: bool = False,
+    ) -> bool:
+        """Wait for the user's jobs accepted before now (but ``skip``); True when none is
+        left. With ``report``, surface this session's failed jobs (strict: raise)."""
+        unfinished, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
+        pending = unfinished - skip
+        done = not pending
+        if pending:
+            done = await self._wait_for(engine, pending, timeout)
+            if report:
+                _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
+        if report:
+            self._report_failed_jobs(mine)
+        return done
+
+    async def _wait_for(
+        self, engine: BeliefEngine, pending: set[int], timeout: float | None
+    ) -> bool:
         worker = self._ensure_worker(engine)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -389,17 +427,14 @@ class Mem01Session:
             if not pending:
                 return True
 
-    async def _report_failed_jobs(self, engine: BeliefEngine) -> None:
-        """Surface permanent failures of this session's jobs (strict: raise)."""
-        if not self._my_jobs:
-            return
-        current = await jobs.statuses(engine.db.engine, self.user_id, self._my_jobs)
-        self._my_jobs = [i for i in self._my_jobs if i in current and current[i].status != "done"]
+    def _report_failed_jobs(self, mine: dict[int, tuple[str, str | None]]) -> None:
+        """Forget finished jobs; surface permanent failures (strict: raise)."""
+        self._my_jobs = [i for i in self._my_jobs if i in mine and mine[i][0] != "done"]
         for job_id in self._my_jobs:
-            job = current[job_id]
-            if job.status == "failed" and job_id not in self._reported_failures:
+            status, last_error = mine[job_id]
+            if status == "failed" and job_id not in self._reported_failures:
                 self._reported_failures.add(job_id)
-                self._memory_failed("extraction", RuntimeError(f"job {job_id}: {job.last_error}"))
+                self._memory_failed("extraction", RuntimeError(f"job {job_id}: {last_error}"))
 
     def _memory_failed(self, kind: str, exc: BaseException) -> None:
         message = f"{kind} failed: {_describe(exc)}"
@@ -409,6 +444,12 @@ class Mem01Session:
         if kind not in self._warned:
             self._warned.add(kind)
             log.warning("memory %s; the conversation continues without it", message)
+
+
+async def _discard(task: asyncio.Future[RecallResult]) -> None:
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
 
 
 def _describe(exc: BaseException) -> str:

@@ -209,7 +209,7 @@ class MemoryWorker:
                 now=self.engine.clock(),
                 retry_at=retry_at,
             )
-            del self._unreleased[job_id]
+            self._unreleased.pop(job_id, None)  # a concurrent call may have recorded it
 
     def _record(self, message: str) -> None:
         message = redact(message)

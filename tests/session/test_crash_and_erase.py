@@ -37,7 +37,8 @@ CHILD = textwrap.dedent(
         db = await Database.open(url=sys.argv[1], embedding_model=emb.name, embedding_dim=64)
         engine = BeliefEngine(db, emb)
         s = Mem01Session("c", "kim", inner=SQLiteSession("c"), engine=engine, extractor=Hang())
-        await s.add_items([{"role": "user", "content": "I live in Kyoto"}])
+        await s.add_items([{"role": "user", "content": "I live in Kyoto"},
+                           {"role": "assistant", "content": "Noted."}])
         print("accepted", flush=True)
         await asyncio.Event().wait()
 

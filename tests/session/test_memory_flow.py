@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from agents import Agent, Runner, function_tool
@@ -16,6 +17,11 @@ from mem01session.engine import BeliefEngine
 from mem01session.session import Mem01Session
 from mem01session.turns import MEMORY_MARKER
 from tests.session.conftest import ScriptedExtractor
+
+
+def turn(text: str) -> list[Any]:
+    """One complete turn: the user's message and the assistant's answer."""
+    return [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
 
 
 async def say(session: Mem01Session, text_in: str, answer: str = "Noted.") -> ScriptedModel:
@@ -115,7 +121,7 @@ async def test_recall_waits_for_accepted_turns(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
     session = make_session("c", "erin", recall_wait=30)
-    await session.add_items([{"role": "user", "content": "I live in Lisbon"}])
+    await session.add_items(turn("I live in Lisbon"))
     result = await session.recall("where do I live")
     assert result is not None and not result.stale
     assert "Lives in Lisbon" in result.text
@@ -139,7 +145,7 @@ async def test_recall_says_stale_when_the_wait_expires(
     extractor = ScriptedExtractor()
     extractor.extract = slow  # type: ignore[method-assign]
     session = make_session("c", "fay", extractor=extractor, recall_wait=0.05)
-    await session.add_items([{"role": "user", "content": "I live in Oslo"}])
+    await session.add_items(turn("I live in Oslo"))
     await started.wait()
     result = await session.recall("where")
     assert result is not None and result.stale
@@ -159,14 +165,14 @@ async def test_failed_extraction_is_reported_and_retried(
     worker = MemoryWorker(engine, extractor, policy=WorkerPolicy(max_attempts=1))
     _workers.setdefault(engine, {})[f"{extractor.name}:{id(extractor)}"] = worker
     session = make_session("c", "gus", extractor=extractor)
-    await session.add_items([{"role": "user", "content": "I live in Rome"}])
+    await session.add_items(turn("I live in Rome"))
     assert await session.flush_memory(timeout=30)
     result = await session.recall("where")
     assert result is not None
     assert session.last_memory_error is not None and "model said no" in session.last_memory_error
 
     strict = make_session("c2", "gus", extractor=extractor, strict=True)
-    await strict.add_items([{"role": "user", "content": "I live in Milan"}])
+    await strict.add_items(turn("I live in Milan"))
     with pytest.raises(Mem01MemoryError, match="model said no"):
         await strict.flush_memory(timeout=30)
 
@@ -202,7 +208,7 @@ async def test_postgres_down_fail_open_and_strict(tmp_path: object) -> None:
     with pytest.raises(Mem01MemoryError):
         await say(strict, "Hello")
     with pytest.raises(Mem01MemoryError):
-        await strict.add_items([{"role": "user", "content": "I live in Bonn"}])
+        await strict.add_items(turn("I live in Bonn"))
     # transcript first: the turn is kept even though memory failed
     assert any("Bonn" in json.dumps(i) for i in await strict.get_items())
 
@@ -258,3 +264,34 @@ def test_extractor_is_openai_with_a_key_and_rules_without(tmp_path: object) -> N
     assert isinstance(with_key.extractor, OpenAIExtractor)
     offline = Mem01Session("s", "u", inner=SQLiteSession("s"), settings=Settings(home=tmp_path))  # type: ignore[arg-type]
     assert isinstance(offline.extractor, RuleExtractor)
+
+
+async def test_one_job_per_turn_holding_question_and_answer(
+    make_session: Callable[..., Mem01Session], db: Database
+) -> None:
+    session = make_session("c", "jo")
+    await say(session, "I live in Porto", answer="Porto is lovely.")
+    async with db.engine.connect() as conn:
+        payloads = (await conn.execute(text("SELECT payload FROM memory_jobs"))).scalars().all()
+    assert len(payloads) == 1
+    assert [(m["role"], m["text"]) for m in payloads[0]["messages"]] == [
+        ("user", "I live in Porto"),
+        ("assistant", "Porto is lovely."),
+    ]
+
+
+async def test_the_answer_never_waits_for_its_own_turns_extraction(
+    make_session: Callable[..., Mem01Session],
+) -> None:
+    import asyncio
+
+    async def never(turn, candidates, now):  # type: ignore[no-untyped-def]
+        await asyncio.Event().wait()
+
+    extractor = ScriptedExtractor()
+    extractor.extract = never  # type: ignore[method-assign]
+    session = make_session("c", "kai", extractor=extractor, recall_wait=3600)
+    async with asyncio.timeout(60):  # a deadlock guard, not a timing assertion
+        model = await say(session, "I live in Faro", answer="Noted.")
+    assert len(model.calls) == 1
+    assert session.last_recall is not None and not session.last_recall.stale

@@ -1,0 +1,110 @@
+"""Turns on their way to the durable job table.
+
+The SDK stores a run's input before the model call and its answer after it. The input
+is *held* until the answer arrives, so that one job carries the whole turn (the
+extractor sees question and answer together, and runs once per turn, after the answer).
+A completed turn the database cannot take (an outage) waits in memory, in order, and is
+enqueued at the next chance with its original time and an idempotency key, so a retry
+after a lost commit reply enqueues it once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from . import jobs
+from .extraction.base import TurnMessage
+from .redaction import get_logger
+
+log = get_logger(__name__)
+
+# Completed turns kept in memory while the database cannot take them (oldest dropped).
+MAX_UNSENT_TURNS = 1000
+
+
+@dataclass(frozen=True)
+class PendingTurn:
+    """A completed turn waiting to be enqueued."""
+
+    messages: tuple[TurnMessage, ...]
+    observed_at: datetime
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+class TurnOutbox:
+    """Held input, completed turns not yet enqueued, and the enqueueing of both."""
+
+    def __init__(self, user_id: str, session_id: str) -> None:
+        self.user_id = user_id
+        self.session_id = session_id
+        self._held: list[TurnMessage] = []
+        self._held_at: datetime | None = None
+        self._unsent: deque[PendingTurn] = deque()
+        self.dropped = 0
+
+    @property
+    def unsent(self) -> int:
+        """Completed turns not yet enqueued."""
+        return len(self._unsent)
+
+    @property
+    def holding(self) -> bool:
+        """Whether input is waiting for its answer."""
+        return bool(self._held)
+
+    def add(self, messages: Sequence[TurnMessage], now: datetime) -> bool:
+        """Take a turn's messages; True when they complete a turn (an answer is among them)."""
+        if not self._held:
+            self._held_at = now
+        self._held.extend(messages)
+        if not any(m.role == "assistant" for m in messages):
+            return False
+        self.release()
+        return True
+
+    def release(self) -> None:
+        """Treat held input as a complete turn (no answer is coming, or we are closing)."""
+        if not self._held:
+            return
+        assert self._held_at is not None
+        self._unsent.append(PendingTurn(tuple(self._held), self._held_at))
+        self._held, self._held_at = [], None
+        if len(self._unsent) > MAX_UNSENT_TURNS:
+            self._unsent.popleft()
+            self.dropped += 1
+            log.warning(
+                "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
+            )
+
+    async def send(self, engine: AsyncEngine) -> list[int]:
+        """Enqueue completed turns, oldest first; returns the new job ids.
+
+        Stops at the first failure (the exception propagates) and keeps the rest.
+        """
+        sent: list[int] = []
+        while self._unsent:
+            turn = self._unsent[0]
+            job_id = await jobs.enqueue(
+                engine,
+                self.user_id,
+                self.session_id,
+                turn.messages,
+                now=turn.observed_at,
+                idempotency_key=turn.key,
+            )
+            self._unsent.popleft()
+            sent.append(job_id)
+        return sent
+
+    def discard(self) -> int:
+        """Forget everything not yet enqueued; returns how many turns were dropped."""
+        count = len(self._unsent) + (1 if self._held else 0)
+        self._unsent.clear()
+        self._held, self._held_at = [], None
+        return count
