@@ -23,7 +23,7 @@ from .engine.render import CLOSE, OPEN
 from .turns import item_text
 
 _RECORD = re.compile(
-    r'^- #(?P<id>\d+) (?P<content>"(?:[^"\\]|\\.)*") \[(?P<status>\w+), (?P<validity>[^,\]]+)'
+    r'^- #(?P<id>\d+) (?P<content>"(?:[^"\\]|\\.)*") \((?P<status>\w+) (?P<validity>[^;)]+)'
 )
 _WORD = re.compile(r"[a-z0-9$]+")
 _STOP = frozenset(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 from datetime import UTC, datetime
@@ -68,12 +69,12 @@ def test_record_labels_status_validity_and_provenance() -> None:
     src = Source("sess-9", None, "I moved\nto <Lisbon>", T1, "rules")
     line = format_record(belief(7, "Lives in Lisbon", "superseded", valid_to=T1, sources=(src,)))
     assert line == (
-        '- #7 "Lives in Lisbon" [superseded, valid 2026-01-01 to 2026-04-01, confidence 0.80] '
-        'source: session "sess-9" observed 2026-04-01 evidence "I moved to &lt;Lisbon&gt;"'
+        '- #7 "Lives in Lisbon" (superseded 2026-01-01 to 2026-04-01; '
+        'said in "sess-9" on 2026-04-01: "I moved to &lt;Lisbon&gt;")'
     )
-    assert format_record(belief(8, "x")).endswith(
-        "[active, valid since 2026-01-01, confidence 0.80] source: unknown"
-    )
+    assert format_record(belief(8, "x")) == '- #8 "x" (active since 2026-01-01; source unknown)'
+    shaky = dataclasses.replace(belief(9, "y"), confidence=0.4)
+    assert "(active since 2026-01-01; confidence 0.40; source unknown)" in format_record(shaky)
 
 
 @pytest.mark.parametrize("counter", COUNTERS, ids=lambda c: c.name)
