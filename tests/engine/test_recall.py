@@ -91,10 +91,7 @@ async def test_history_is_labeled_with_validity(
     result = await engine.recall("u1", "where does the user live", include_history=True)
     assert {s.belief.id for s in result.beliefs} == {berlin, paris}
     lines = {line for line in result.text.splitlines() if line.startswith("- #")}
-    assert (
-        f'- #{berlin} "Lives in Berlin" (superseded 2026-01-01 to 2026-04-01'
-        in "\n".join(lines)
-    )
+    assert f'- #{berlin} "Lives in Berlin" (superseded 2026-01-01 to 2026-04-01' in "\n".join(lines)
     assert f'- #{paris} "Lives in Paris" (active since 2026-04-01' in "\n".join(lines)
     # Current truth outranks history of equal relevance.
     assert result.beliefs[0].belief.id == paris
