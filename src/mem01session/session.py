@@ -28,6 +28,7 @@ from .worker import MemoryWorker, shared_worker, stop_workers
 log = get_logger(__name__)
 
 MAX_ID_CHARS = 200
+ANSWER_GRACE_SECONDS = 0.05
 
 
 def _check_id(name: str, value: object) -> str:
@@ -372,7 +373,9 @@ class Mem01Session:
             raise
         self._my_jobs += sent
         self._run_jobs.update(sent)
-        self._ensure_worker(engine).wake()
+        # A short grace lets the run that stored the answer return before extraction
+        # competes with it for this event loop; barriers still wake the worker at once.
+        self._ensure_worker(engine).wake(after=ANSWER_GRACE_SECONDS)
 
     @property
     def extractor(self) -> Extractor:

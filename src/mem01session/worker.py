@@ -84,9 +84,12 @@ class MemoryWorker:
                 self._loop(), name=f"mem01-worker-{self.worker_id}"
             )
 
-    def wake(self) -> None:
-        """Look for work now instead of at the next poll."""
-        self._wake.set()
+    def wake(self, after: float = 0.0) -> None:
+        """Look for work now (or ``after`` seconds from now) instead of at the next poll."""
+        if after <= 0:
+            self._wake.set()
+        else:
+            asyncio.get_running_loop().call_later(after, self._wake.set)
 
     async def stop(self) -> None:
         """Stop after the current job; unfinished jobs stay durable for the next start."""

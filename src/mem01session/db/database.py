@@ -87,7 +87,10 @@ class Database:
             sqlalchemy_url(url),
             pool_size=pool_size,
             max_overflow=pool_size * 2,
-            pool_pre_ping=True,
+            # No ping per checkout: it costs a round trip on every recall and enqueue. After a
+            # server restart the first statement on a stale connection fails, SQLAlchemy
+            # invalidates the pool, and the session's fail-open path retries the turn.
+            pool_pre_ping=False,
             pool_recycle=1800,
         )
 
