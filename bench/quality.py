@@ -197,7 +197,7 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path)
 def table(result: QualityResult) -> str:
     lines = [
         "| system | recall_any@5 | recall_any@10 | recall_any in 800-token block | mean block "
-        "tokens | single-hop (1) | multi-hop (2) | temporal (3) | open-domain (4) |",
+        "tokens | category 1 | category 2 | category 3 | category 4 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, s in result.summaries.items():

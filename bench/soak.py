@@ -315,6 +315,17 @@ async def soak_erases(admin: str, template: str, rounds: int) -> dict[str, Any]:
     }
 
 
+NOTES = """Notes on the figures: "facts applied" can exceed "turns accepted" because a turn
+killed after its job was enqueued (but before `Runner.run` returned) is still applied,
+once; a turn killed with only the user item in the transcript was never accepted and
+leaves no job (the input is held until its answer is stored). The "user-lock wait" of the
+200-user phase times `pg_advisory_xact_lock` on distinct users *including the wait for a
+pooled connection* (pool of 20 + 40 overflow for 200 concurrent tasks on 2 CPUs): it
+measures pool queueing, not one user waiting on another's lock (each user has a distinct
+64-bit lock key). The 4-process phase runs 12 conversations per process (48 in all).
+"""
+
+
 def write_doc(path: Path, command: str, sections: dict[str, dict[str, Any]]) -> None:
     lines = [
         "## Soak figures",
@@ -329,6 +340,7 @@ def write_doc(path: Path, command: str, sections: dict[str, dict[str, Any]]) -> 
         lines += [f"### {title}", "", "| figure | value |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in figures.items()]
         lines.append("")
+    lines.append(NOTES)
     text = path.read_text() if path.exists() else "# Reliability\n\n"
     head = text.split("## Soak figures")[0].rstrip() + "\n\n"
     path.write_text(head + "\n".join(lines))
@@ -344,7 +356,7 @@ async def main() -> None:
     ap.add_argument("--erases", type=int, default=100)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "reliability.md")
     args = ap.parse_args()
-    command = "/tmp/venv/bin/python -m bench.soak " + " ".join(sys.argv[1:])
+    command = " ".join(["python -m bench.soak", *sys.argv[1:]])
     folder = Path(tempfile.mkdtemp(prefix="mem01-soak-"))
     sections: dict[str, dict[str, Any]] = {}
     with test_server() as admin:
