@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -252,7 +252,9 @@ class Mem01Session:
             fresh = True
             if pending:
                 await _discard(attempt)
-                fresh = await self._wait_for(engine, pending, self.recall_wait)
+                fresh = await self._ensure_worker(engine).wait_until_done(
+                    self.user_id, pending, self.recall_wait
+                )
                 _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
                 attempt = asyncio.ensure_future(read())
             result = await attempt
@@ -263,7 +265,7 @@ class Mem01Session:
             self._memory_failed("recall", exc)
             return None
         if not fresh:
-            result = _replace_stale(result)
+            result = dataclasses.replace(result, stale=True)
         self.last_recall = result
         return result
 
@@ -407,28 +409,12 @@ class Mem01Session:
         pending = unfinished - skip
         done = not pending
         if pending:
-            done = await self._wait_for(engine, pending, timeout)
+            done = await self._ensure_worker(engine).wait_until_done(self.user_id, pending, timeout)
             if report:
                 _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
         if report:
             self._report_failed_jobs(mine)
         return done
-
-    async def _wait_for(
-        self, engine: BeliefEngine, pending: set[int], timeout: float | None
-    ) -> bool:
-        worker = self._ensure_worker(engine)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            worker.wake()
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            await worker.wait_progress(min(0.05, left) if left is not None else 0.05)
-            current = await jobs.statuses(engine.db.engine, self.user_id, sorted(pending))
-            pending = {i for i, j in current.items() if j.status in ("pending", "running")}
-            if not pending:
-                return True
 
     def _report_failed_jobs(self, mine: dict[int, tuple[str, str | None]]) -> None:
         """Forget finished jobs; surface permanent failures (strict: raise)."""
@@ -458,12 +444,6 @@ async def _discard(task: asyncio.Future[RecallResult]) -> None:
 def _describe(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
     return redact(f"{type(orig or exc).__name__}: {orig or exc}".splitlines()[0])
-
-
-def _replace_stale(result: RecallResult) -> RecallResult:
-    import dataclasses
-
-    return dataclasses.replace(result, stale=True)
 
 
 __all__ = ["Mem01Session"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import uuid
 import weakref
 from collections.abc import Callable
@@ -107,6 +108,21 @@ class MemoryWorker:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout), self._progress:
                 await self._progress.wait()
+
+    async def wait_until_done(self, user_id: str, pending: set[int], timeout: float | None) -> bool:
+        """Process until none of the user's jobs ``pending`` is pending or running (True),
+        or ``timeout`` seconds pass (False). Jobs other processes finish count too."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.wake()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            await self.wait_progress(min(0.05, left) if left is not None else 0.05)
+            current = await jobs.statuses(self.engine.db.engine, user_id, sorted(pending))
+            pending = {i for i, j in current.items() if j.status in ("pending", "running")}
+            if not pending:
+                return True
 
     async def run_once(self) -> int:
         """Claim and process one batch of jobs; returns how many were processed."""
