@@ -99,8 +99,6 @@ class Mem01Session:
         self.last_memory_error: str | None = None
         self.last_recall: RecallResult | None = None
         self._history_reads = 0
-        # Jobs of the run in progress: its own input need not be extracted before its answer.
-        self._run_jobs: set[int] = set()
 
     def __repr__(self) -> str:
         return (
@@ -131,7 +129,6 @@ class Mem01Session:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         self._history_reads += 1  # the SDK reads the history once at the start of a run
-        self._run_jobs.clear()
         return await self._inner.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -178,14 +175,8 @@ class Mem01Session:
         return memory_run_config(self._block_for, base, lambda: self._history_reads)
 
     async def _block_for(self, query: str) -> str | None:
-        try:
-            result = await self._recall(query, during_run=True)
-        except Mem01MemoryError:
-            raise
-        except Exception as exc:  # pragma: no cover - recall() already handles errors
-            self._memory_failed("recall", exc)
-            return None
-        return result.text or None if result is not None else None
+        result = await self._recall(query, during_run=True)  # fail-open inside, strict raises
+        return (result.text or None) if result is not None else None
 
     # -- management --------------------------------------------------------------------
 
@@ -223,10 +214,9 @@ class Mem01Session:
     ) -> RecallResult | None:
         try:
             engine = await self._engine_or_open()
+            # In a run, the held input is the current turn: it is in the model input already,
+            # and enqueueing it now would make this recall wait for its extraction.
             await self._send_unsent(release=not during_run)
-            # In a run, the current turn's own input is in the model input already: waiting
-            # for its extraction would put an extractor call on the answer path.
-            skip = frozenset(self._run_jobs) if during_run else frozenset()
 
             async def read() -> RecallResult:
                 return await engine.recall(
@@ -242,23 +232,14 @@ class Mem01Session:
             # pending and the read is valid, so the check costs no extra latency.
             attempt = asyncio.ensure_future(read())
             try:
-                unfinished, mine = await jobs.progress(
-                    engine.db.engine, self.user_id, self._my_jobs
-                )
+                fresh, waited = await self._barrier(engine, self.recall_wait, report=True)
             except BaseException:
                 await _discard(attempt)
                 raise
-            pending = unfinished - skip
-            fresh = True
-            if pending:
+            if waited:  # memory changed while we waited: read again
                 await _discard(attempt)
-                fresh = await self._ensure_worker(engine).wait_until_done(
-                    self.user_id, pending, self.recall_wait
-                )
-                _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
                 attempt = asyncio.ensure_future(read())
             result = await attempt
-            self._report_failed_jobs(mine)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -275,7 +256,7 @@ class Mem01Session:
         engine = await self._engine_strict()
         try:
             await self._send_unsent(release=True)
-            done = await self._barrier(engine, timeout, report=True)
+            done, _ = await self._barrier(engine, timeout, report=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -374,7 +355,6 @@ class Mem01Session:
                 self._outbox.discard()
             raise
         self._my_jobs += sent
-        self._run_jobs.update(sent)
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
         self._ensure_worker(engine).wake(after=ANSWER_GRACE_SECONDS)
@@ -396,25 +376,19 @@ class Mem01Session:
         return self._worker
 
     async def _barrier(
-        self,
-        engine: BeliefEngine,
-        timeout: float | None,
-        *,
-        skip: frozenset[int] = frozenset(),
-        report: bool = False,
-    ) -> bool:
-        """Wait for the user's jobs accepted before now (but ``skip``); True when none is
-        left. With ``report``, surface this session's failed jobs (strict: raise)."""
-        unfinished, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
-        pending = unfinished - skip
-        done = not pending
+        self, engine: BeliefEngine, timeout: float | None, *, report: bool = False
+    ) -> tuple[bool, bool]:
+        """Wait for the user's jobs accepted before now: (none left, had to wait). With
+        ``report``, surface this session's failed jobs (strict: raise)."""
+        pending, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
+        done = True
         if pending:
             done = await self._ensure_worker(engine).wait_until_done(self.user_id, pending, timeout)
             if report:
                 _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
         if report:
             self._report_failed_jobs(mine)
-        return done
+        return done, bool(pending)
 
     def _report_failed_jobs(self, mine: dict[int, tuple[str, str | None]]) -> None:
         """Forget finished jobs; surface permanent failures (strict: raise)."""
