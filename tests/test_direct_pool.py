@@ -1,0 +1,103 @@
+"""DirectPool: single autocommit statements on plain psycopg connections (the per-run path)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+from mem01session.db.direct import DirectPool
+
+BACKEND = "SELECT pg_backend_pid() AS pid"
+
+
+async def test_statements_reuse_an_idle_connection(db_url: str) -> None:
+    pool = DirectPool(db_url)
+    try:
+        first = await pool.fetch(BACKEND, {})
+        second = await pool.fetch(BACKEND, {})
+        assert first == second  # the same backend served both
+        assert await pool.fetch("SELECT %(x)s::int + 1 AS y", {"x": 41}) == [{"y": 42}]
+    finally:
+        await pool.close()
+
+
+async def test_each_statement_commits_on_its_own(db_url: str) -> None:
+    pool = DirectPool(db_url)
+    try:
+        await pool.fetch("CREATE TABLE t (x int)", {})
+        await pool.fetch("INSERT INTO t VALUES (%(x)s)", {"x": 1})
+        with psycopg.connect(db_url) as other:  # another session sees it: committed
+            assert other.execute("SELECT x FROM t").fetchall() == [(1,)]
+    finally:
+        await pool.close()
+
+
+async def test_a_connection_killed_while_idle_is_replaced_transparently(db_url: str) -> None:
+    pool = DirectPool(db_url)
+    try:
+        [old] = await pool.fetch(BACKEND, {})
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (old["pid"],))
+        [new] = await pool.fetch(BACKEND, {})  # no error reaches the caller
+        assert new["pid"] != old["pid"]
+    finally:
+        await pool.close()
+
+
+async def test_a_failing_statement_raises_and_leaves_the_pool_usable(db_url: str) -> None:
+    pool = DirectPool(db_url, max_open=1)
+    try:
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            await pool.fetch("SELECT * FROM no_such_table", {})
+        # max_open=1: this would wait forever had the failed statement kept its slot
+        assert await pool.fetch("SELECT 1 AS one", {}) == [{"one": 1}]
+    finally:
+        await pool.close()
+
+
+async def test_an_unreachable_server_fails_at_once() -> None:
+    pool = DirectPool("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    with pytest.raises(psycopg.OperationalError):
+        await pool.fetch("SELECT 1", {})
+
+
+async def test_at_most_max_open_statements_run_at_once(db_url: str) -> None:
+    pool = DirectPool(db_url, max_open=2)
+    gate = asyncio.Event()
+    connecting = 0
+    real_connect = pool._connect
+
+    async def gated_connect() -> psycopg.AsyncConnection[dict[str, object]]:
+        nonlocal connecting
+        connecting += 1
+        await gate.wait()
+        return await real_connect()
+
+    pool._connect = gated_connect  # type: ignore[method-assign]
+    tasks = [asyncio.create_task(pool.fetch("SELECT 1 AS one", {})) for _ in range(3)]
+    for _ in range(10):  # every task gets to run as far as it can without I/O
+        await asyncio.sleep(0)
+    assert connecting == 2  # the third waits for a slot
+    gate.set()
+    assert await asyncio.gather(*tasks) == [[{"one": 1}]] * 3
+    assert connecting == 2  # and then reuses a returned connection
+    await pool.close()
+
+
+async def test_a_closed_pool_refuses_statements(db_url: str) -> None:
+    pool = DirectPool(db_url)
+    await pool.fetch("SELECT 1", {})
+    await pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await pool.fetch("SELECT 1", {})
+
+
+def test_bad_limits_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_open"):
+        DirectPool("postgresql://x", max_open=0)
+
+
+def test_repr_hides_the_password() -> None:
+    assert "s3cret" not in repr(DirectPool("postgresql://u:s3cret@host/db"))
