@@ -75,9 +75,7 @@ async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_
             )
             texts.append(text)
             messages = [TurnMessage("user", text), TurnMessage("assistant", "Noted.")]
-            await jobs.enqueue(
-                engine.db.engine, f"j{users}-{u}", f"s{users}-{u}-{t}", messages, now=now
-            )
+            await jobs.enqueue(engine.db, f"j{users}-{u}", f"s{users}-{u}-{t}", messages, now=now)
     emb.prefill(texts)
     worker = MemoryWorker(engine, RuleExtractor())
     started = time.perf_counter()

@@ -51,6 +51,48 @@ class _RunMemory:
         return await asyncio.shield(self._task)
 
 
+RunKey = tuple[int, str]
+"""A run (the session's run counter) and its query."""
+
+
+class RecallPrefetch:
+    """A run's recall, started before the model asks for it.
+
+    In a non-streamed run the SDK stores the input before the first model call, so the
+    session can start the recall right there: its database round trip then overlaps the
+    transcript write and the SDK's own preparation. The model-input filter takes it when
+    it is for the same run and query; anything else is cancelled. A streamed run stores
+    its input after the first model call: its block has been served by then, and no
+    second recall is started.
+    """
+
+    def __init__(self) -> None:
+        self._key: RunKey | None = None
+        self._task: asyncio.Future[str | None] | None = None
+        self._served: RunKey | None = None
+
+    def start(self, key: RunKey, recall: Callable[[], Awaitable[str | None]]) -> None:
+        """Start the recall of run ``key`` (replacing any earlier one)."""
+        self.drop()
+        if key != self._served:
+            self._key, self._task = key, asyncio.ensure_future(recall())
+
+    def take(self, key: RunKey) -> asyncio.Future[str | None] | None:
+        """The started recall if it is the one for ``key``; marks ``key`` as served."""
+        self._served = key
+        if self._key != key:
+            self.drop()
+            return None
+        task, self._key, self._task = self._task, None, None
+        return task
+
+    def drop(self) -> None:
+        """Cancel a started recall nobody took."""
+        task, self._key, self._task = self._task, None, None
+        if task is not None:
+            task.cancel()  # also marks a failure nobody will read as handled
+
+
 def memory_message(block: str) -> TResponseInputItem:
     """The input item that carries the block (a system message the SDK never stores)."""
     return {"role": "system", "content": block}

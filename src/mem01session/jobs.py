@@ -18,10 +18,12 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from .db import Database
 from .engine import TransactionHook
 from .errors import Mem01Error
 from .extraction.base import Turn, TurnMessage
 from .extraction.hygiene import redact_secrets
+from .records import JobProgress
 from .redaction import redact
 
 
@@ -83,7 +85,7 @@ def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[
 
 
 async def enqueue(
-    engine: AsyncEngine,
+    db: Database,
     user_id: str,
     session_id: str,
     messages: Sequence[TurnMessage],
@@ -91,36 +93,34 @@ async def enqueue(
     now: datetime,
     idempotency_key: str | None = None,
 ) -> int:
-    """Record a turn for extraction; returns the job id (the existing one for a known key)."""
+    """Record a turn for extraction; returns the job id (the existing one for a known key).
+
+    One autocommit statement: the insert, or the id of the job already holding the key."""
     key = idempotency_key or uuid.uuid4().hex
-    async with engine.connect() as conn:
-        # A single INSERT is atomic on its own: no BEGIN/COMMIT round trips on the hot path.
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        row = (
-            await conn.execute(
-                text(
-                    "INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, "
-                    "run_after, created_at, updated_at) "
-                    "VALUES (:u, :s, CAST(:p AS jsonb), :k, :now, :now, :now) "
-                    "ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id"
-                ),
-                {
-                    "u": user_id,
-                    "s": session_id,
-                    "p": json.dumps(payload_for(messages, now)),
-                    "k": key,
-                    "now": now,
-                },
-            )
-        ).first()
-        if row is None:
-            row = (
-                await conn.execute(
-                    text("SELECT id FROM memory_jobs WHERE user_id = :u AND idempotency_key = :k"),
-                    {"u": user_id, "k": key},
-                )
-            ).one()
-    return int(row[0])
+    params = {
+        "u": user_id,
+        "s": session_id,
+        "p": json.dumps(payload_for(messages, now)),
+        "k": key,
+        "now": now,
+    }
+    rows = await db.direct.fetch(_ENQUEUE, params)
+    if not rows:  # the key's job was committed after this statement's snapshot
+        rows = await db.direct.fetch(_JOB_BY_KEY, params)
+    return int(rows[0]["id"])
+
+
+_ENQUEUE = """
+WITH ins AS (
+  INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_after,
+                           created_at, updated_at)
+  VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s)
+  ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id
+)
+SELECT id FROM ins
+UNION ALL
+SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"""
+_JOB_BY_KEY = "SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"
 
 
 async def claim(
@@ -234,35 +234,19 @@ async def fail(
         )
 
 
-async def unfinished_ids(engine: AsyncEngine, user_id: str) -> list[int]:
+async def unfinished_ids(db: Database, user_id: str) -> list[int]:
     """Ids of the user's pending or running jobs."""
-    unfinished, _ = await progress(engine, user_id, ())
-    return sorted(unfinished)
+    return sorted((await progress(db, user_id, ())).unfinished)
 
 
-async def progress(
-    engine: AsyncEngine, user_id: str, mine: Sequence[int]
-) -> tuple[set[int], dict[int, tuple[str, str | None]]]:
-    """In one round trip: the user's unfinished job ids, and ``(status, last_error)`` of
-    the jobs in ``mine`` (erased ones are absent)."""
-    async with engine.connect() as conn:
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        rows = await conn.execute(
-            text(
-                "SELECT id, status, last_error FROM memory_jobs WHERE user_id = :u "
-                "AND (status IN ('pending', 'running') OR id = ANY(:mine))"
-            ),
-            {"u": user_id, "mine": list(mine)},
-        )
-        unfinished: set[int] = set()
-        known: dict[int, tuple[str, str | None]] = {}
-        wanted = set(mine)
-        for job_id, status, last_error in rows:
-            if status in ("pending", "running"):
-                unfinished.add(int(job_id))
-            if job_id in wanted:
-                known[int(job_id)] = (str(status), last_error)
-        return unfinished, known
+async def progress(db: Database, user_id: str, watch: Sequence[int]) -> JobProgress:
+    """In one round trip: the user's unfinished jobs, and the state of those in ``watch``."""
+    rows = await db.direct.fetch(
+        "SELECT id, status, last_error FROM memory_jobs WHERE user_id = %(u)s "
+        "AND (status IN ('pending', 'running') OR id = ANY(%(watch)s))",
+        {"u": user_id, "watch": list(watch)},
+    )
+    return JobProgress.from_rows(((r["id"], r["status"], r["last_error"]) for r in rows), watch)
 
 
 async def statuses(engine: AsyncEngine, user_id: str, ids: Sequence[int]) -> dict[int, Job]:

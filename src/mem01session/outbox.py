@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from . import jobs
+from .db import Database
 from .extraction.base import TurnMessage
 from .redaction import get_logger
 
@@ -82,7 +81,7 @@ class TurnOutbox:
                 "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
             )
 
-    async def send(self, engine: AsyncEngine) -> list[int]:
+    async def send(self, db: Database) -> list[int]:
         """Enqueue completed turns, oldest first; returns the new job ids.
 
         Stops at the first failure (the exception propagates) and keeps the rest.
@@ -91,7 +90,7 @@ class TurnOutbox:
         while self._unsent:
             turn = self._unsent[0]
             job_id = await jobs.enqueue(
-                engine,
+                db,
                 self.user_id,
                 self.session_id,
                 turn.messages,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
 
@@ -117,3 +118,26 @@ class RecallResult:
     @property
     def empty(self) -> bool:
         return not self.beliefs
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Where a user's memory jobs stood at one moment: what a barrier waits for."""
+
+    unfinished: frozenset[int]
+    """Ids of the user's jobs still pending or running."""
+    watched: dict[int, tuple[str, str | None]]
+    """``(status, last_error)`` of each watched job that still exists."""
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
+        """From ``(id, status, last_error)`` rows."""
+        wanted = set(watch)
+        unfinished: set[int] = set()
+        watched: dict[int, tuple[str, str | None]] = {}
+        for job_id, status, last_error in rows:
+            if status in ("pending", "running"):
+                unfinished.add(int(job_id))
+            if job_id in wanted:
+                watched[int(job_id)] = (str(status), last_error)
+        return cls(frozenset(unfinished), watched)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
+import functools
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +18,8 @@ from .engine import BeliefEngine
 from .engine.users import is_utf8
 from .errors import ConfigError, Mem01MemoryError
 from .extraction import Extractor
-from .injection import memory_run_config
+from .extraction.base import TurnMessage
+from .injection import RecallPrefetch, memory_run_config
 from .outbox import TurnOutbox
 from .records import ApplyResult, Belief, EraseReceipt, RecallResult
 from .redaction import get_logger, redact
@@ -99,6 +100,8 @@ class Mem01Session:
         self.last_memory_error: str | None = None
         self.last_recall: RecallResult | None = None
         self._history_reads = 0
+        self._injecting = False
+        self._prefetch_run = RecallPrefetch()
 
     def __repr__(self) -> str:
         return (
@@ -138,8 +141,13 @@ class Mem01Session:
         durable job. If the database cannot take it, the turn waits in memory and is
         enqueued later (see the class docstring); ``strict=True`` raises instead.
         """
-        await self._inner.add_items(items)
         messages = turn_messages(items)
+        self._prefetch(messages)
+        try:
+            await self._inner.add_items(items)
+        except BaseException:
+            self._prefetch_run.drop()
+            raise
         if not messages:
             return
         now = self._engine.clock() if self._engine is not None else datetime.now(UTC)
@@ -172,9 +180,23 @@ class Mem01Session:
 
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
+        self._injecting = True
         return memory_run_config(self._block_for, base, lambda: self._history_reads)
 
+    def _prefetch(self, messages: list[TurnMessage]) -> None:
+        """Start this run's recall as soon as its input is stored (see RecallPrefetch)."""
+        query = next((m.text for m in reversed(messages) if m.role == "user"), "")
+        answered = any(m.role == "assistant" for m in messages)
+        if self._injecting and query and not answered:
+            self._prefetch_run.start((self._history_reads, query), lambda: self._block(query))
+        else:
+            self._prefetch_run.drop()
+
     async def _block_for(self, query: str) -> str | None:
+        started = self._prefetch_run.take((self._history_reads, query))
+        return await (started if started is not None else self._block(query))
+
+    async def _block(self, query: str) -> str | None:
         result = await self._recall(query, during_run=True)  # fail-open inside, strict raises
         return (result.text or None) if result is not None else None
 
@@ -218,28 +240,26 @@ class Mem01Session:
             # and enqueueing it now would make this recall wait for its extraction.
             await self._send_unsent(release=not during_run)
 
-            async def read() -> RecallResult:
-                return await engine.recall(
-                    self.user_id,
-                    query,
-                    max_tokens=max_tokens or self.max_memory_tokens,
-                    include_history=include_history,
-                    as_of=as_of,
-                    explain=explain,
+            read = functools.partial(
+                engine.recall_with_progress,
+                self.user_id,
+                query,
+                max_tokens=max_tokens or self.max_memory_tokens,
+                include_history=include_history,
+                as_of=as_of,
+                explain=explain,
+            )
+            # The read also says which of the user's jobs are unfinished: in the steady
+            # state none is, and the barrier costs nothing more.
+            result, progress = await read(watch=self._my_jobs)
+            fresh = True
+            if progress.unfinished:
+                worker = self._ensure_worker(engine)
+                fresh = await worker.wait_until_done(
+                    self.user_id, set(progress.unfinished), self.recall_wait
                 )
-
-            # Optimistic: read while checking the barrier; in the steady state nothing is
-            # pending and the read is valid, so the check costs no extra latency.
-            attempt = asyncio.ensure_future(read())
-            try:
-                fresh, waited = await self._barrier(engine, self.recall_wait, report=True)
-            except BaseException:
-                await _discard(attempt)
-                raise
-            if waited:  # memory changed while we waited: read again
-                await _discard(attempt)
-                attempt = asyncio.ensure_future(read())
-            result = await attempt
+                result, progress = await read(watch=self._my_jobs)  # memory changed meanwhile
+            self._report_failed_jobs(progress.watched)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -256,7 +276,7 @@ class Mem01Session:
         engine = await self._engine_strict()
         try:
             await self._send_unsent(release=True)
-            done, _ = await self._barrier(engine, timeout, report=True)
+            done = await self._barrier(engine, timeout, report=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -349,7 +369,7 @@ class Mem01Session:
             return
         try:
             engine = await self._engine_or_open()
-            sent = await self._outbox.send(engine.db.engine)
+            sent = await self._outbox.send(engine.db)
         except Exception:
             if self.strict:  # the caller hears of the failure: nothing is kept behind its back
                 self._outbox.discard()
@@ -377,18 +397,19 @@ class Mem01Session:
 
     async def _barrier(
         self, engine: BeliefEngine, timeout: float | None, *, report: bool = False
-    ) -> tuple[bool, bool]:
-        """Wait for the user's jobs accepted before now: (none left, had to wait). With
-        ``report``, surface this session's failed jobs (strict: raise)."""
-        pending, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
+    ) -> bool:
+        """Wait for the user's jobs accepted before now (True: none left). With ``report``,
+        surface this session's failed jobs (strict: raise)."""
+        progress = await jobs.progress(engine.db, self.user_id, self._my_jobs)
         done = True
-        if pending:
-            done = await self._ensure_worker(engine).wait_until_done(self.user_id, pending, timeout)
+        if progress.unfinished:
+            worker = self._ensure_worker(engine)
+            done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
             if report:
-                _, mine = await jobs.progress(engine.db.engine, self.user_id, self._my_jobs)
+                progress = await jobs.progress(engine.db, self.user_id, self._my_jobs)
         if report:
-            self._report_failed_jobs(mine)
-        return done, bool(pending)
+            self._report_failed_jobs(progress.watched)
+        return done
 
     def _report_failed_jobs(self, mine: dict[int, tuple[str, str | None]]) -> None:
         """Forget finished jobs; surface permanent failures (strict: raise)."""
@@ -407,12 +428,6 @@ class Mem01Session:
         if kind not in self._warned:
             self._warned.add(kind)
             log.warning("memory %s; the conversation continues without it", message)
-
-
-async def _discard(task: asyncio.Future[RecallResult]) -> None:
-    task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
 
 
 def _describe(exc: BaseException) -> str:

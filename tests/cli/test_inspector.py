@@ -69,7 +69,7 @@ async def _seed() -> Seeded:
         )
         pool = engine.db.engine
         job_id = await jobs.enqueue(
-            pool, ALICE, "conv-friday", [TurnMessage("user", "hello")], now=WEDNESDAY
+            engine.db, ALICE, "conv-friday", [TurnMessage("user", "hello")], now=WEDNESDAY
         )
         [job] = await jobs.claim(pool, "w1", now=WEDNESDAY, lease=timedelta(minutes=1))
         assert job.id == job_id

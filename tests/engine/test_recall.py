@@ -6,12 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mem01session import jobs
 from mem01session.db import Database
 from mem01session.embeddings import OfflineEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import CLOSE, OPEN
 from mem01session.engine.scoring import drop_near_duplicates
 from mem01session.errors import ConfigError
+from mem01session.extraction.base import TurnMessage
 from mem01session.records import Belief, ScoredBelief
 from mem01session.tokens import byte_bound_counter
 from tests.engine.seed import NOW, make_engine, seed_belief
@@ -319,3 +321,33 @@ async def test_bad_user_id_rejected(engine: BeliefEngine, bad: str) -> None:
 async def test_bad_limit_rejected(engine: BeliefEngine) -> None:
     with pytest.raises(ConfigError, match="limit"):
         await engine.search("u1", "x", limit=0)
+
+
+async def test_recall_with_progress_reports_unfinished_and_watched_jobs(
+    engine: BeliefEngine, db: Database, embedder: OfflineEmbedder
+) -> None:
+    await seed_belief(db, embedder, "u1", "Lives in Lisbon")
+    turn = [TurnMessage("user", "I moved to Porto")]
+    done = await jobs.enqueue(db, "u1", "c", turn, now=NOW)
+    [claimed] = await jobs.claim(db.engine, "w", now=NOW, lease=timedelta(minutes=1))
+    await jobs.complete_without_ops(db.engine, claimed, "w", now=NOW, usage={})
+    pending = await jobs.enqueue(db, "u1", "c", turn, now=NOW)
+    elsewhere = await jobs.enqueue(db, "u2", "c", turn, now=NOW)
+
+    result, progress = await engine.recall_with_progress("u1", "where do I live", watch=[done])
+
+    assert claimed.id == done
+    assert "Lives in Lisbon" in result.text  # one statement answered both
+    assert progress.unfinished == {pending}  # never another user's job
+    assert elsewhere not in progress.unfinished
+    assert progress.watched == {done: ("done", None)}
+
+
+async def test_recall_with_progress_answers_for_a_user_without_beliefs(
+    engine: BeliefEngine, db: Database
+) -> None:
+    job = await jobs.enqueue(db, "new", "c", [TurnMessage("user", "hi")], now=NOW)
+    result, progress = await engine.recall_with_progress("new", "anything", watch=[job, 999])
+    assert result.empty and result.text == ""
+    assert progress.unfinished == {job}
+    assert progress.watched == {job: ("pending", None)}  # an unknown id is simply absent

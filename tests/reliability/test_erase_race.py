@@ -91,7 +91,7 @@ async def erase_round(
     await engine.apply(user, [Op.add("Likes green tea")], provenance=Provenance(extractor="seed"))
     for n in range(3):
         await jobs.enqueue(
-            db.engine, user, "c", [TurnMessage("user", fact_line(n)[0])], now=engine.clock()
+            db, user, "c", [TurnMessage("user", fact_line(n)[0])], now=engine.clock()
         )
     if stage == "committing":
         engine.gate = gate

@@ -121,7 +121,7 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
     worker = MemoryWorker(engine, server.extractor(), policy=policy)
     await engine.apply(USER, [Op.add("Likes tea")], provenance=Provenance(extractor="seed"))
     job_id = await jobs.enqueue(
-        db.engine, USER, "conv", [TurnMessage("user", "I moved to Porto.")], now=clock()
+        db, USER, "conv", [TurnMessage("user", "I moved to Porto.")], now=clock()
     )
     before = await snapshot(db.engine, USER)
 

@@ -103,7 +103,7 @@ async def test_erase_during_in_flight_job_leaves_nothing(
     extractor.extract = gated  # type: ignore[method-assign]
     for city in ("Quito", "Lima", "Cusco"):
         await jobs.enqueue(
-            db.engine, "lee", "c", [TurnMessage("user", f"I live in {city}")], now=engine.clock()
+            db, "lee", "c", [TurnMessage("user", f"I live in {city}")], now=engine.clock()
         )
     worker = MemoryWorker(engine, extractor, policy=WorkerPolicy(poll_interval=0.01))
     worker.start()

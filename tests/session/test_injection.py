@@ -27,6 +27,19 @@ def blocks_in(items: Any) -> list[str]:
     return [MEMORY_MARKER] if MEMORY_MARKER in text else []
 
 
+def count_recalls(engine: BeliefEngine) -> list[str]:
+    """The queries the engine recalls for, from now on."""
+    queries: list[str] = []
+    original = engine.recall_with_progress
+
+    async def counting(user_id: str, query: str, **kwargs: Any) -> Any:
+        queries.append(query)
+        return await original(user_id, query, **kwargs)
+
+    engine.recall_with_progress = counting  # type: ignore[method-assign]
+    return queries
+
+
 def block_position_ok(items: list[Any]) -> bool:
     """The block sits immediately before the last user message."""
     roles = [i.get("role") for i in items if isinstance(i, dict)]
@@ -54,15 +67,7 @@ async def test_run_with_tool_calls_recalls_once(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
     await remember(engine, "user-1", "Lives in San Francisco")
-    recalls = 0
-    original = engine.recall
-
-    async def counting_recall(*args: Any, **kwargs: Any) -> Any:
-        nonlocal recalls
-        recalls += 1
-        return await original(*args, **kwargs)
-
-    engine.recall = counting_recall  # type: ignore[method-assign]
+    recalls = count_recalls(engine)
 
     @function_tool
     def weather(city: str) -> str:
@@ -86,7 +91,7 @@ async def test_run_with_tool_calls_recalls_once(
     assert len(model.calls) == 3
     for call in model.calls:
         assert "Lives in San Francisco" in json.dumps(call.input)
-    assert recalls == 1
+    assert recalls == ["Weather at home?"]
     transcript = await session.get_items()
     assert blocks_in(transcript) == []
     assert [i.get("type") for i in transcript].count("function_call_output") == 2
@@ -96,6 +101,7 @@ async def test_streamed_run(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
     await remember(engine, "user-1", "Has a dog named Rex")
+    recalls = count_recalls(engine)
     session = make_session("conv-stream")
     model = ScriptedModel([[assistant_message("Rex!")]])
     agent = Agent(name="a", model=model)
@@ -109,6 +115,44 @@ async def test_streamed_run(
     assert result.final_output == "Rex!"
     assert "Has a dog named Rex" in json.dumps(model.calls[0].input)
     assert blocks_in(await session.get_items()) == []
+    # A streamed run stores its input after the first model call: no second recall then.
+    assert recalls == ["What is my dog called?"]
+
+
+async def test_recall_starts_when_the_input_is_stored(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Has a dog named Rex")
+    recalls = count_recalls(engine)
+    session = make_session("conv-early")
+    model = ScriptedModel([[assistant_message("Rex!")]])
+    seen_at_model_call: list[str] = []
+    inner_add = session.inner.add_items
+
+    async def add_items(items: Any) -> None:
+        await inner_add(items)
+        if not model.calls:  # the input, stored before the model is called
+            seen_at_model_call.extend(recalls)
+
+    session.inner.add_items = add_items  # type: ignore[method-assign]
+    await Runner.run(
+        Agent(name="a", model=model), "My dog?", session=session, run_config=session.run_config()
+    )
+    assert seen_at_model_call == ["My dog?"]  # already under way while the input was stored
+    assert recalls == ["My dog?"]  # and the model call used it: no second recall
+    assert "Has a dog named Rex" in json.dumps(model.calls[0].input)
+
+
+async def test_without_run_config_nothing_is_recalled(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Has a dog named Rex")
+    recalls = count_recalls(engine)
+    session = make_session("conv-plain")
+    model = ScriptedModel([[assistant_message("Hi.")]])
+    await Runner.run(Agent(name="a", model=model), "Hello", session=session)
+    assert recalls == []
+    assert MEMORY_MARKER not in json.dumps(model.calls[0].input)
 
 
 async def test_caller_filter_and_callback_are_kept(

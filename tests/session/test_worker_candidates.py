@@ -28,7 +28,7 @@ HOBBIES = [(a, b, c) for a in _ADJ for b in _ACT for c in _WHEN][::4][:80]
 
 async def move_among_many(engine: BeliefEngine, worker: MemoryWorker, user: str) -> list[str]:
     async def say(text: str) -> None:
-        await enqueue(engine.db.engine, user, "c", [TurnMessage("user", text)], now=engine.clock())
+        await enqueue(engine.db, user, "c", [TurnMessage("user", text)], now=engine.clock())
         assert await worker.run_once() == 1
 
     await say("I live in New York City.")

@@ -15,6 +15,7 @@ from ..config import Settings
 from ..errors import DatabaseError, MigrationRequiredError, SchemaMismatchError
 from ..redaction import get_logger, redact_dsn
 from . import migrate
+from .direct import DirectPool
 from .embedded import embedded_url
 from .urls import sqlalchemy_url
 
@@ -36,8 +37,13 @@ class Database:
     Open it with :meth:`open`; close it with :meth:`close` (or ``async with``).
     """
 
-    def __init__(self, engine: AsyncEngine, url: str, *, embedded: bool) -> None:
+    def __init__(
+        self, engine: AsyncEngine, url: str, *, embedded: bool, pool_size: int = 5
+    ) -> None:
         self.engine = engine
+        """SQLAlchemy's pooled engine: transactions, and everything off the per-run path."""
+        self.direct = DirectPool(url, max_open=pool_size * 3, max_idle=pool_size)
+        """Single statements on the per-run path (recall, enqueue)."""
         self._url = url
         self.embedded = embedded
 
@@ -98,7 +104,7 @@ class Database:
         def _register_vector(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.run_async(register_vector_async)
 
-        db = cls(engine, url, embedded=embedded)
+        db = cls(engine, url, embedded=embedded, pool_size=pool_size)
         try:
             async with engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
@@ -108,6 +114,7 @@ class Database:
         return db
 
     async def close(self) -> None:
+        await self.direct.close()
         await self.engine.dispose()
 
     async def __aenter__(self) -> Database:

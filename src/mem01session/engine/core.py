@@ -11,10 +11,18 @@ from ..config import Settings
 from ..db import Database
 from ..embeddings import Embedder, default_embedder
 from ..ops import Op, Provenance
-from ..records import ApplyResult, Belief, EraseReceipt, LedgerEvent, RecallResult, ScoredBelief
+from ..records import (
+    ApplyResult,
+    Belief,
+    EraseReceipt,
+    JobProgress,
+    LedgerEvent,
+    RecallResult,
+    ScoredBelief,
+)
 from ..tokens import TokenCounter, default_token_counter
 from . import erase, inspection, users, write
-from .recall import recall, search
+from .recall import recall, recall_with_progress, search
 
 # Runs inside the apply transaction, under the user's lock, after the ops are written.
 # Raising rolls the whole batch back (the session uses it to mark its job done atomically).
@@ -190,6 +198,30 @@ class BeliefEngine:
             self,
             user_id,
             query,
+            max_tokens=max_tokens,
+            include_history=include_history,
+            as_of=as_of,
+            explain=explain,
+        )
+
+    async def recall_with_progress(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        watch: Sequence[int] = (),
+        max_tokens: int = 800,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+        explain: bool = False,
+    ) -> tuple[RecallResult, JobProgress]:
+        """:meth:`recall` plus, from the same snapshot, the user's unfinished memory jobs
+        and the state of those in ``watch`` (a barrier's probe, without its own round trip)."""
+        return await recall_with_progress(
+            self,
+            user_id,
+            query,
+            watch=watch,
             max_tokens=max_tokens,
             include_history=include_history,
             as_of=as_of,

@@ -17,10 +17,8 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import TextClause, text
-
 from ..errors import ConfigError
-from ..records import Belief, RecallResult, ScoredBelief, Source
+from ..records import Belief, JobProgress, RecallResult, ScoredBelief, Source
 from . import scoring
 from .render import render_block
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
@@ -48,8 +46,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SCOPES: dict[Scope, str] = {
     "active": "b.status = 'active'",
     "history": "TRUE",
-    "as_of": "b.valid_from <= :as_of AND (b.valid_to IS NULL OR b.valid_to > :as_of)",
-    "as_of_history": "b.valid_from <= :as_of",
+    "as_of": "b.valid_from <= %(as_of)s AND (b.valid_to IS NULL OR b.valid_to > %(as_of)s)",
+    "as_of_history": "b.valid_from <= %(as_of)s",
 }
 _COLS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 _OUT_COLS = ", ".join(f"c.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
@@ -59,21 +57,21 @@ _VECTOR_CTE = """
 vec AS (
   SELECT id, dist, row_number() OVER (ORDER BY dist, id DESC) AS rnk FROM (
     SELECT b.id, b.embedding <=> q.v AS dist FROM beliefs b, q
-    WHERE b.user_id = :user_id AND {scope} AND b.embedding IS NOT NULL
-    ORDER BY 2, 1 DESC LIMIT :pool) s
+    WHERE b.user_id = %(user_id)s AND {scope} AND b.embedding IS NOT NULL
+    ORDER BY 2, 1 DESC LIMIT %(pool)s) s
 )"""
 _TEXT_CTE = """
 txt AS (
   SELECT id, score, row_number() OVER (ORDER BY score DESC, id DESC) AS rnk FROM (
     SELECT b.id, ts_rank(b.tsv, q.t) AS score FROM beliefs b, q
-    WHERE b.user_id = :user_id AND {scope} AND b.tsv @@ q.t
-    ORDER BY 2 DESC, 1 DESC LIMIT :pool) s
+    WHERE b.user_id = %(user_id)s AND {scope} AND b.tsv @@ q.t
+    ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s
 )"""
 _NO_TEXT_CTE = """
 txt AS (SELECT NULL::bigint AS id, NULL::real AS score, NULL::bigint AS rnk WHERE false)"""
 _RECENCY = (
-    "power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM (:now - GREATEST("
-    "b.valid_from, b.last_confirmed_at, b.updated_at))) / 86400.0 / :half_life)))"
+    "power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM (%(now)s - GREATEST("
+    "b.valid_from, b.last_confirmed_at, b.updated_at))) / 86400.0 / %(half_life)s)))"
 )
 # Pairs of same-status candidates that say the same thing (each pair once: d.id > a.id).
 _NEAR_CTE = """
@@ -81,7 +79,7 @@ near AS (
   SELECT a.id, array_agg(d.id) AS near_ids FROM cand a JOIN cand d
     ON d.id > a.id AND d.status = a.status
    AND (d.norm_content = a.norm_content
-        OR ({angle_filter}(a.embedding <=> d.embedding) <= :dup_distance))
+        OR ({angle_filter}(a.embedding <=> d.embedding) <= %(dup_distance)s))
   GROUP BY a.id
 )"""
 _TAIL = f"""
@@ -102,23 +100,34 @@ LEFT JOIN LATERAL (
   FROM (SELECT bs.id, bs.session_id, bs.item_ref, bs.evidence, bs.observed_at,
                bs.extractor, bs.job_id
         FROM belief_sources bs
-        WHERE bs.user_id = :user_id AND bs.belief_id = c.id
+        WHERE bs.user_id = %(user_id)s AND bs.belief_id = c.id
         ORDER BY bs.observed_at DESC, bs.id DESC LIMIT {SOURCES_PER_BELIEF}) x
 ) s ON true"""
 
 
+# The barrier's probe, read in the same snapshot as the beliefs: the user's unfinished
+# jobs and the watched ones. One row even when there is no candidate (LEFT JOIN).
+_JOBS_TAIL = """
+SELECT o.*, p.jobs FROM (
+  SELECT coalesce(json_agg(json_build_array(j.id, j.status, j.last_error)), '[]') AS jobs
+  FROM memory_jobs j
+  WHERE j.user_id = %(user_id)s
+    AND (j.status IN ('pending', 'running') OR j.id = ANY(%(watch)s))
+) p LEFT JOIN out o ON true"""
+
+
 @cache
-def _statement(scope: Scope, kind: Kind) -> TextClause:
+def _statement(scope: Scope, kind: Kind, with_jobs: bool = False) -> str:
     """The one statement for a scope and kind of query (built once, then cached)."""
     where = _SCOPES[scope]
     if kind == "recent":
         body = f"""
 WITH cand AS MATERIALIZED (
   SELECT {_COLS}, b.norm_content, b.embedding, NULL::float8 AS dist FROM beliefs b
-  WHERE b.user_id = :user_id AND {where}
+  WHERE b.user_id = %(user_id)s AND {where}
   ORDER BY {scoring.W_RECENCY} * {_RECENCY} + {scoring.W_CONFIDENCE} * b.confidence DESC,
            b.id DESC
-  LIMIT :pool
+  LIMIT %(pool)s
 ),
 vec AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false),
 {_NO_TEXT_CTE.strip()},
@@ -127,7 +136,7 @@ vec AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false),
         text_cte = _TEXT_CTE if kind == "hybrid" else _NO_TEXT_CTE
         body = f"""
 WITH q AS MATERIALIZED (
-  SELECT CAST(:qvec AS vector) AS v, to_tsquery('english', :terms) AS t
+  SELECT CAST(%(qvec)s AS vector) AS v, to_tsquery('english', %(terms)s) AS t
 ),
 {_VECTOR_CTE.format(scope=where).strip()},
 {text_cte.format(scope=where).strip()},
@@ -136,10 +145,12 @@ cand AS MATERIALIZED (
   SELECT {_COLS}, b.norm_content, b.embedding, b.embedding <=> q.v AS dist,
          acos(greatest(-1.0, least(1.0, 1.0 - (b.embedding <=> q.v)))) AS angle
   FROM beliefs b, q
-  WHERE b.user_id = :user_id AND b.id IN (SELECT id FROM ids)
+  WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)
 ),
-{_NEAR_CTE.format(angle_filter="abs(a.angle - d.angle) <= :dup_angle AND ").strip()}"""
-    return text(body + _TAIL)
+{_NEAR_CTE.format(angle_filter="abs(a.angle - d.angle) <= %(dup_angle)s AND ").strip()}"""
+    if with_jobs:
+        return f"{body},\nout AS ({_TAIL}\n){_JOBS_TAIL}"
+    return body + _TAIL
 
 
 def _positive(name: str, value: int) -> None:
@@ -191,8 +202,10 @@ async def _ranked(
     include_history: bool,
     as_of: datetime | None,
     explain: bool,
-) -> tuple[list[ScoredBelief], int]:
-    """All candidates, scored, best first, near-duplicates dropped; and how many there were."""
+    watch: Sequence[int] | None = None,
+) -> tuple[list[ScoredBelief], int, JobProgress | None]:
+    """All candidates, scored, best first, near-duplicates dropped; how many there were;
+    and, when ``watch`` is given, the user's job progress read in the same snapshot."""
     user_id = check_user_id(user_id)
     if query is not None and not isinstance(query, str):
         raise ConfigError(f"query must be a string, got {type(query).__name__}")
@@ -208,6 +221,8 @@ async def _ranked(
         scope = "history" if include_history else "active"
     now = as_of or _aware(engine.clock())
     params: dict[str, Any] = {"user_id": user_id, "pool": pool, "dup_distance": _DUP_DISTANCE}
+    if watch is not None:
+        params["watch"] = list(watch)
     if as_of is not None:
         params["as_of"] = as_of
     if query:
@@ -218,11 +233,12 @@ async def _ranked(
     else:
         kind = "recent"
         params.update(now=now, half_life=scoring.HALF_LIFE_DAYS)
-    async with engine.db.engine.connect() as conn:
-        # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        result = await conn.execute(_statement(scope, kind), params)
-        rows = [r._mapping for r in result]
+    # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
+    rows = await engine.db.direct.fetch(_statement(scope, kind, watch is not None), params)
+    progress = None
+    if watch is not None:
+        progress = JobProgress.from_rows(rows[0]["jobs"], watch)
+        rows = [r for r in rows if r["id"] is not None]
     candidates: list[scoring.Candidate] = []
     near: dict[int, list[int]] = {}
     for row in rows:
@@ -241,7 +257,7 @@ async def _ranked(
             near.setdefault(belief.id, []).append(other)
             near.setdefault(other, []).append(belief.id)
     ranked = scoring.score(candidates, now, as_of=as_of is not None, explain=explain)
-    return scoring.drop_near_duplicates(ranked, near), len(candidates)
+    return scoring.drop_near_duplicates(ranked, near), len(candidates), progress
 
 
 async def search(
@@ -256,7 +272,7 @@ async def search(
 ) -> list[ScoredBelief]:
     """The ``limit`` best beliefs for ``query``, ranked as :func:`recall` ranks them."""
     _positive("limit", limit)
-    ranked, _ = await _ranked(
+    ranked, _, _ = await _ranked(
         engine,
         user_id,
         query,
@@ -283,9 +299,47 @@ async def recall(
     The whole block fits ``max_tokens`` as counted by ``engine.token_counter``. When no
     belief is found or none fits, the text is ``""`` and ``tokens`` is 0.
     """
+    result, _ = await _recall(
+        engine, user_id, query, max_tokens, include_history, as_of, explain, watch=None
+    )
+    return result
+
+
+async def recall_with_progress(
+    engine: BeliefEngine,
+    user_id: str,
+    query: str,
+    *,
+    watch: Sequence[int] = (),
+    max_tokens: int = 800,
+    include_history: bool = False,
+    as_of: datetime | None = None,
+    explain: bool = False,
+) -> tuple[RecallResult, JobProgress]:
+    """:func:`recall`, plus the user's unfinished jobs and the state of the ``watch``-ed
+    ones, read by the same statement: a barrier that finds nothing pending knows the
+    recall is current, without a round trip of its own."""
+    result, progress = await _recall(
+        engine, user_id, query, max_tokens, include_history, as_of, explain, watch=watch
+    )
+    assert progress is not None
+    return result, progress
+
+
+async def _recall(
+    engine: BeliefEngine,
+    user_id: str,
+    query: str,
+    max_tokens: int,
+    include_history: bool,
+    as_of: datetime | None,
+    explain: bool,
+    *,
+    watch: Sequence[int] | None,
+) -> tuple[RecallResult, JobProgress | None]:
     started = time.perf_counter()
     _positive("max_tokens", max_tokens)
-    ranked, considered = await _ranked(
+    ranked, considered, progress = await _ranked(
         engine,
         user_id,
         query,
@@ -293,9 +347,10 @@ async def recall(
         include_history=include_history,
         as_of=as_of,
         explain=explain,
+        watch=watch,
     )
     block = render_block(ranked, engine.token_counter, max_tokens)
-    return RecallResult(
+    result = RecallResult(
         beliefs=block.packed,
         text=block.text,
         tokens=block.tokens,
@@ -305,6 +360,13 @@ async def recall(
         latency_ms=(time.perf_counter() - started) * 1000.0,
         stale=False,
     )
+    return result, progress
 
 
-__all__: Sequence[str] = ("check_user_id", "recall", "search", "tsquery_terms")
+__all__: Sequence[str] = (
+    "check_user_id",
+    "recall",
+    "recall_with_progress",
+    "search",
+    "tsquery_terms",
+)
