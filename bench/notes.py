@@ -61,12 +61,16 @@ CAVEATS = """## Caveats (issue 8)
   tokenizer, so its own 800 can land slightly above or below 800 here.
 - **LoCoMo sample.** One conversation (conv-26) unless a larger folder is given: 152
   queries is a small sample; per-category figures rest on 11-70 queries each.
-- **Per-run overhead misses its 5 ms target by a wide margin** (tens of ms, and it scales
-  with machine load: the bare run itself varied from ~7 to ~27 ms median between runs of
-  this harness). Not fixed here; likely causes to investigate in the library: the
-  background worker shares the event loop, so the previous or current turn's extraction
-  and apply run inside the timed `Runner.run`; and each run makes four database round
-  trips (barrier check, failed-job check, recall, enqueue) through SQLAlchemy async.
+- **Per-run overhead is measured in pairs.** A bare run and a Mem01Session run with the
+  same text, in alternating order, each after the same 20 ms pause, the worker flushed
+  (untimed) after the Mem01Session run. Measured back to back in blocks instead, the
+  figure moved between 1.2 ms (bare runs right after a flush, which slows them) and
+  3.4 ms (Mem01Session runs right after a flush): the pairing puts those after-effects on
+  both sides. The back-to-back row is not per-run overhead: each recall there waits at
+  the barrier for the previous turn's extraction, which runs on the same event loop.
+- **p95 includes garbage collection.** A full collection takes about 140 ms on this VM
+  (the SDK and its dependencies leave some 220,000 tracked objects); it lands on a few
+  percent of runs of either kind, so the p95 column of any row can jump by that much.
 - **Write-path figures are single runs** on a loaded machine; ops/s does not scale with
   users here because everything shares one event loop and two cores with the server.
 - **Peers loaded by COPY** for the latency benchmark (see above): their write path was not

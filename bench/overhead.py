@@ -7,6 +7,7 @@ extractor runs in the background worker, as in production). Median of many runs.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import tempfile
 import time
@@ -24,6 +25,7 @@ from mem01session.worker import stop_workers
 
 from .common import PrecomputedEmbedder, Server, open_engine
 
+THINK_SECONDS = 0.02  # idle time before each drained-mode run: the user reading and typing
 TEXTS = [
     "I live in Lisbon and I work as a teacher.",
     "Can you suggest a book for the weekend?",
@@ -36,44 +38,46 @@ TEXTS = [
 class OverheadResult:
     runs: int
     bare_ms: float
-    mem_ms: float
     bare_p95: float
-    mem_p95: float
-    settled_ms: float = 0.0
-    settled_p95: float = 0.0
+    drained_ms: float
+    drained_p95: float
+    paired_ms: float  # median of (drained run - the bare run just before it)
+    back_to_back_ms: float
+    back_to_back_p95: float
+    trials: list[float]  # the paired median of each trial, in order
 
     @property
-    def overhead_ms(self) -> float:
-        return self.mem_ms - self.bare_ms
+    def back_to_back_overhead_ms(self) -> float:
+        return self.back_to_back_ms - self.bare_ms
 
 
-async def _time(
-    session: Session, runs: int, run_config: object = None, settle: bool = False
-) -> list[float]:
-    """Wall time of each run; ``settle`` drains the memory worker (untimed) after each."""
-    samples = []
-    for i in range(runs):
-        agent = Agent(name="a", model=ScriptedModel([[assistant_message("Noted.")]]))
-        started = time.perf_counter()
-        await Runner.run(agent, TEXTS[i % len(TEXTS)], session=session, run_config=run_config)  # type: ignore[arg-type]
-        samples.append((time.perf_counter() - started) * 1000.0)
-        if settle and isinstance(session, Mem01Session):
-            await session.flush_memory(timeout=60)
-    return samples
+async def _one(session: Session, text: str, run_config: object = None) -> float:
+    agent = Agent(name="a", model=ScriptedModel([[assistant_message("Noted.")]]))
+    started = time.perf_counter()
+    await Runner.run(agent, text, session=session, run_config=run_config)  # type: ignore[arg-type]
+    return (time.perf_counter() - started) * 1000.0
 
 
-async def run(server: Server, emb: PrecomputedEmbedder, runs: int = 300) -> OverheadResult:
+async def run(
+    server: Server,
+    emb: PrecomputedEmbedder,
+    runs: int = 300,
+    trials: int = 3,
+    think: float = THINK_SECONDS,
+) -> OverheadResult:
     set_tracing_disabled(True)
     engine = await open_engine(server.database("o_mem01session"), emb)
     store = Path(tempfile.mkdtemp(dir="/tmp")) / "t.sqlite"
     user = f"ovh-{uuid.uuid4().hex[:6]}"
+    bare_ms: list[float] = []
+    drained_ms: list[float] = []
+    paired: list[float] = []
+    back_to_back_ms: list[float] = []
+    trial_medians: list[float] = []
     try:
         # One transcript per kind, each given the same runs: the SDK's own cost grows with
         # the history, so unequal transcripts would be measured as memory overhead.
         bare = SQLiteSession("bare", store)
-        back_to_back = Mem01Session(
-            "mem", user, inner=SQLiteSession("mem", store), engine=engine, extractor=RuleExtractor()
-        )
         drained = Mem01Session(
             "mem-drained",
             user + "-drained",  # its own user: the back-to-back backlog never delays it
@@ -81,18 +85,43 @@ async def run(server: Server, emb: PrecomputedEmbedder, runs: int = 300) -> Over
             engine=engine,
             extractor=RuleExtractor(),
         )
-        await _time(bare, 20)  # warm-up, all three
-        await _time(back_to_back, 20, back_to_back.run_config())
-        await _time(drained, 20, drained.run_config(), settle=True)
-        bare_ms: list[float] = []
-        mem_ms: list[float] = []
-        settled: list[float] = []
-        for _ in range(runs // 50):  # interleave blocks so drift hits all alike
-            bare_ms += await _time(bare, 50)
-            mem_ms += await _time(back_to_back, 50, back_to_back.run_config())
-            await back_to_back.flush_memory(timeout=60)  # untimed: no backlog leaks over
-            settled += await _time(drained, 50, drained.run_config(), settle=True)
+        back_to_back = Mem01Session(
+            "mem", user, inner=SQLiteSession("mem", store), engine=engine, extractor=RuleExtractor()
+        )
+        for i in range(20):  # warm-up
+            await _one(bare, TEXTS[i % len(TEXTS)])
+            await _one(drained, TEXTS[i % len(TEXTS)], drained.run_config())
+            await drained.flush_memory(timeout=60)
+            await _one(back_to_back, TEXTS[i % len(TEXTS)], back_to_back.run_config())
         await back_to_back.flush_memory(timeout=60)
+        per_trial = max(1, runs // trials)
+        for _ in range(trials):
+            trial: list[float] = []
+            # Drained: pairs of one bare and one Mem01Session run with the same text, in
+            # alternating order, each after the same idle pause (the user typing); the
+            # worker is flushed, untimed, after each Mem01Session run. Drift, noise and the
+            # flush's after-effects fall on both sides of a pair alike.
+            for i in range(per_trial):
+                text = TEXTS[i % len(TEXTS)]
+                times: dict[str, float] = {}
+                for kind in ("bare", "mem") if i % 2 == 0 else ("mem", "bare"):
+                    await asyncio.sleep(think)
+                    if kind == "bare":
+                        times[kind] = await _one(bare, text)
+                    else:
+                        times[kind] = await _one(drained, text, drained.run_config())
+                        await drained.flush_memory(timeout=60)
+                bare_ms.append(times["bare"])
+                drained_ms.append(times["mem"])
+                trial.append(times["mem"] - times["bare"])
+            paired += trial
+            trial_medians.append(statistics.median(trial))
+            # Back-to-back: consecutive runs, so each recall waits at the barrier for the
+            # previous turn's extraction.
+            for i in range(per_trial):
+                text = TEXTS[i % len(TEXTS)]
+                back_to_back_ms.append(await _one(back_to_back, text, back_to_back.run_config()))
+            await back_to_back.flush_memory(timeout=60)  # untimed: no backlog leaks over
     finally:
         await stop_workers(engine)
         await engine.close()
@@ -100,24 +129,30 @@ async def run(server: Server, emb: PrecomputedEmbedder, runs: int = 300) -> Over
     return OverheadResult(
         runs=len(bare_ms),
         bare_ms=statistics.median(bare_ms),
-        mem_ms=statistics.median(mem_ms),
         bare_p95=q(bare_ms, n=20)[18],
-        mem_p95=q(mem_ms, n=20)[18],
-        settled_ms=statistics.median(settled),
-        settled_p95=q(settled, n=20)[18],
+        drained_ms=statistics.median(drained_ms),
+        drained_p95=q(drained_ms, n=20)[18],
+        paired_ms=statistics.median(paired),
+        back_to_back_ms=statistics.median(back_to_back_ms),
+        back_to_back_p95=q(back_to_back_ms, n=20)[18],
+        trials=trial_medians,
     )
 
 
 def table(r: OverheadResult) -> str:
+    trials = ", ".join(f"{t:.2f}" for t in r.trials)
     return "\n".join(
         [
             "| session | median ms per run | p95 ms |",
             "|---|---:|---:|",
             f"| SQLiteSession (bare) | {r.bare_ms:.2f} | {r.bare_p95:.2f} |",
-            f"| Mem01Session, back-to-back runs | {r.mem_ms:.2f} | {r.mem_p95:.2f} |",
-            f"| Mem01Session, worker drained between runs | {r.settled_ms:.2f} "
-            f"| {r.settled_p95:.2f} |",
-            f"| **overhead, back-to-back (median difference)** | **{r.overhead_ms:.2f}** | |",
-            f"| **overhead, drained** | **{r.settled_ms - r.bare_ms:.2f}** | |",
+            f"| Mem01Session, worker drained between runs | {r.drained_ms:.2f} "
+            f"| {r.drained_p95:.2f} |",
+            f"| Mem01Session, back-to-back runs | {r.back_to_back_ms:.2f} "
+            f"| {r.back_to_back_p95:.2f} |",
+            f"| **overhead (median of paired differences, drained)** | **{r.paired_ms:.2f}** | |",
+            f"| overhead per trial ({len(r.trials)} trials) | {trials} | |",
+            f"| overhead, back-to-back (difference of medians) "
+            f"| {r.back_to_back_overhead_ms:.2f} | |",
         ]
     )
