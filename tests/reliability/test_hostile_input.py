@@ -96,7 +96,11 @@ def test_session_constructor_names_the_bad_argument(value: Any, why: str) -> Non
         ({"max_memory_tokens": 0}, "max_memory_tokens"),
         ({"max_memory_tokens": -5}, "max_memory_tokens"),
         ({"max_memory_tokens": "800"}, "max_memory_tokens"),
+        ({"max_memory_tokens": True}, "max_memory_tokens"),
         ({"recall_wait": -1}, "recall_wait"),
+        ({"recall_wait": "2"}, "recall_wait"),
+        ({"recall_wait": float("nan")}, "recall_wait"),
+        ({"recall_wait": None}, "recall_wait"),
     ],
 )
 def test_session_constructor_refuses_bad_budgets(kwargs: dict[str, Any], name: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -295,3 +296,30 @@ async def test_the_answer_never_waits_for_its_own_turns_extraction(
         model = await say(session, "I live in Faro", answer="Noted.")
     assert len(model.calls) == 1
     assert session.last_recall is not None and not session.last_recall.stale
+
+
+async def test_strict_close_raises_only_after_closing_what_it_owns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents.memory import SQLiteSession
+
+    from mem01session.config import Settings
+
+    closed: list[str] = []
+    real_close = SQLiteSession.close
+
+    def recording_close(self: SQLiteSession) -> None:
+        closed.append(self.session_id)
+        real_close(self)
+
+    monkeypatch.setattr(SQLiteSession, "close", recording_close)
+    settings = Settings(database_url="postgresql://nobody@127.0.0.1:1/none", home=tmp_path)
+    session = Mem01Session(
+        "c", "ida", settings=settings, extractor=ScriptedExtractor(), strict=True
+    )
+    await session.add_items([turn("I live in Oslo")[0]])  # input held: a turn to flush at close
+
+    with pytest.raises(Mem01MemoryError, match="flush failed"):
+        await session.aclose()
+    assert closed == ["c"]  # the transcript store it created is closed all the same
+    assert session.unsent_turns == 0  # strict: the caller was told, nothing is kept behind it
