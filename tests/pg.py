@@ -9,6 +9,7 @@ template that is migrated once per run.
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -25,13 +26,27 @@ def with_database(url: str, name: str) -> str:
 
 
 def _docker_answers() -> bool:
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if host.startswith("unix://"):
+        # docker-py leaks its socket when no daemon listens: look before asking it
+        with socket.socket(socket.AF_UNIX) as probe:
+            probe.settimeout(2)
+            try:
+                probe.connect(host.removeprefix("unix://"))
+            except OSError:
+                return False
     try:
         import docker
 
-        docker.from_env(timeout=2).ping()
-        return True
+        client = docker.from_env(timeout=2)
     except Exception:
         return False
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        client.close()
 
 
 @contextmanager

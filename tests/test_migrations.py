@@ -90,7 +90,8 @@ def test_concurrent_upgrades_from_separate_processes_apply_once(empty_db_url: st
         subprocess.Popen([sys.executable, "-c", code, empty_db_url], stderr=subprocess.PIPE)
         for _ in range(3)
     ]
-    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else b"") for p in procs]
+    errors = [p.communicate(timeout=120)[1] for p in procs]  # reaps and closes the pipes
+    results = [(p.returncode, err) for p, err in zip(procs, errors, strict=True)]
     assert [rc for rc, _ in results] == [0, 0, 0], results
     assert migrate.current(empty_db_url) == migrate.head_revision()
     with psycopg.connect(empty_db_url) as conn:

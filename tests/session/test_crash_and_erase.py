@@ -63,7 +63,7 @@ async def test_killed_worker_job_is_resumed_and_applied_once(
         assert lines == {"accepted", "extracting"}, child.stderr.read() if child.stderr else ""
     finally:
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
+        child.communicate(timeout=30)  # reaps it and closes its pipes
 
     async with db.engine.connect() as conn:
         status = (await conn.execute(text("SELECT status FROM memory_jobs"))).scalar_one()
