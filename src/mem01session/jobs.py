@@ -234,11 +234,6 @@ async def fail(
         )
 
 
-async def unfinished_ids(db: Database, user_id: str) -> list[int]:
-    """Ids of the user's pending or running jobs."""
-    return sorted((await progress(db, user_id, ())).unfinished)
-
-
 async def progress(db: Database, user_id: str, watch: Sequence[int]) -> JobProgress:
     """In one round trip: the user's unfinished jobs, and the state of those in ``watch``."""
     rows = await db.direct.fetch(

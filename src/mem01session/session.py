@@ -241,11 +241,11 @@ class Mem01Session:
     ) -> RecallResult | None:
         """What the model would be shown for ``query`` (None if memory is unavailable).
 
-        Waits (at most ``recall_wait`` seconds) for the user's turns accepted so far.
+        Waits (at most ``recall_wait`` seconds) for the user's turns accepted so far. A bad
+        argument raises :class:`ConfigError`.
         """
-        request = RecallRequest(
-            query, max_tokens or self.max_memory_tokens, include_history, as_of, explain
-        )
+        budget = self.max_memory_tokens if max_tokens is None else max_tokens
+        request = RecallRequest(query, budget, include_history, as_of, explain)
         return await self._memory.recall(request, during_run=False)
 
     async def flush_memory(self, timeout: float | None = 30.0) -> bool:

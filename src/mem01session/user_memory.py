@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from . import jobs
 from .config import Settings
 from .engine import BeliefEngine
-from .errors import Mem01MemoryError
+from .errors import ConfigError, Mem01MemoryError
 from .extraction import Extractor
 from .extraction.base import TurnMessage
 from .outbox import TurnOutbox
@@ -90,7 +90,7 @@ class UserMemory:
         except Exception as exc:
             raise Mem01MemoryError(f"memory is unavailable: {describe(exc)}") from None
 
-    def now(self) -> datetime:
+    def _now(self) -> datetime:
         return self._engine.clock() if self._engine is not None else datetime.now(UTC)
 
     @property
@@ -120,14 +120,14 @@ class UserMemory:
 
     async def take_turn(self, messages: Sequence[TurnMessage]) -> None:
         """Hold input until its answer; enqueue each completed turn (fail-open)."""
-        if not self._outbox.add(messages, self.now()):
+        if not self._outbox.add(messages, self._now()):
             return
         try:
-            await self.send()
+            await self._send()
         except Exception as exc:
             self.failed("enqueue", exc)
 
-    async def send(self, *, release: bool = False) -> None:
+    async def _send(self, *, release: bool = False) -> None:
         """Enqueue completed turns (and, with ``release``, held input too), oldest first."""
         if release:
             self._outbox.release()
@@ -154,7 +154,7 @@ class UserMemory:
             engine = await self.engine()
             # In a run, the held input is the current turn: it is in the model input already,
             # and enqueueing it now would make this recall wait for its extraction.
-            await self.send(release=not during_run)
+            await self._send(release=not during_run)
             read = functools.partial(
                 engine.recall_with_progress,
                 self.user_id,
@@ -175,7 +175,7 @@ class UserMemory:
                 )
                 result, progress = await read(watch=self._watched)  # memory changed meanwhile
             self._report(progress.watched)
-        except Mem01MemoryError:
+        except (Mem01MemoryError, ConfigError):  # strict, or a bad argument: the caller's
             raise
         except Exception as exc:
             self.failed("recall", exc)
@@ -189,7 +189,7 @@ class UserMemory:
         """Wait for every accepted turn of the user (True) or ``timeout`` (False)."""
         engine = await self.engine_or_raise()
         try:
-            await self.send(release=True)
+            await self._send(release=True)
             return await self._barrier(engine, timeout, report=True)
         except Mem01MemoryError:
             raise
@@ -215,7 +215,7 @@ class UserMemory:
         try:
             if self._outbox.unsent or (self._engine is not None and self._watched):
                 try:
-                    await self.send()
+                    await self._send()
                     await self._barrier(await self.engine(), flush_timeout)
                 except Exception as exc:
                     self.failed("flush", exc)

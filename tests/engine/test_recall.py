@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -351,3 +352,29 @@ async def test_recall_with_progress_answers_for_a_user_without_beliefs(
     assert result.empty and result.text == ""
     assert progress.unfinished == {job}
     assert progress.watched == {job: ("pending", None)}  # an unknown id is simply absent
+
+
+@pytest.mark.parametrize(
+    ("query", "options"),
+    [
+        ("", {}),  # no query: the most recent and confident beliefs
+        ("where do I live", {"include_history": True}),
+        ("where do I live", {"as_of": NOW}),
+        ("where do I live", {"as_of": NOW, "include_history": True}),
+        ("?!", {}),  # no word to search for: vector candidates only
+    ],
+)
+async def test_recall_with_progress_serves_every_kind_of_recall(
+    engine: BeliefEngine,
+    db: Database,
+    embedder: OfflineEmbedder,
+    query: str,
+    options: dict[str, Any],
+) -> None:
+    await seed_belief(db, embedder, "u1", "Lives in Lisbon")
+    job = await jobs.enqueue(db, "u1", "c", [TurnMessage("user", "hi")], now=NOW)
+    plain = await engine.recall("u1", query, **options)
+    result, progress = await engine.recall_with_progress("u1", query, watch=[job], **options)
+    assert [b.belief.id for b in result.beliefs] == [b.belief.id for b in plain.beliefs]
+    assert result.text == plain.text
+    assert progress.unfinished == {job}

@@ -198,16 +198,18 @@ async def test_engine_entry_points_refuse_bad_values_and_change_nothing(
     assert await snapshot(pool) == before
 
 
+@pytest.mark.parametrize("strict", [True, False])  # a bad argument is never a memory outage
 async def test_session_methods_refuse_bad_values(
-    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine, strict: bool
 ) -> None:
-    s = make_session("conv", "victor", strict=True)
+    s = make_session("conv", "victor", strict=strict)
     await say(s, "I live in Lima.")
     assert await s.flush_memory(timeout=30)
     before = await snapshot(engine.db.engine)
     problems = []
     for label, call in [
         ("recall budget", lambda: s.recall("q", max_tokens=-3)),
+        ("recall zero budget", lambda: s.recall("q", max_tokens=0)),
         ("recall query type", lambda: s.recall(42)),  # type: ignore[arg-type]
         ("correct unknown", lambda: s.correct_memory(10**12, "x")),
         ("correct empty", lambda: s.correct_memory(1, "")),
@@ -225,4 +227,5 @@ async def test_session_methods_refuse_bad_values(
             problems.append(f"{label}: accepted")
     assert not problems, "\n".join(problems)
     assert await snapshot(engine.db.engine) == before
+    assert s.last_memory_error is None
     await s.aclose()

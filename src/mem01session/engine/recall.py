@@ -3,8 +3,10 @@
 One SQL statement per call fetches everything: the top vector candidates (exact cosine
 distance over the user's rows: no approximate index can drop one of them), the top
 full-text matches (terms OR-ed, ranked by ``ts_rank``), the ids of near-duplicates among those
-candidates, and the latest sources of each. Ranking (:mod:`.scoring`) and packing
-(:mod:`.render`) run in Python on at most ``2 * pool`` rows. No LLM call is made here.
+candidates, and the latest sources of each; for a session's barrier, also the user's
+unfinished jobs (:func:`recall_with_progress`). It runs on the database's direct pool
+(plain psycopg), the per-run path. Ranking (:mod:`.scoring`) and packing (:mod:`.render`)
+run in Python on at most ``2 * pool`` rows. No LLM call is made here.
 """
 
 from __future__ import annotations
