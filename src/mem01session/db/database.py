@@ -32,18 +32,19 @@ class SchemaInfo:
 
 
 class Database:
-    """A pooled async engine bound to one PostgreSQL database.
+    """Two pools on one PostgreSQL database.
 
-    Open it with :meth:`open`; close it with :meth:`close` (or ``async with``).
+    ``engine`` (SQLAlchemy, async) serves transactions and everything off the per-run
+    path; ``direct`` (:class:`DirectPool`) the single statements every run makes (the
+    recall, the enqueue), without SQLAlchemy's per-statement overhead. Open it with
+    :meth:`open`; close it with :meth:`close` (or ``async with``).
     """
 
     def __init__(
         self, engine: AsyncEngine, url: str, *, embedded: bool, pool_size: int = 5
     ) -> None:
         self.engine = engine
-        """SQLAlchemy's pooled engine: transactions, and everything off the per-run path."""
         self.direct = DirectPool(url, max_open=pool_size * 3, max_idle=pool_size)
-        """Single statements on the per-run path (recall, enqueue)."""
         self._url = url
         self.embedded = embedded
 
