@@ -101,3 +101,16 @@ def test_bad_limits_are_refused() -> None:
 
 def test_repr_hides_the_password() -> None:
     assert "s3cret" not in repr(DirectPool("postgresql://u:s3cret@host/db"))
+
+
+async def test_a_statement_timeout_is_not_retried(db_url: str) -> None:
+    pool = DirectPool(db_url)
+    try:
+        await pool.fetch("SET statement_timeout = '50ms'", {})  # the idle connection keeps it
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            await pool.fetch("SELECT pg_sleep(5)", {})
+        # the connection survived the timeout and is reused, setting and all
+        [row] = await pool.fetch("SHOW statement_timeout", {})
+        assert row["statement_timeout"] == "50ms"
+    finally:
+        await pool.close()

@@ -7,10 +7,11 @@ execution) than the statement itself; here a statement is one psycopg ``execute`
 idle autocommit connection.
 
 Connecting fails fast, as SQLAlchemy's pool does: during an outage a run learns at once
-that memory is unavailable instead of waiting for a pool to grow. A statement that fails
-on a reused connection before any result came back (the server restarted since it was
-last used) is retried once on a new connection, so a restart costs no run its memory;
-every statement sent here is safe to repeat (reads, and an insert with an idempotency key).
+that memory is unavailable instead of waiting for a pool to grow. A statement whose
+reused connection turns out to be broken (the server restarted, or closed it, since it
+was last used) is retried once on a new connection, so a restart costs no run its
+memory; every statement sent here is safe to repeat (reads, and an insert with an
+idempotency key).
 """
 
 from __future__ import annotations
@@ -53,10 +54,9 @@ class DirectPool:
                 try:
                     return await _run(conn, query, params)
                 except psycopg.OperationalError:
-                    if not reused:
+                    if not (reused and conn.broken):  # e.g. a statement timeout: not stale
                         raise
-                    await conn.close()  # it went stale while idle: one try on a new one
-                    conn = await self._connect()
+                    conn = await self._connect()  # it went stale while idle: one fresh try
                     return await _run(conn, query, params)
             finally:
                 await self._release(conn)
