@@ -16,18 +16,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
+from pathlib import Path
+from typing import Any
 
 import psycopg
 
-from mem01session.db import Database, migrate
-from mem01session.embeddings import Embedder, OfflineEmbedder, Vector
-from mem01session.engine import BeliefEngine
+from mem01session import Memory, Settings
+from mem01session.db import migrate
+from mem01session.embeddings import Embedder, HashingEmbedder, Vector
+from mem01session.extraction import Extractor, RuleExtractor
 
 
 class PrecomputedEmbedder:
     """Serves precomputed vectors; computes (and keeps) any it has not seen."""
 
-    def __init__(self, inner: OfflineEmbedder | Embedder) -> None:
+    def __init__(self, inner: HashingEmbedder | Embedder) -> None:
         self._inner = inner
         self.cache: dict[str, Vector] = {}
 
@@ -43,7 +46,7 @@ class PrecomputedEmbedder:
         missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if not missing:
             return
-        if isinstance(self._inner, OfflineEmbedder):
+        if isinstance(self._inner, HashingEmbedder):
             for t in missing:
                 self.cache[t] = self._inner.embed_one(t)
             return
@@ -56,7 +59,7 @@ class PrecomputedEmbedder:
 
     async def aprefill(self, texts: Sequence[str]) -> None:
         missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if isinstance(self._inner, OfflineEmbedder):
+        if isinstance(self._inner, HashingEmbedder):
             self.prefill(missing)
             return
         for start in range(0, len(missing), 256):
@@ -68,15 +71,24 @@ class PrecomputedEmbedder:
         return [self.cache[t] for t in texts]
 
 
-async def open_engine(
-    url: str, embedder: PrecomputedEmbedder, clock: Callable[[], datetime] | None = None
-) -> BeliefEngine:
-    """This project's engine on a migrated database, with the shared embedder."""
+async def open_memory(
+    url: str,
+    embedder: PrecomputedEmbedder,
+    clock: Callable[[], datetime] | None = None,
+    extractor: Extractor | None = None,
+) -> Memory:
+    """This project's application object on a migrated database, with the shared embedder
+    (and the rule extractor unless told otherwise). Close it with ``aclose()``."""
     migrate.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
-    db = await Database.open(url=url, embedding_model=embedder.name, embedding_dim=embedder.dim)
-    if clock is None:
-        return BeliefEngine(db, embedder, owns_db=True)
-    return BeliefEngine(db, embedder, clock=clock, owns_db=True)
+    options: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    memory = Memory(
+        Settings(database_url=url, home=Path(tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp"))),
+        embedder=embedder,
+        extractor=extractor or RuleExtractor(),
+        **options,
+    )
+    await memory.engine()
+    return memory
 
 
 def make_embedder(kind: str, dim: int = 384) -> PrecomputedEmbedder:
@@ -85,7 +97,7 @@ def make_embedder(kind: str, dim: int = 384) -> PrecomputedEmbedder:
         from mem01session.embeddings import LocalEmbedder
 
         return PrecomputedEmbedder(LocalEmbedder())
-    return PrecomputedEmbedder(OfflineEmbedder(dim))
+    return PrecomputedEmbedder(HashingEmbedder(dim))
 
 
 def vector_binary(vec: Sequence[float]) -> bytes:

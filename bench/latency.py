@@ -20,9 +20,9 @@ from pathlib import Path
 import psycopg
 from psycopg.types.json import Jsonb
 
-from mem01session.engine import BeliefEngine
+from mem01session.engine import BeliefEngine, RecallRequest
 
-from .common import PrecomputedEmbedder, Server, open_engine, percentiles, vector_binary
+from .common import PrecomputedEmbedder, Server, open_memory, percentiles, vector_binary
 from .peer_client import Peer, PeerError
 from .recall_latency import NOW, Row, copy_rows, queries, synthetic_rows
 
@@ -105,7 +105,7 @@ async def _time_ours(engine: BeliefEngine, plan: list[tuple[str, str]], warmup: 
     returned: list[float] = []
     for i, (user, query) in enumerate(plan):
         started = time.perf_counter()
-        result = await engine.recall(user, query, max_tokens=800)
+        result = await engine.recall(user, RecallRequest(query, max_tokens=800))
         if i >= warmup:
             samples.append((time.perf_counter() - started) * 1000.0)
             returned.append(len(result.beliefs))
@@ -144,7 +144,8 @@ async def run(
     texts = queries(random.Random(3), 200)
     emb.prefill(texts)
     url = server.database("l_mem01session")
-    engine = await open_engine(url, emb, clock=lambda: NOW)
+    memory = await open_memory(url, emb, clock=lambda: NOW)
+    engine = await memory.engine()
     peers: dict[str, tuple[Peer, str]] = {}
     for name in ("mem0", "mem01-engine"):
         try:
@@ -197,7 +198,7 @@ async def run(
                     peer.close()
             loaded = users * PER_USER
     finally:
-        await engine.close()
+        await memory.aclose()
         for peer, _ in peers.values():
             peer.close()
     return out

@@ -19,11 +19,9 @@ from agents import Agent, Runner, set_tracing_disabled
 from agents.memory import Session, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
-from mem01session.extraction.rules import RuleExtractor
 from mem01session.session import Mem01Session
-from mem01session.worker import stop_workers
 
-from .common import PrecomputedEmbedder, Server, open_engine
+from .common import PrecomputedEmbedder, Server, open_memory
 
 THINK_SECONDS = 0.02  # idle time before each drained-mode run: the user reading and typing
 TEXTS = [
@@ -66,7 +64,7 @@ async def run(
     think: float = THINK_SECONDS,
 ) -> OverheadResult:
     set_tracing_disabled(True)
-    engine = await open_engine(server.database("o_mem01session"), emb)
+    memory = await open_memory(server.database("o_mem01session"), emb)
     store = Path(tempfile.mkdtemp(dir="/tmp")) / "t.sqlite"
     user = f"ovh-{uuid.uuid4().hex[:6]}"
     bare_ms: list[float] = []
@@ -82,12 +80,9 @@ async def run(
             "mem-drained",
             user + "-drained",  # its own user: the back-to-back backlog never delays it
             inner=SQLiteSession("mem-drained", store),
-            engine=engine,
-            extractor=RuleExtractor(),
+            memory=memory,
         )
-        back_to_back = Mem01Session(
-            "mem", user, inner=SQLiteSession("mem", store), engine=engine, extractor=RuleExtractor()
-        )
+        back_to_back = Mem01Session("mem", user, inner=SQLiteSession("mem", store), memory=memory)
         for i in range(20):  # warm-up
             await _one(bare, TEXTS[i % len(TEXTS)])
             await _one(drained, TEXTS[i % len(TEXTS)], drained.run_config())
@@ -123,8 +118,7 @@ async def run(
                 back_to_back_ms.append(await _one(back_to_back, text, back_to_back.run_config()))
             await back_to_back.flush_memory(timeout=60)  # untimed: no backlog leaks over
     finally:
-        await stop_workers(engine)
-        await engine.close()
+        await memory.aclose()
     q = statistics.quantiles
     return OverheadResult(
         runs=len(bare_ms),

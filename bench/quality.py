@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-
-from mem01session.engine import BeliefEngine
 from mem01session.engine.recall import tsquery_terms
-from mem01session.ops import Op, Provenance
+
+from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine.ops import Op, Provenance
 from mem01session.tokens import default_token_counter
 
-from .common import PrecomputedEmbedder, Server, open_engine, vector_text
+from .common import PrecomputedEmbedder, Server, open_memory, vector_text
 from .locomo import Conversation, load
 from .metrics import Answer, Query, Summary, pack, parse_ids, summarize
 from .peer_client import Peer, PeerError
@@ -78,7 +78,7 @@ def _ids_of(sources: Any) -> frozenset[str]:
 
 async def _ours(engine: BeliefEngine, user: str, question: str) -> Answer:
     ranked = await engine.search(user, question, limit=10)
-    result = await engine.recall(user, question, max_tokens=BUDGET)
+    result = await engine.recall(user, RecallRequest(question, max_tokens=BUDGET))
     return Answer(
         ranked=[_ids_of(s.belief.sources) for s in ranked],
         block=[_ids_of(s.belief.sources) for s in result.beliefs],
@@ -165,12 +165,13 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path)
     now = max(dates) + timedelta(days=1) if dates else None
 
     url = server.database("q_mem01session")
-    engine = await open_engine(url, emb, clock=(lambda: now) if now else None)
+    memory = await open_memory(url, emb, clock=(lambda: now) if now else None)
+    engine = await memory.engine()
     try:
         out.load_ms_per_fact["mem01session"] = await _load_ours(engine, convs)
         ours = [await _ours(engine, c.user_id, t) for c in convs for _, t in c.queries]
     finally:
-        await engine.close()
+        await memory.aclose()
     out.summaries["mem01session"] = summarize(queries, ours)
     with psycopg.connect(url, autocommit=True) as conn:
         for kind, label in (("vector", "vector-only (exact KNN)"), ("text", "full-text-only")):

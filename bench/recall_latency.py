@@ -25,8 +25,8 @@ from pathlib import Path
 import psycopg
 
 from mem01session.db import Database, migrate
-from mem01session.embeddings import OfflineEmbedder
-from mem01session.engine import BeliefEngine
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine.rows import normalize_content
 
 from .common import (
@@ -163,7 +163,7 @@ async def time_recalls(
     for i in range(warmup + n):
         user, query = users[i % len(users)], texts[i % len(texts)]
         started = time.perf_counter()
-        result = await engine.recall(user, query, max_tokens=800)
+        result = await engine.recall(user, RecallRequest(query, max_tokens=800))
         elapsed = (time.perf_counter() - started) * 1000.0
         if i >= warmup:
             samples.append(elapsed)
@@ -176,8 +176,8 @@ async def apply_throughput(
 ) -> float | None:
     """ADD ops per second, one batch per call, spread over new users; None if no apply."""
     try:
+        from mem01session.engine.ops import Op, Provenance
         from mem01session.engine.write import apply_ops  # noqa: F401
-        from mem01session.ops import Op, Provenance
     except ImportError:
         return None
     rng = random.Random(11)
@@ -194,7 +194,7 @@ async def apply_throughput(
 
 
 async def run(args: argparse.Namespace, url: str) -> str:
-    inner = OfflineEmbedder(args.dim)
+    inner = HashingEmbedder(args.dim)
     embedder = PrecomputedEmbedder(inner)
     migrate.upgrade(url, embedding_dim=inner.dim, embedding_model=inner.name)
     started = time.perf_counter()

@@ -49,33 +49,33 @@ from tests.reliability.harness import (  # noqa: E402
 )
 from tests.reliability.test_erase_race import STAGES, erase_round  # noqa: E402
 
+from mem01session import Mem01Session, Memory  # noqa: E402
 from mem01session.db import Database, migrate  # noqa: E402
-from mem01session.embeddings import OfflineEmbedder  # noqa: E402
+from mem01session.embeddings import HashingEmbedder  # noqa: E402
 from mem01session.engine import BeliefEngine  # noqa: E402
+from mem01session.engine.ops import Op, Provenance  # noqa: E402
 from mem01session.extraction import RuleExtractor  # noqa: E402
-from mem01session.ops import Op, Provenance  # noqa: E402
-from mem01session.session import Mem01Session  # noqa: E402
-from mem01session.worker import MemoryWorker, WorkerPolicy, shared_worker, stop_workers  # noqa: E402
+from mem01session.queue.worker import WorkerPolicy  # noqa: E402
 
 DIM = 64
 CONCURRENT_CHILD = """
 import asyncio, sys
 from agents.memory import SQLiteSession
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.extraction import RuleExtractor
-from mem01session.session import Mem01Session
+from mem01session import Memory, Mem01Session
 from tests.reliability.harness import say
 
 async def main(url, folder, proc, n):
-    emb = OfflineEmbedder(64)
+    emb = HashingEmbedder(64)
     db = await Database.open(url=url, embedding_model=emb.name, embedding_dim=64)
-    engine = BeliefEngine(db, emb)
+    memory = Memory(engine=BeliefEngine(db, emb), extractor=RuleExtractor())
     cities = ("Lisbon", "Porto", "Faro")
     sessions = [Mem01Session(f"p{proc}-c{i}", "quinn",
         inner=SQLiteSession(f"p{proc}-c{i}", f"{folder}/t{proc}.sqlite"),
-        engine=engine, extractor=RuleExtractor()) for i in range(n)]
+        memory=memory) for i in range(n)]
     async def talk(i, s):
         await say(s, "I have a dog named Rex.")
         await say(s, f"I live in {cities[(i + proc) % 3]}.")
@@ -86,6 +86,7 @@ async def main(url, folder, proc, n):
     for s in sessions:
         assert s.last_memory_error is None, s.last_memory_error
         await s.aclose()
+    await memory.aclose()
     await db.close()
     print("ok", flush=True)
 
@@ -95,14 +96,16 @@ asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
 
 async def fresh_db(admin: str, template: str) -> tuple[str, Database]:
     url = with_database(admin, create_database(admin, template=template))
-    emb = OfflineEmbedder(DIM)
+    emb = HashingEmbedder(DIM)
     return url, await Database.open(url=url, embedding_model=emb.name, embedding_dim=DIM)
 
 
 async def soak_crashes(admin: str, template: str, kills: int, folder: Path) -> dict[str, Any]:
     url, db = await fresh_db(admin, template)
     started = time.monotonic()
-    report = await crash_campaign(url, db.engine, OfflineEmbedder(DIM), folder, kills=kills, seed=1)
+    report = await crash_campaign(
+        url, db.sa_engine, HashingEmbedder(DIM), folder, kills=kills, seed=1
+    )
     await db.close()
     return {
         "kills survived": report.kills,
@@ -119,22 +122,20 @@ async def soak_crashes(admin: str, template: str, kills: int, folder: Path) -> d
 async def soak_outages(outages: int, turns_per_phase: int, folder: Path) -> dict[str, Any]:
     srv = ScratchServer()
     try:
-        emb = OfflineEmbedder(DIM)
+        emb = HashingEmbedder(DIM)
         migrate.upgrade(srv.url, embedding_dim=DIM, embedding_model=emb.name)
         db = await Database.open(url=srv.url, embedding_model=emb.name, embedding_dim=DIM)
         engine = BeliefEngine(db, emb)
-        extractor = RuleExtractor()
-        shared_worker(
-            engine,
-            extractor,
-            factory=lambda e, x: MemoryWorker(e, x, policy=WorkerPolicy(poll_interval=0.05)),
+        memory = Memory(
+            engine=engine,
+            extractor=RuleExtractor(),
+            worker_policy=WorkerPolicy(poll_interval=0.05),
         )
         session = Mem01Session(
             "conv",
             "otto",
             inner=SQLiteSession("conv", folder / "o.sqlite"),
-            engine=engine,
-            extractor=extractor,
+            memory=memory,
             recall_wait=0.2,
         )
         n = 0
@@ -158,9 +159,9 @@ async def soak_outages(outages: int, turns_per_phase: int, folder: Path) -> dict
             assert await session.flush_memory(timeout=120), "did not catch up"
         history = {b.content for b in await engine.history("otto", limit=10_000)}
         lost = [k for k in said if fact_line(k)[1] not in history]
-        await check_invariants(db.engine, "otto")
+        await check_invariants(db.sa_engine, "otto")
         await session.aclose()
-        await stop_workers(engine)
+        await memory.aclose()
         await db.close()
         assert not lost, lost
         return {
@@ -182,16 +183,12 @@ async def soak_conversations(
     out: dict[str, Any] = {}
     # One process.
     url, db = await fresh_db(admin, template)
-    emb = OfflineEmbedder(DIM)
-    engine = BeliefEngine(db, emb)
+    emb = HashingEmbedder(DIM)
+    memory = Memory(engine=BeliefEngine(db, emb), extractor=RuleExtractor())
     cities = ("Lisbon", "Porto", "Faro")
     sessions = [
         Mem01Session(
-            f"c{i}",
-            "uma",
-            inner=SQLiteSession(f"c{i}", folder / "c.sqlite"),
-            engine=engine,
-            extractor=RuleExtractor(),
+            f"c{i}", "uma", inner=SQLiteSession(f"c{i}", folder / "c.sqlite"), memory=memory
         )
         for i in range(n)
     ]
@@ -205,17 +202,17 @@ async def soak_conversations(
     async with asyncio.timeout(600):
         await asyncio.gather(*(talk(i, s) for i, s in enumerate(sessions)))
         assert all([await s.flush_memory(timeout=300) for s in sessions])
-    rows = await check_invariants(db.engine, "uma")
+    rows = await check_invariants(db.sa_engine, "uma")
     active = [r.content for r in rows if r.status == "active"]
     assert active.count("Has a dog named Rex") == 1
     out[f"{n} conversations, 1 process: seconds"] = round(time.monotonic() - started, 1)
     out[f"{n} conversations, 1 process: turns"] = 3 * n
     out[f"{n} conversations, 1 process: active beliefs / ledger events"] = (
-        f"{len(active)} / {(await counts(db.engine, 'uma'))['belief_events']}"
+        f"{len(active)} / {(await counts(db.sa_engine, 'uma'))['belief_events']}"
     )
     for s in sessions:
         await s.aclose()
-    await stop_workers(engine)
+    await memory.aclose()
     await db.close()
     # Several processes.
     url, db = await fresh_db(admin, template)
@@ -235,10 +232,10 @@ async def soak_conversations(
     for child in children:
         stdout, stderr = child.communicate(timeout=900)
         assert child.returncode == 0 and "ok" in stdout, stderr[-3000:]
-    rows = await check_invariants(db.engine, "quinn")
+    rows = await check_invariants(db.sa_engine, "quinn")
     active = [r.content for r in rows if r.status == "active"]
     assert active.count("Has a dog named Rex") == 1
-    ledger = await counts(db.engine, "quinn")
+    ledger = await counts(db.sa_engine, "quinn")
     out[f"{per * procs} conversations across {procs} processes: seconds"] = round(
         time.monotonic() - started, 1
     )
@@ -253,7 +250,7 @@ async def soak_conversations(
 
 async def soak_users(admin: str, template: str, users: int) -> dict[str, Any]:
     url, db = await fresh_db(admin, template)
-    emb = OfflineEmbedder(DIM)
+    emb = HashingEmbedder(DIM)
     db2 = await Database.open(url=url, embedding_model=emb.name, embedding_dim=DIM, pool_size=20)
     engine = BeliefEngine(db2, emb)
     latencies: list[float] = []
@@ -262,7 +259,7 @@ async def soak_users(admin: str, template: str, users: int) -> dict[str, Any]:
     async def one(i: int) -> None:
         user = f"tenant-{i}"
         t0 = time.perf_counter()
-        async with db2.engine.begin() as conn:
+        async with db2.sa_engine.begin() as conn:
             from mem01session.engine.users import lock_user
 
             await lock_user(conn, user)
@@ -302,7 +299,7 @@ async def soak_users(admin: str, template: str, users: int) -> dict[str, Any]:
 
 async def soak_erases(admin: str, template: str, rounds: int) -> dict[str, Any]:
     _, db = await fresh_db(admin, template)
-    emb = OfflineEmbedder(DIM)
+    emb = HashingEmbedder(DIM)
     started = time.monotonic()
     for i in range(rounds):
         after = await erase_round(db, emb, i, STAGES[i % 3], reinstate=bool(i // 3 % 2))
@@ -364,7 +361,7 @@ async def main() -> None:
         migrate.upgrade(
             with_database(admin, template),
             embedding_dim=DIM,
-            embedding_model=OfflineEmbedder(DIM).name,
+            embedding_model=HashingEmbedder(DIM).name,
         )
         for title, run in (
             (

@@ -13,20 +13,17 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from agents import Agent, Runner, set_tracing_disabled
 from agents.memory import Session, SQLiteSession
 
+from mem01session import Mem01Session, Memory
+from mem01session.demo.offline_model import OfflineAnswerModel
 from mem01session.demo.recording import RecordingModel
 from mem01session.demo.run import DAYS, INSTRUCTIONS, SCRIPT
-from mem01session.extraction.rules import RuleExtractor
-from mem01session.offline_model import OfflineAnswerModel
-from mem01session.session import Mem01Session
 from mem01session.tokens import default_token_counter
-from mem01session.worker import stop_workers
 
-from .common import PrecomputedEmbedder, Server, open_engine
+from .common import PrecomputedEmbedder, Server, open_memory
 
 QUESTION_40 = "Where do I live now, and what is my dog's name?"
 CHAT = [
@@ -73,10 +70,19 @@ def _tokens(model: RecordingModel) -> int:
     return counter.count(INSTRUCTIONS) + counter.count(json.dumps(items, default=str))
 
 
+@dataclass
+class SettableClock:
+    now: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 async def _play(
     convs: list[list[str]],
     strategy: str,
-    engine: Any,
+    memory: Memory,
+    clock: SettableClock,
     store: Path,
     marks: set[int],
     start: datetime,
@@ -87,7 +93,7 @@ async def _play(
     reused = SQLiteSession(f"{user}-reused", store)
     out: dict[int, int] = {}
     for n, turns in enumerate(convs, start=1):
-        engine.clock = lambda n=n: start + timedelta(days=n)
+        clock.now = start + timedelta(days=n)
         session: Session
         run_config = None
         if strategy == "fresh session":
@@ -96,9 +102,8 @@ async def _play(
             session = reused
         else:
             mem = Mem01Session(
-                f"{user}-{n}", user, inner=SQLiteSession(f"{user}-{n}", store),
-                engine=engine, extractor=RuleExtractor(),
-            )  # fmt: skip
+                f"{user}-{n}", user, inner=SQLiteSession(f"{user}-{n}", store), memory=memory
+            )
             session, run_config = mem, mem.run_config()
         for text in turns:
             await Runner.run(agent, text, session=session, run_config=run_config)
@@ -115,7 +120,8 @@ STRATEGIES = ("fresh session", "reused session (replays everything)", "Mem01Sess
 async def run(server: Server, emb: PrecomputedEmbedder) -> TokensResult:
     set_tracing_disabled(True)
     out = TokensResult(tokenizer=default_token_counter().name)
-    engine = await open_engine(server.database("t_mem01session"), emb)
+    clock = SettableClock()
+    memory = await open_memory(server.database("t_mem01session"), emb, clock=clock)
     store = Path(tempfile.mkdtemp(dir="/tmp")) / "transcripts.sqlite"
     try:
         for name, convs, marks, start in (
@@ -128,11 +134,10 @@ async def run(server: Server, emb: PrecomputedEmbedder) -> TokensResult:
             ("40 conversations", scenario_40(), {1, 10, 40}, datetime(2026, 1, 1, tzinfo=UTC)),
         ):
             out.table[name] = {
-                s: await _play(convs, s, engine, store, marks, start) for s in STRATEGIES
+                s: await _play(convs, s, memory, clock, store, marks, start) for s in STRATEGIES
             }
     finally:
-        await stop_workers(engine)
-        await engine.close()
+        await memory.aclose()
     return out
 
 

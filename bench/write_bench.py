@@ -14,14 +14,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from mem01session import jobs
 from mem01session.engine import BeliefEngine
-from mem01session.extraction.base import TurnMessage
+from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction.rules import RuleExtractor
-from mem01session.ops import Op, Provenance
-from mem01session.worker import MemoryWorker
+from mem01session.queue import JobStore
+from mem01session.queue.turns import TurnMessage
+from mem01session.queue.worker import MemoryWorker
 
-from .common import PrecomputedEmbedder, Server, open_engine
+from .common import PrecomputedEmbedder, Server, open_memory
 from .recall_latency import fact
 
 USERS = (1, 4, 16)
@@ -67,6 +67,7 @@ async def _ops(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, batch
 async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_user: int) -> float:
     rng = random.Random(100 + users)
     now = datetime(2026, 3, 1, tzinfo=UTC)
+    store = JobStore(engine.db)
     texts = []
     for u in range(users):
         for t in range(per_user):
@@ -75,7 +76,7 @@ async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_
             )
             texts.append(text)
             messages = [TurnMessage("user", text), TurnMessage("assistant", "Noted.")]
-            await jobs.enqueue(engine.db, f"j{users}-{u}", f"s{users}-{u}-{t}", messages, now=now)
+            await store.enqueue(f"j{users}-{u}", f"s{users}-{u}-{t}", messages, now=now)
     emb.prefill(texts)
     worker = MemoryWorker(engine, RuleExtractor())
     started = time.perf_counter()
@@ -91,7 +92,8 @@ async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_
 async def run(
     server: Server, emb: PrecomputedEmbedder, batches: int = 40, per_user_jobs: int = 0
 ) -> WriteResult:
-    engine = await open_engine(server.database("w_mem01session"), emb)
+    memory = await open_memory(server.database("w_mem01session"), emb)
+    engine = await memory.engine()
     out = WriteResult(batches=batches)
     try:
         for users in USERS:
@@ -101,7 +103,7 @@ async def run(
             out.jobs = per_user
             out.jobs_per_s[users] = await _jobs(engine, emb, users, per_user)
     finally:
-        await engine.close()
+        await memory.aclose()
     return out
 
 

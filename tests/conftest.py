@@ -11,7 +11,7 @@ for _var in ("OPENAI_API_KEY", "MEM01_DATABASE_URL", "DATABASE_URL", "OPENAI_BAS
     os.environ.pop(_var, None)
 
 from mem01session.db import Database, migrate  # noqa: E402
-from mem01session.embeddings import OfflineEmbedder  # noqa: E402
+from mem01session.embeddings import HashingEmbedder  # noqa: E402
 from tests.pg import create_database, drop_database, test_server, with_database  # noqa: E402
 
 TEST_DIM = 64
@@ -30,7 +30,7 @@ def template_db(pg_admin_url: str) -> Iterator[str]:
     migrate.upgrade(
         with_database(pg_admin_url, name),
         embedding_dim=TEST_DIM,
-        embedding_model=OfflineEmbedder(TEST_DIM).name,
+        embedding_model=HashingEmbedder(TEST_DIM).name,
     )
     yield name
     drop_database(pg_admin_url, name)
@@ -53,12 +53,12 @@ def db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def embedder() -> OfflineEmbedder:
-    return OfflineEmbedder(TEST_DIM)
+def embedder() -> HashingEmbedder:
+    return HashingEmbedder(TEST_DIM)
 
 
 @pytest.fixture
-async def db(db_url: str, embedder: OfflineEmbedder) -> AsyncIterator[Database]:
+async def db(db_url: str, embedder: HashingEmbedder) -> AsyncIterator[Database]:
     database = await Database.open(
         url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim
     )

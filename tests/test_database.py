@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from mem01session import Database, MigrationRequiredError, SchemaMismatchError
-from mem01session.db import migrate
+from mem01session.db import Database, migrate
+from mem01session.errors import MigrationRequiredError, SchemaMismatchError
 
 
 async def test_open_runs_queries_with_vectors(db: Database) -> None:
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         row = (await conn.execute(text("SELECT '[1,2,3]'::vector <-> '[1,2,4]'::vector"))).one()
     assert row[0] == pytest.approx(1.0)
 
@@ -39,7 +39,7 @@ async def test_other_model_of_same_dimension_is_refused(db_url: str, embedder: o
 
 
 async def test_unreachable_server_is_a_clean_error() -> None:
-    from mem01session import DatabaseError
+    from mem01session.errors import DatabaseError
 
     with pytest.raises(DatabaseError) as info:
         await Database.open(url="postgresql://u:pw-sentinel-123@127.0.0.1:1/x")

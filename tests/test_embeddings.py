@@ -9,8 +9,9 @@ import math
 import httpx2
 import pytest
 
-from mem01session import ConfigError, Settings
-from mem01session.embeddings import OfflineEmbedder, OpenAIEmbedder, default_embedder
+from mem01session import Settings
+from mem01session.embeddings import HashingEmbedder, OpenAIEmbedder, default_embedder
+from mem01session.errors import ConfigError
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -18,7 +19,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 async def test_offline_embedder_is_deterministic_and_normalized() -> None:
-    emb = OfflineEmbedder(128)
+    emb = HashingEmbedder(128)
     first, again, other = await emb.embed(
         ["Lives in San Francisco", "Lives in San Francisco", "Allergic to peanuts"]
     )
@@ -32,7 +33,7 @@ async def test_offline_embedder_is_deterministic_and_normalized() -> None:
 
 def test_offline_embedder_rejects_tiny_dimensions() -> None:
     with pytest.raises(ConfigError, match="dim"):
-        OfflineEmbedder(2)
+        HashingEmbedder(2)
 
 
 async def test_openai_embedder_batches_and_keeps_order() -> None:
@@ -70,11 +71,11 @@ async def test_openai_embedder_batches_and_keeps_order() -> None:
 
 def test_choice_is_automatic_logged_and_explicit(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    assert isinstance(default_embedder(Settings()), OfflineEmbedder)
+    assert isinstance(default_embedder(Settings()), HashingEmbedder)
     assert "offline" in caplog.text
     keyed = Settings(openai_api_key="sk-test-unused-1111")
     assert isinstance(default_embedder(keyed), OpenAIEmbedder)
-    assert isinstance(default_embedder(keyed, kind="offline"), OfflineEmbedder)
+    assert isinstance(default_embedder(keyed, kind="offline"), HashingEmbedder)
     assert default_embedder(Settings(embedding_dim=64)).dim == 64
     with pytest.raises(ConfigError, match="unknown embedder kind"):
         default_embedder(Settings(), kind="magic")

@@ -6,8 +6,11 @@ import logging
 
 import pytest
 
-from mem01session import ConfigError, Database, DatabaseError, Settings
-from mem01session.redaction import get_logger, redact
+from mem01session import Settings
+from mem01session.db import Database
+from mem01session.errors import ConfigError, DatabaseError
+from mem01session.logs import get_logger
+from mem01session.redaction import redact
 
 PASSWORD = "pw-SENTINEL-7f3a"
 API_KEY = "sk-test-SENTINEL-9c1e77aa"
@@ -52,7 +55,7 @@ async def test_connection_failure_hides_the_password(caplog: pytest.LogCaptureFi
     caplog.set_level(logging.DEBUG)
     settings = Settings.from_env(_env())
     with pytest.raises(DatabaseError) as info:
-        await Database.open(settings)
+        await Database.open(settings.database_url)
     chain: list[BaseException] = []
     exc: BaseException | None = info.value
     while exc is not None:

@@ -2,31 +2,30 @@
 
 ``Mem01Session`` keeps the transcript of one conversation in an SDK session and durable,
 versioned beliefs about the user in PostgreSQL + pgvector; ``session.run_config()``
-injects what is remembered into each model call without storing it.
+injects what is remembered into each model call without storing it. ``Memory`` is the
+application object the sessions of one application share.
+
+Errors are in :mod:`mem01session.errors`, embedders in :mod:`mem01session.embeddings`,
+extractors in :mod:`mem01session.extraction`, short-term sessions in
+:mod:`mem01session.shortterm`.
 """
 
 from .config import Settings
-from .db import Database
-from .embeddings import Embedder, LocalEmbedder, OfflineEmbedder, OpenAIEmbedder, default_embedder
-from .engine import BeliefEngine
-from .errors import (
-    BeliefNotFoundError,
-    ConfigError,
-    DatabaseError,
-    ExtractionError,
-    InvalidOpError,
-    Mem01Error,
-    Mem01MemoryError,
-    MigrationRequiredError,
-    SchemaMismatchError,
-    UserErasedError,
+from .engine import (
+    ApplyResult,
+    Belief,
+    BeliefEngine,
+    EraseReceipt,
+    LedgerEvent,
+    Op,
+    Provenance,
+    RecallRequest,
+    RecallResult,
+    Source,
 )
-from .extraction import Extractor, OpenAIExtractor, RuleExtractor, default_extractor
-from .offline_model import OfflineAnswerModel
-from .ops import Op, Provenance
-from .records import ApplyResult, Belief, EraseReceipt, LedgerEvent, RecallResult, Source
+from .errors import Mem01Error
+from .memory import Memory
 from .session import Mem01Session
-from .tokens import TokenCounter, default_token_counter
 
 __version__ = "0.2.0.dev0"
 
@@ -34,35 +33,15 @@ __all__ = [
     "ApplyResult",
     "Belief",
     "BeliefEngine",
-    "BeliefNotFoundError",
-    "ConfigError",
-    "Database",
-    "DatabaseError",
-    "Embedder",
     "EraseReceipt",
-    "ExtractionError",
-    "Extractor",
-    "InvalidOpError",
     "LedgerEvent",
-    "LocalEmbedder",
     "Mem01Error",
-    "Mem01MemoryError",
     "Mem01Session",
-    "MigrationRequiredError",
-    "OfflineAnswerModel",
-    "OfflineEmbedder",
+    "Memory",
     "Op",
-    "OpenAIEmbedder",
-    "OpenAIExtractor",
     "Provenance",
+    "RecallRequest",
     "RecallResult",
-    "RuleExtractor",
-    "SchemaMismatchError",
     "Settings",
     "Source",
-    "TokenCounter",
-    "UserErasedError",
-    "default_embedder",
-    "default_extractor",
-    "default_token_counter",
 ]

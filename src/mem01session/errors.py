@@ -50,6 +50,10 @@ class UserErasedError(Mem01Error):
     """The user's memory was erased; writes are refused until the user is reinstated."""
 
 
+class MemoryClosedError(Mem01Error):
+    """The ``Memory`` was closed; open a new one."""
+
+
 class Mem01MemoryError(Mem01Error):
     """The memory tier failed and the session was created with ``strict=True``."""
 

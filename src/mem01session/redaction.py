@@ -8,7 +8,6 @@ registered.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 
@@ -51,23 +50,3 @@ def redact(text: str) -> str:
 def redact_dsn(dsn: str) -> str:
     """A DSN safe to show: same shape, password masked."""
     return redact(dsn)
-
-
-class RedactingFilter(logging.Filter):
-    """Logging filter that scrubs secrets from the formatted message and arguments."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        cleaned = redact(message)
-        if cleaned != message or record.args:
-            record.msg = cleaned
-            record.args = None
-        return True
-
-
-def get_logger(name: str) -> logging.Logger:
-    """A library logger whose records are scrubbed before any handler sees them."""
-    logger = logging.getLogger(name)
-    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-        logger.addFilter(RedactingFilter())
-    return logger

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .redaction import get_logger
+from .logs import get_logger
 
 log = get_logger(__name__)
 

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner, Result
 
-from mem01session import jobs
+from mem01session import Memory
 from mem01session.cli import app
 from mem01session.config import Settings
-from mem01session.engine import BeliefEngine
-from mem01session.extraction.base import TurnMessage
-from mem01session.ops import Op, Provenance
+from mem01session.engine.ops import Op, Provenance
+from mem01session.queue import JobStore
+from mem01session.queue.turns import TurnMessage
 from tests.conftest import TEST_DIM
 
 runner = CliRunner()
@@ -37,8 +37,8 @@ class Seeded:
 
 
 async def _seed() -> Seeded:
-    engine = await BeliefEngine.open(Settings.from_env())
-    try:
+    async with Memory(Settings.from_env()) as memory:
+        engine = await memory.engine()
         monday = Provenance(session_id="conv-monday", observed_at=MONDAY, extractor="test")
         r1 = await engine.apply(
             ALICE,
@@ -67,16 +67,14 @@ async def _seed() -> Seeded:
         r3 = await engine.apply(
             BOB, [Op.add("Likes [bold]green tea[/bold]")], provenance=Provenance("conv-bob")
         )
-        pool = engine.db.engine
-        job_id = await jobs.enqueue(
-            engine.db, ALICE, "conv-friday", [TurnMessage("user", "hello")], now=WEDNESDAY
+        store = JobStore(engine.db)
+        job_id = await store.enqueue(
+            ALICE, "conv-friday", [TurnMessage("user", "hello")], now=WEDNESDAY
         )
-        [job] = await jobs.claim(pool, "w1", now=WEDNESDAY, lease=timedelta(minutes=1))
+        [job] = await store.claim("w1", now=WEDNESDAY, lease=timedelta(minutes=1))
         assert job.id == job_id
-        await jobs.fail(pool, job, "w1", "extractor exploded", now=WEDNESDAY, retry_at=None)
+        await store.fail(job, "w1", "extractor exploded", now=WEDNESDAY, retry_at=None)
         return Seeded(nyc, rent, sf, r3.changes[0].belief_id, job_id)
-    finally:
-        await engine.close()
 
 
 @pytest.fixture

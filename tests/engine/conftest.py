@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from tests.conftest import TEST_DIM
 from tests.pg import create_database, drop_database, with_database
@@ -35,7 +35,7 @@ def clock() -> TickingClock:
 
 
 @pytest.fixture
-def engine(db: Database, embedder: OfflineEmbedder, clock: TickingClock) -> BeliefEngine:
+def engine(db: Database, embedder: HashingEmbedder, clock: TickingClock) -> BeliefEngine:
     return BeliefEngine(db, embedder, clock=clock)
 
 
@@ -50,7 +50,7 @@ def module_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def module_db(module_db_url: str) -> AsyncIterator[Database]:
     """Use from modules marked ``pytest.mark.asyncio(loop_scope="module")``."""
-    embedder = OfflineEmbedder(TEST_DIM)
+    embedder = HashingEmbedder(TEST_DIM)
     database = await Database.open(
         url=module_db_url, embedding_model=embedder.name, embedding_dim=embedder.dim
     )

@@ -14,7 +14,7 @@ TABLES = ("beliefs", "belief_events", "belief_sources", "memory_jobs", "memory_u
 async def table_rows(engine: BeliefEngine, user_id: str | None = None) -> dict[str, list[str]]:
     """Every row of every table (optionally one user's), in a stable order."""
     out: dict[str, list[str]] = {}
-    async with engine.db.engine.connect() as conn:
+    async with engine.db.sa_engine.connect() as conn:
         for table in TABLES:
             where = "" if user_id is None else "WHERE user_id = :u"
             order = "user_id" if table == "memory_users" else "user_id, id"
@@ -34,7 +34,7 @@ async def counts(engine: BeliefEngine, user_id: str) -> dict[str, int]:
 
 async def belief_column(engine: BeliefEngine, user_id: str, belief_id: int, column: str) -> Any:
     """One stored column of one belief (including those the records leave out)."""
-    async with engine.db.engine.connect() as conn:
+    async with engine.db.sa_engine.connect() as conn:
         return await conn.scalar(
             text(f"SELECT {column} FROM beliefs WHERE user_id = :u AND id = :id"),
             {"u": user_id, "id": belief_id},

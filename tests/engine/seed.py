@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.engine.rows import normalize_content, vector_literal
 from mem01session.tokens import TokenCounter
@@ -37,7 +37,7 @@ _INSERT_SOURCE = text(
 
 def make_engine(
     db: Database,
-    embedder: OfflineEmbedder,
+    embedder: HashingEmbedder,
     *,
     now: datetime = NOW,
     token_counter: TokenCounter | None = None,
@@ -48,7 +48,7 @@ def make_engine(
 
 async def seed_belief(
     db: Database,
-    embedder: OfflineEmbedder,
+    embedder: HashingEmbedder,
     user_id: str,
     content: str,
     *,
@@ -69,7 +69,7 @@ async def seed_belief(
     """
     valid_from = valid_from or NOW - timedelta(days=10)
     [vec] = await embedder.embed([content])
-    async with db.engine.begin() as conn:
+    async with db.sa_engine.begin() as conn:
         belief_id = (
             await conn.execute(
                 _INSERT_BELIEF,

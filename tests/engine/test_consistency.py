@@ -11,12 +11,12 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.records import ApplyResult
 from mem01session.engine.users import lock_user
 from mem01session.errors import InvalidOpError
-from mem01session.ops import Op, Provenance
-from mem01session.records import ApplyResult
 
 from .conftest import TickingClock
 from .dbstate import counts, table_rows
@@ -27,7 +27,7 @@ PROV = Provenance(session_id="s1", extractor="test")
 
 @pytest.fixture
 async def other_engine(
-    db_url: str, embedder: OfflineEmbedder, clock: TickingClock
+    db_url: str, embedder: HashingEmbedder, clock: TickingClock
 ) -> AsyncIterator[BeliefEngine]:
     """A second engine with its own connection pool, like another process."""
     database = await Database.open(
@@ -68,7 +68,7 @@ async def test_twenty_concurrent_batches_for_one_user(
         assert isinstance(exc, InvalidOpError)
         assert exc.index == 1 and "is superseded, not active" in exc.reason
 
-    async with engine.db.engine.connect() as conn:
+    async with engine.db.sa_engine.connect() as conn:
         dupes = (
             await conn.execute(
                 text(
@@ -154,13 +154,13 @@ async def test_hook_writes_commit_with_the_batch(engine: BeliefEngine) -> None:
 
 
 async def test_other_users_do_not_wait_for_a_held_lock(engine: BeliefEngine) -> None:
-    async with engine.db.engine.connect() as holder, holder.begin():
+    async with engine.db.sa_engine.connect() as holder, holder.begin():
         await lock_user(holder, U)
         result = await asyncio.wait_for(
             engine.apply("bob", [Op.add("Likes jazz")], provenance=PROV), timeout=30
         )
         assert result.user_version == 1
-        async with engine.db.engine.connect() as probe:
+        async with engine.db.sa_engine.connect() as probe:
             taken = "SELECT pg_try_advisory_xact_lock(hashtextextended('mem01:user:' || :u, 0))"
             assert await probe.scalar(text(taken), {"u": U}) is False
             assert await probe.scalar(text(taken), {"u": "bob"}) is True

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import text
 
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.errors import UserErasedError
-from mem01session.ops import Op, Provenance
 
 from .dbstate import counts, table_rows
 
@@ -21,7 +21,7 @@ async def populate(engine: BeliefEngine, user_id: str) -> None:
     )
     paris = r.changes[1].belief_id
     await engine.apply(user_id, [Op.supersede(paris, "Lives in Rome")], provenance=PROV)
-    async with engine.db.engine.begin() as conn:
+    async with engine.db.sa_engine.begin() as conn:
         await conn.execute(
             text(
                 "INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key) "
@@ -60,7 +60,7 @@ async def test_erase_deletes_everything_and_returns_counts(engine: BeliefEngine)
     assert await table_rows(engine, "bob") == bob_before  # nothing crosses users
     assert await engine.user_version(U) == version + 1  # caches keyed by version go stale
 
-    async with engine.db.engine.connect() as conn:
+    async with engine.db.sa_engine.connect() as conn:
         erased_at = await conn.scalar(
             text("SELECT erased_at FROM memory_users WHERE user_id = :u"), {"u": U}
         )

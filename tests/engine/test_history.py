@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.errors import BeliefNotFoundError, ConfigError
-from mem01session.ops import Op, Provenance
 
 from .conftest import TickingClock
 
@@ -20,7 +20,7 @@ PROV = Provenance(session_id="s1", extractor="test")
 
 
 @pytest.fixture
-def engine(module_db: Database, embedder: OfflineEmbedder, clock: TickingClock) -> BeliefEngine:
+def engine(module_db: Database, embedder: HashingEmbedder, clock: TickingClock) -> BeliefEngine:
     """All tests here share one database; each works as its own user (``uid``)."""
     return BeliefEngine(module_db, embedder, clock=clock)
 

@@ -7,18 +7,18 @@ from datetime import UTC, datetime
 import pytest
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import MAX_EVIDENCE_CHARS, Op, Provenance
+from mem01session.engine.records import Change
 from mem01session.errors import BeliefNotFoundError, InvalidOpError
-from mem01session.ops import MAX_EVIDENCE_CHARS, Op, Provenance
-from mem01session.records import Change
 
 from .conftest import TickingClock
 from .dbstate import belief_column, counts
 
 
 @pytest.fixture
-def engine(module_db: Database, embedder: OfflineEmbedder, clock: TickingClock) -> BeliefEngine:
+def engine(module_db: Database, embedder: HashingEmbedder, clock: TickingClock) -> BeliefEngine:
     """All tests here share one database; each works as its own user (``uid``)."""
     return BeliefEngine(module_db, embedder, clock=clock)
 
@@ -34,7 +34,7 @@ async def add(engine: BeliefEngine, uid: str, content: str, **kw: object) -> int
 
 
 async def test_add_creates_active_belief_with_source_and_ledger(
-    engine: BeliefEngine, uid: str, embedder: OfflineEmbedder
+    engine: BeliefEngine, uid: str, embedder: HashingEmbedder
 ) -> None:
     observed = datetime(2026, 2, 1, tzinfo=UTC)
     prov = Provenance(session_id="s1", item_ref="t1", observed_at=observed, extractor="x", job_id=3)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mem01session.engine.records import Belief, BeliefStatus, ScoredBelief, Source
 from mem01session.engine.render import (
     CLOSE,
     HEADER,
@@ -19,7 +20,6 @@ from mem01session.engine.render import (
     format_record,
     render_block,
 )
-from mem01session.records import Belief, BeliefStatus, ScoredBelief, Source
 from mem01session.tokens import TokenCounter, byte_bound_counter, default_token_counter
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,10 +8,10 @@ from datetime import datetime
 import pytest
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder, Vector
+from mem01session.embeddings import HashingEmbedder, Vector
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import MAX_CONTENT_CHARS, Op, Provenance
 from mem01session.errors import ConfigError, InvalidOpError
-from mem01session.ops import MAX_CONTENT_CHARS, Op, Provenance
 from tests.conftest import TEST_DIM
 
 from .conftest import TickingClock
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 PROV = Provenance(session_id="s1")
 
 
-class CountingEmbedder(OfflineEmbedder):
+class CountingEmbedder(HashingEmbedder):
     """The offline embedder, counting calls: validation must happen before embedding."""
 
     def __init__(self, dim: int) -> None:

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from mem01session import ConfigError, Settings
+from mem01session import Settings
+from mem01session.errors import ConfigError
 from mem01session.extraction import OpenAIExtractor, RuleExtractor, default_extractor
 
 KEY = "sk-test-default-000000000"
@@ -27,9 +28,15 @@ def test_rules_without_a_key_and_it_says_so(caplog: pytest.LogCaptureFixture) ->
     assert record.levelno == logging.WARNING and "no OPENAI_API_KEY" in record.getMessage()
 
 
-def test_reads_the_environment_when_no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert isinstance(default_extractor(), RuleExtractor)
+def test_the_memory_reads_the_environment_once_when_given_no_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mem01session import Memory
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    memory = Memory()  # the environment is read here, once
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert isinstance(memory.extractor, OpenAIExtractor)
 
 
 def test_can_be_told_explicitly() -> None:

@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import text
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine.ops import Provenance, resolve_aliases
 from mem01session.extraction import Candidate, Extractor, RuleExtractor, Turn, TurnMessage
-from mem01session.ops import Provenance, resolve_aliases
 
 engine_module = pytest.importorskip("mem01session.engine")
 BeliefEngine = engine_module.BeliefEngine
@@ -43,7 +43,7 @@ async def _say(
 
 
 async def test_monday_wednesday_through_rules_and_engine(
-    db: Database, embedder: OfflineEmbedder
+    db: Database, embedder: HashingEmbedder
 ) -> None:
     engine = BeliefEngine(db, embedder, clock=lambda: WEDNESDAY)
     rules = RuleExtractor()
@@ -81,7 +81,7 @@ PLANTED = (
 )
 
 
-async def test_planted_secrets_reach_no_table(db: Database, embedder: OfflineEmbedder) -> None:
+async def test_planted_secrets_reach_no_table(db: Database, embedder: HashingEmbedder) -> None:
     engine = BeliefEngine(db, embedder, clock=lambda: MONDAY)
     said = (
         f"I work at Acme, my password is {PLANTED[0]}. I live in Oslo and my key is "
@@ -91,7 +91,7 @@ async def test_planted_secrets_reach_no_table(db: Database, embedder: OfflineEmb
     await _say(engine, RuleExtractor(), "conv-1", "item-1", said, MONDAY)
     assert len(await engine.history(USER)) >= 2  # the facts themselves were kept
 
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         tables = (
             await conn.execute(
                 text("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")

@@ -29,12 +29,13 @@ from agents import Agent, Runner
 from agents.memory import SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
-from mem01session import jobs
+from mem01session import Memory
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
-from mem01session.ops import Op, Provenance
+from mem01session.queue import JobStore
 from mem01session.session import Mem01Session
 
 KILL_PHASE = os.environ.get("KILL_PHASE", "")
@@ -64,18 +65,18 @@ class MarkingTranscript(SQLiteSession):
             await mark("transcript", n)
 
 
-_real_enqueue = jobs.enqueue
+_real_enqueue = JobStore.enqueue
 
 
-async def marking_enqueue(*args: Any, **kwargs: Any) -> int:
-    job_id = await _real_enqueue(*args, **kwargs)
-    n = user_turn([m.text for m in args[3] if m.role == "user"])
+async def marking_enqueue(self: JobStore, *args: Any, **kwargs: Any) -> int:
+    job_id = await _real_enqueue(self, *args, **kwargs)
+    n = user_turn([m.text for m in args[2] if m.role == "user"])
     if n is not None:
         await mark("enqueued", n)
     return job_id
 
 
-jobs.enqueue = marking_enqueue  # type: ignore[assignment]
+JobStore.enqueue = marking_enqueue  # type: ignore[method-assign]
 
 
 class MarkingExtractor:
@@ -110,15 +111,14 @@ class MarkingEngine(BeliefEngine):
 
 async def main() -> None:
     db_url, transcript, session_id, user_id = sys.argv[1:5]
-    emb = OfflineEmbedder(64)
+    emb = HashingEmbedder(64)
     db = await Database.open(url=db_url, embedding_model=emb.name, embedding_dim=64)
     engine = MarkingEngine(db, emb)
     session = Mem01Session(
         session_id,
         user_id,
         inner=MarkingTranscript(session_id, transcript),
-        engine=engine,
-        extractor=MarkingExtractor(),
+        memory=Memory(engine=engine, extractor=MarkingExtractor()),
     )
     for n, line in enumerate(LINES):
         model = ScriptedModel([[assistant_message(f"Noted: {line}")]])

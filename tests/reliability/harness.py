@@ -342,7 +342,7 @@ async def resume(db_url: str, embedder: Any, *, lease_passed: bool = True) -> in
     from mem01session.db import Database
     from mem01session.engine import BeliefEngine
     from mem01session.extraction import RuleExtractor
-    from mem01session.worker import MemoryWorker
+    from mem01session.queue.worker import MemoryWorker
 
     db = await Database.open(url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim)
     try:

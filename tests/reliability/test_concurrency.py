@@ -19,13 +19,13 @@ import pytest
 from agents.memory import SQLiteSession
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import RuleExtractor
-from mem01session.ops import Op, Provenance
 from mem01session.session import Mem01Session
-from mem01session.worker import stop_workers
 from tests.reliability.harness import check_invariants, place_name, say
+from tests.session.conftest import MemoryFactory
 
 CONVERSATIONS = 20
 USERS = 50
@@ -33,28 +33,33 @@ CITIES = ("Lisbon", "Porto", "Faro")
 
 
 @pytest.fixture
-async def second_engine(db_url: str, embedder: OfflineEmbedder) -> AsyncIterator[BeliefEngine]:
+async def second_db(db_url: str, embedder: HashingEmbedder) -> AsyncIterator[Database]:
     database = await Database.open(
         url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim
     )
-    eng = BeliefEngine(database, embedder)
-    yield eng
-    await stop_workers(eng)
+    yield database
     await database.close()
 
 
 async def test_concurrent_conversations_of_one_user(
-    engine: BeliefEngine, second_engine: BeliefEngine, tmp_path: Path
+    engine: BeliefEngine,
+    second_db: Database,
+    embedder: HashingEmbedder,
+    memories: MemoryFactory,
+    tmp_path: Path,
 ) -> None:
     user = "uma"
     extractor = RuleExtractor()
+    apps = (
+        memories(extractor=extractor),
+        memories(engine=BeliefEngine(second_db, embedder), extractor=extractor),
+    )
     sessions = [
         Mem01Session(
             f"conv-{i}",
             user,
             inner=SQLiteSession(f"conv-{i}", tmp_path / "t.sqlite"),
-            engine=(engine, second_engine)[i % 2],
-            extractor=extractor,
+            memory=apps[i % 2],
         )
         for i in range(CONVERSATIONS)
     ]
@@ -70,7 +75,7 @@ async def test_concurrent_conversations_of_one_user(
     for s in sessions:
         assert s.last_memory_error is None, s.last_memory_error
 
-    rows = await check_invariants(engine.db.engine, user)
+    rows = await check_invariants(engine.db.sa_engine, user)
     active = [r.content for r in rows if r.status == "active"]
     assert active.count("Has a dog named Rex") == 1
     cities = [r.content for r in rows if r.status == "active" and r.key == "home.city"]
@@ -103,5 +108,5 @@ async def test_many_users_at_once_never_cross(engine: BeliefEngine) -> None:
     async with asyncio.timeout(120):
         await asyncio.gather(*(one(i, u) for i, u in enumerate(users)))
     for user in users:
-        rows = await check_invariants(engine.db.engine, user)
+        rows = await check_invariants(engine.db.sa_engine, user)
         assert len(rows) == 2

@@ -15,17 +15,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from tests.reliability.harness import KILL_PHASES, crash_campaign
 
 CI_KILLS = 10  # bench/soak.py runs the long variant (>= 50 kills)
 
 
 async def test_sigkill_at_random_points_loses_and_duplicates_nothing(
-    db_url: str, db: Database, embedder: OfflineEmbedder, tmp_path: Path
+    db_url: str, db: Database, embedder: HashingEmbedder, tmp_path: Path
 ) -> None:
     report = await crash_campaign(
-        db_url, db.engine, embedder, tmp_path, kills=CI_KILLS, seed=20260513
+        db_url, db.sa_engine, embedder, tmp_path, kills=CI_KILLS, seed=20260513
     )
     assert report.kills == CI_KILLS
     assert report.phases is not None and set(report.phases) == set(KILL_PHASES)

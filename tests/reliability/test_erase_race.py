@@ -17,13 +17,13 @@ from typing import Any
 
 from sqlalchemy import text
 
-from mem01session import jobs
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn, TurnMessage
-from mem01session.ops import Op, Provenance
-from mem01session.worker import MemoryWorker, WorkerPolicy
+from mem01session.queue import JobStore
+from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 from tests.reliability.harness import counts, fact_line
 
 ROUNDS = 12  # bench/soak.py: 100
@@ -75,7 +75,7 @@ class GatedEngine(BeliefEngine):
 
 
 async def erase_waiting_on_lock(db: Database) -> bool:
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         waiting = await conn.scalar(
             text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
         )
@@ -83,15 +83,15 @@ async def erase_waiting_on_lock(db: Database) -> bool:
 
 
 async def erase_round(
-    db: Database, embedder: OfflineEmbedder, round_no: int, stage: str, reinstate: bool
+    db: Database, embedder: HashingEmbedder, round_no: int, stage: str, reinstate: bool
 ) -> dict[str, int]:
     user = f"erased-{round_no}"
     engine = GatedEngine(db, embedder)
     gate = Gate()
     await engine.apply(user, [Op.add("Likes green tea")], provenance=Provenance(extractor="seed"))
     for n in range(3):
-        await jobs.enqueue(
-            db, user, "c", [TurnMessage("user", fact_line(n)[0])], now=engine.clock()
+        await JobStore(db).enqueue(
+            user, "c", [TurnMessage("user", fact_line(n)[0])], now=engine.clock()
         )
     if stage == "committing":
         engine.gate = gate
@@ -118,7 +118,7 @@ async def erase_round(
         assert receipt.deleted["memory_jobs"] == 3
     if reinstate:
         await engine.reinstate_user(user)
-    left = await counts(db.engine, user)
+    left = await counts(db.sa_engine, user)
     gate.open.set()
     worker.start()
     while await worker.run_once():
@@ -128,12 +128,12 @@ async def erase_round(
     later = BeliefEngine(db, embedder, clock=lambda: engine.clock() + timedelta(hours=1))
     while await MemoryWorker(later, RuleExtractor()).run_once():
         pass
-    after = await counts(db.engine, user)
+    after = await counts(db.sa_engine, user)
     assert left == after, (left, after)
     return after
 
 
-async def test_erase_while_jobs_are_in_flight(db: Database, embedder: OfflineEmbedder) -> None:
+async def test_erase_while_jobs_are_in_flight(db: Database, embedder: HashingEmbedder) -> None:
     async with asyncio.timeout(120):
         for i in range(ROUNDS):
             after = await erase_round(db, embedder, i, STAGES[i % 3], reinstate=bool(i // 3 % 2))

@@ -20,14 +20,15 @@ from click.testing import Result
 from sqlalchemy import text
 from typer.testing import CliRunner
 
-from mem01session import Settings, jobs
+from mem01session import Settings
 from mem01session.cli import app
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import OpenAIExtractor, TurnMessage
-from mem01session.ops import Op, Provenance
-from mem01session.worker import MemoryWorker, WorkerPolicy
+from mem01session.queue import JobStore
+from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 from tests.conftest import TEST_DIM
 from tests.extraction.test_openai_extractor import completion, error, op
 from tests.reliability.harness import snapshot
@@ -110,7 +111,7 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
     failure: str,
     db: Database,
     db_url: str,
-    embedder: OfflineEmbedder,
+    embedder: HashingEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     answer, message = FAILURES[failure]
@@ -120,17 +121,17 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
     policy = WorkerPolicy(max_attempts=3, backoff_base=2.0)
     worker = MemoryWorker(engine, server.extractor(), policy=policy)
     await engine.apply(USER, [Op.add("Likes tea")], provenance=Provenance(extractor="seed"))
-    job_id = await jobs.enqueue(
-        db, USER, "conv", [TurnMessage("user", "I moved to Porto.")], now=clock()
+    job_id = await JobStore(db).enqueue(
+        USER, "conv", [TurnMessage("user", "I moved to Porto.")], now=clock()
     )
-    before = await snapshot(db.engine, USER)
+    before = await snapshot(db.sa_engine, USER)
 
     delays = []
     for attempt in range(1, policy.max_attempts + 1):
         assert await worker.run_once() == 1
-        (job,) = (await jobs.statuses(db.engine, USER, [job_id])).values()
+        (job,) = (await JobStore(db).statuses(USER, [job_id])).values()
         assert job.attempts == attempt and message in (job.last_error or "")
-        async with db.engine.connect() as conn:
+        async with db.sa_engine.connect() as conn:
             run_after = await conn.scalar(
                 text("SELECT run_after FROM memory_jobs WHERE id = :i"), {"i": job_id}
             )
@@ -145,7 +146,7 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
         assert server.sleeps == [0.5, 1.0] * policy.max_attempts
         assert server.calls == 3 * policy.max_attempts
     # Nothing of the failed job reached the beliefs, ledger or provenance.
-    after = await snapshot(db.engine, USER)
+    after = await snapshot(db.sa_engine, USER)
     for table in ("beliefs", "belief_events", "belief_sources", "memory_users"):
         assert after[table] == before[table], table
 
@@ -160,8 +161,8 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
     server.answer = good_answer
     assert await worker.run_once() == 1
     assert await worker.run_once() == 0
-    (job,) = (await jobs.statuses(db.engine, USER, [job_id])).values()
+    (job,) = (await JobStore(db).statuses(USER, [job_id])).values()
     assert job.status == "done"
     beliefs = [b.content for b in await engine.history(USER) if b.status == "active"]
     assert sorted(beliefs) == ["Likes tea", "Lives in Porto"]
-    assert len((await snapshot(db.engine, USER))["belief_events"]) == 2
+    assert len((await snapshot(db.sa_engine, USER))["belief_events"]) == 2

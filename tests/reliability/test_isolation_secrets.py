@@ -12,16 +12,15 @@ from agents.memory import SQLiteSession
 from click.testing import Result
 from typer.testing import CliRunner
 
-from mem01session import Mem01MemoryError, Settings
+from mem01session import Memory, Settings
 from mem01session.cli import app
 from mem01session.db import Database
-from mem01session.embeddings import OfflineEmbedder
-from mem01session.engine import BeliefEngine
-from mem01session.errors import BeliefNotFoundError, InvalidOpError
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine.ops import Op, Provenance
+from mem01session.errors import BeliefNotFoundError, InvalidOpError, Mem01MemoryError
 from mem01session.extraction import OpenAIExtractor
-from mem01session.ops import Op, Provenance
 from mem01session.session import Mem01Session
-from mem01session.worker import stop_workers
 from tests.conftest import TEST_DIM
 from tests.extraction.test_openai_extractor import completion
 from tests.reliability.harness import all_text, say, snapshot
@@ -34,9 +33,13 @@ async def cli(*args: str) -> Result:
 
 
 async def test_user_b_never_reads_changes_or_erases_user_a(
-    engine: BeliefEngine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: BeliefEngine,
+    memory: Memory,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pool = engine.db.engine
+    pool = engine.db.sa_engine
     prov = Provenance(session_id="a-conv", extractor="test")
     r = await engine.apply(
         A,
@@ -66,7 +69,7 @@ async def test_user_b_never_reads_changes_or_erases_user_a(
         assert await engine.ledger(B, belief_id=bid) == []
     assert all(b.user_id == B for b in await engine.history(B))
     for query in ("Zanzibar", "cat", "where do I live"):
-        result = await engine.recall(B, query, include_history=True)
+        result = await engine.recall(B, RecallRequest(query, include_history=True))
         assert "Zanzibar" not in result.text and "Mo" not in result.text
         assert all(s.belief.user_id == B for s in await engine.search(B, query))
 
@@ -75,7 +78,7 @@ async def test_user_b_never_reads_changes_or_erases_user_a(
         "b-conv",
         B,
         inner=SQLiteSession("b-conv", tmp_path / "t.sqlite"),
-        engine=engine,
+        memory=memory,
         strict=True,
     )
     model = await say(s, "Where do I live? Do I have a cat?")
@@ -136,9 +139,7 @@ async def test_secrets_never_leak(
     dsn = db_url.replace("postgres:@", f"postgres:{PASSWORD}@", 1)
     assert PASSWORD in dsn  # the embedded server trusts local sockets: any password works
     settings = Settings(database_url=dsn, openai_api_key=API_KEY, home=tmp_path)
-    emb = OfflineEmbedder(TEST_DIM)
-    db = await Database.open(settings, embedding_model=emb.name, embedding_dim=emb.dim)
-    engine = BeliefEngine(db, emb)
+    emb = HashingEmbedder(TEST_DIM)
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         assert request.headers["authorization"] == f"Bearer {API_KEY}"  # it is used ...
@@ -151,24 +152,25 @@ async def test_secrets_never_leak(
     extractor = OpenAIExtractor(
         settings, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
     )
+    memory = await Memory.open(settings, embedder=emb, extractor=extractor)
+    engine = await memory.engine()
+    db = engine.db
     session = Mem01Session(
-        "conv",
-        "sam",
-        inner=SQLiteSession("conv", tmp_path / "t.sqlite"),
-        engine=engine,
-        extractor=extractor,
-        settings=settings,
+        "conv", "sam", inner=SQLiteSession("conv", tmp_path / "t.sqlite"), memory=memory
     )
     for line in PLANTED:
         await say(session, line)
     assert await session.flush_memory(timeout=30)
-    texts = [repr(x) for x in (session, engine, db, settings, extractor)] + [str(settings)]
+    texts = [repr(x) for x in (session, memory, engine, db, settings, extractor)]
+    texts.append(str(settings))
     # A failure that carries the DSN: a server that is not there.
     bad = Settings(database_url=dsn.replace("?host=", "?port=1&host=/nonexistent&x="))
     with pytest.raises(Exception) as info:
-        await Database.open(bad, embedding_model=emb.name, embedding_dim=emb.dim)
+        await Database.open(bad.database_url, embedding_model=emb.name, embedding_dim=emb.dim)
     texts += [str(info.value), repr(info.value)]
-    strict = Mem01Session("c2", "sam", inner=SQLiteSession("c2"), settings=bad, strict=True)
+    strict = Mem01Session(
+        "c2", "sam", inner=SQLiteSession("c2"), memory=Memory(bad, embedder=emb), strict=True
+    )
     with pytest.raises(Mem01MemoryError) as info2:
         await strict.memory_history()
     texts += [str(info2.value), repr(info2.value)]
@@ -185,9 +187,8 @@ async def test_secrets_never_leak(
         texts.append((await cli(*args)).output)
     monkeypatch.setenv("MEM01_DATABASE_URL", bad.database_url or "")
     texts.append((await cli("beliefs", "list", "--user", "sam")).output)
-    texts.append(await all_text(db.engine))  # every row of every table
-    await stop_workers(engine)
-    await db.close()
+    texts.append(await all_text(db.sa_engine))  # every row of every table
+    await memory.aclose()
     for i, text in enumerate(texts):
         assert_clean(text, f"output #{i}")
     assert_clean(caplog.text, "the logs")

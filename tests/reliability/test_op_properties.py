@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.errors import ConfigError, InvalidOpError, Mem01Error
-from mem01session.ops import Op, Provenance
 from tests.reliability.harness import check_invariants, snapshot
 
 GOOD_CONTENTS = (
@@ -105,7 +105,7 @@ counter = iter(range(10**9))
 async def test_random_batches_apply_whole_or_not_at_all(
     engine: BeliefEngine, batches: list[list[dict[str, Any]]]
 ) -> None:
-    pool = engine.db.engine
+    pool = engine.db.sa_engine
     user = f"prop-{next(counter)}"
     other_user = f"other-{user}"
     [seed] = (

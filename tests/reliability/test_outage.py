@@ -19,14 +19,15 @@ from pathlib import Path
 import pytest
 from agents.memory import SQLiteSession
 
-from mem01session import Mem01MemoryError
+from mem01session import Memory
 from mem01session.db import Database, migrate
-from mem01session.embeddings import OfflineEmbedder
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.render import OPEN
+from mem01session.errors import Mem01MemoryError
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
+from mem01session.queue.worker import WorkerPolicy
 from mem01session.session import Mem01Session
-from mem01session.turns import MEMORY_MARKER
-from mem01session.worker import MemoryWorker, WorkerPolicy, shared_worker, stop_workers
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ScratchServer, check_invariants, fact_line, say
 
@@ -34,18 +35,16 @@ from tests.reliability.harness import ScratchServer, check_invariants, fact_line
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScratchServer]:
     srv = ScratchServer()
-    migrate.upgrade(srv.url, embedding_dim=TEST_DIM, embedding_model=OfflineEmbedder(TEST_DIM).name)
+    migrate.upgrade(srv.url, embedding_dim=TEST_DIM, embedding_model=HashingEmbedder(TEST_DIM).name)
     yield srv
     srv.close()
 
 
 @pytest.fixture
 async def outage_engine(server: ScratchServer) -> AsyncIterator[BeliefEngine]:
-    emb = OfflineEmbedder(TEST_DIM)
+    emb = HashingEmbedder(TEST_DIM)
     db = await Database.open(url=server.url, embedding_model=emb.name, embedding_dim=emb.dim)
-    engine = BeliefEngine(db, emb)
-    yield engine
-    await stop_workers(engine)
+    yield BeliefEngine(db, emb)
     await db.close()
 
 
@@ -79,17 +78,17 @@ async def test_fail_open_through_an_outage_and_catch_up(
     user = "olga"
     held = fact_line(5)
     extractor = GatedExtractor(hold=held[0])
-    worker = shared_worker(
-        outage_engine,
-        extractor,
-        factory=lambda e, x: MemoryWorker(e, x, policy=WorkerPolicy(poll_interval=0.05)),
+    memory = Memory(
+        engine=outage_engine,
+        extractor=extractor,
+        worker_policy=WorkerPolicy(poll_interval=0.05),
     )
+    worker = await memory.worker()
     session = Mem01Session(
         "conv",
         user,
         inner=SQLiteSession("conv", tmp_path / "t.sqlite"),
-        engine=outage_engine,
-        extractor=extractor,
+        memory=memory,
         recall_wait=0.2,
     )
     await say(session, fact_line(0)[0])
@@ -118,24 +117,25 @@ async def test_fail_open_through_an_outage_and_catch_up(
     history = {b.content for b in await outage_engine.history(user)}
     assert expected <= history, expected - history
     assert held[1] in await active(outage_engine, user)
-    await check_invariants(outage_engine.db.engine, user)
+    await check_invariants(outage_engine.db.sa_engine, user)
     assert worker.processed >= 5
     items = await session.get_items()
     users = [i["content"] for i in items if i.get("role") == "user"]
     assert users == [fact_line(n)[0] for n in (0, 5, 1, 2, 3)]
-    assert not any(MEMORY_MARKER in str(i) for i in items)
+    assert not any(OPEN in str(i) for i in items)
     await session.aclose()
+    await memory.aclose()
 
 
 async def test_strict_session_surfaces_the_outage(
     server: ScratchServer, outage_engine: BeliefEngine, tmp_path: Path
 ) -> None:
+    memory = Memory(engine=outage_engine, extractor=RuleExtractor())
     session = Mem01Session(
         "strict-conv",
         "sven",
         inner=SQLiteSession("strict-conv", tmp_path / "t.sqlite"),
-        engine=outage_engine,
-        extractor=RuleExtractor(),
+        memory=memory,
         strict=True,
     )
     await say(session, "I live in Bergen.", answer="first answer")
@@ -152,9 +152,10 @@ async def test_strict_session_surfaces_the_outage(
     items = await session.get_items()
     texts = [str(i.get("content")) for i in items]
     assert texts[0] == "I live in Bergen." and "first answer" in texts[1]
-    assert not any(MEMORY_MARKER in t for t in texts)
+    assert not any(OPEN in t for t in texts)
     assert "second answer" not in " ".join(texts)  # the failed run produced no answer
     assert texts.count("I live in Tromso.") <= 1
     assert session.unsent_turns == 0  # strict keeps nothing behind the caller's back
     assert await session.flush_memory(timeout=30)
     await session.aclose()
+    await memory.aclose()

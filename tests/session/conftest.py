@@ -5,16 +5,17 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agents.memory import SQLiteSession
 
-from mem01session import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session import Mem01Session, Memory
+from mem01session.db import Database
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op
 from mem01session.extraction import Candidate, Extraction, Turn
-from mem01session.ops import Op
-from mem01session.session import Mem01Session
 
 _LIVES = re.compile(r"\bI (?:live|moved) (?:in|to) ([A-Z][A-Za-z ]+?)[.!]?$")
 
@@ -58,22 +59,50 @@ def extractor() -> ScriptedExtractor:
 
 
 @pytest.fixture
-async def engine(db: Database, embedder: OfflineEmbedder) -> AsyncIterator[BeliefEngine]:
-    eng = BeliefEngine(db, embedder)
-    yield eng
-    from mem01session.worker import stop_workers
+def engine(db: Database, embedder: HashingEmbedder) -> BeliefEngine:
+    return BeliefEngine(db, embedder)
 
-    await stop_workers(eng)
+
+MemoryFactory = Callable[..., Memory]
+
+
+@pytest.fixture
+async def memories(
+    engine: BeliefEngine, extractor: ScriptedExtractor
+) -> AsyncIterator[MemoryFactory]:
+    """Make ``Memory`` objects on the test's engine (the test's extractor by default);
+    every one is closed after the test, so no worker outlives it."""
+    opened: list[Memory] = []
+
+    def make(**options: Any) -> Memory:
+        options.setdefault("engine", engine)
+        options.setdefault("extractor", extractor)
+        memory = Memory(**options)
+        opened.append(memory)
+        return memory
+
+    yield make
+    for memory in opened:
+        await memory.aclose()
+
+
+@pytest.fixture
+def memory(memories: MemoryFactory) -> Memory:
+    return memories()
 
 
 @pytest.fixture
 def make_session(
-    engine: BeliefEngine, extractor: ScriptedExtractor, tmp_path: Path
+    memory: Memory, memories: MemoryFactory, tmp_path: Path
 ) -> Callable[..., Mem01Session]:
-    def make(session_id: str, user_id: str = "user-1", **kwargs: object) -> Mem01Session:
+    """Sessions on the test's memory; ``extractor=`` gives the session a memory of its own
+    with that extractor (same database)."""
+
+    def make(
+        session_id: str, user_id: str = "user-1", *, extractor: Any = None, **kwargs: Any
+    ) -> Mem01Session:
         kwargs.setdefault("inner", SQLiteSession(session_id, tmp_path / "transcripts.sqlite"))
-        kwargs.setdefault("engine", engine)
-        kwargs.setdefault("extractor", extractor)
-        return Mem01Session(session_id, user_id, **kwargs)  # type: ignore[arg-type]
+        kwargs.setdefault("memory", memory if extractor is None else memories(extractor=extractor))
+        return Mem01Session(session_id, user_id, **kwargs)
 
     return make

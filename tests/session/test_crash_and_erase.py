@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from mem01session.db import Database
 from mem01session.engine import BeliefEngine
-from mem01session.worker import MemoryWorker, WorkerPolicy
+from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 from tests.session.conftest import ScriptedExtractor
 
 CHILD = textwrap.dedent(
@@ -22,9 +22,8 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from agents.memory import SQLiteSession
     from mem01session.db import Database
-    from mem01session.embeddings import OfflineEmbedder
-    from mem01session.engine import BeliefEngine
-    from mem01session.session import Mem01Session
+    from mem01session import BeliefEngine, Memory, Mem01Session
+    from mem01session.embeddings import HashingEmbedder
 
     class Hang:
         name = "hang"
@@ -33,10 +32,10 @@ CHILD = textwrap.dedent(
             await asyncio.Event().wait()
 
     async def main():
-        emb = OfflineEmbedder(64)
+        emb = HashingEmbedder(64)
         db = await Database.open(url=sys.argv[1], embedding_model=emb.name, embedding_dim=64)
-        engine = BeliefEngine(db, emb)
-        s = Mem01Session("c", "kim", inner=SQLiteSession("c"), engine=engine, extractor=Hang())
+        memory = Memory(engine=BeliefEngine(db, emb), extractor=Hang())
+        s = Mem01Session("c", "kim", inner=SQLiteSession("c"), memory=memory)
         await s.add_items([{"role": "user", "content": "I live in Kyoto"},
                            {"role": "assistant", "content": "Noted."}])
         print("accepted", flush=True)
@@ -65,7 +64,7 @@ async def test_killed_worker_job_is_resumed_and_applied_once(
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=30)  # reaps it and closes its pipes
 
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         status = (await conn.execute(text("SELECT status FROM memory_jobs"))).scalar_one()
     assert status == "running"  # left behind by the dead process
 
@@ -79,7 +78,7 @@ async def test_killed_worker_job_is_resumed_and_applied_once(
 
     beliefs = await engine.history("kim")
     assert [(b.content, b.status) for b in beliefs] == [("Lives in Kyoto", "active")]
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         row = (await conn.execute(text("SELECT status, attempts FROM memory_jobs"))).one()
     assert tuple(row) == ("done", 2)
 
@@ -87,8 +86,8 @@ async def test_killed_worker_job_is_resumed_and_applied_once(
 async def test_erase_during_in_flight_job_leaves_nothing(
     db: Database, engine: BeliefEngine
 ) -> None:
-    from mem01session import jobs
     from mem01session.extraction import TurnMessage
+    from mem01session.queue import JobStore
 
     gate = asyncio.Event()
     started = asyncio.Event()
@@ -102,8 +101,8 @@ async def test_erase_during_in_flight_job_leaves_nothing(
     extractor = ScriptedExtractor()
     extractor.extract = gated  # type: ignore[method-assign]
     for city in ("Quito", "Lima", "Cusco"):
-        await jobs.enqueue(
-            db, "lee", "c", [TurnMessage("user", f"I live in {city}")], now=engine.clock()
+        await JobStore(db).enqueue(
+            "lee", "c", [TurnMessage("user", f"I live in {city}")], now=engine.clock()
         )
     worker = MemoryWorker(engine, extractor, policy=WorkerPolicy(poll_interval=0.01))
     worker.start()
@@ -116,7 +115,7 @@ async def test_erase_during_in_flight_job_leaves_nothing(
     await worker.run_once()
     await worker.stop()
 
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         for table in ("beliefs", "belief_events", "belief_sources", "memory_jobs"):
             count = (
                 await conn.execute(text(f"SELECT count(*) FROM {table} WHERE user_id = 'lee'"))

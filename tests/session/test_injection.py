@@ -10,10 +10,10 @@ from agents import Agent, RunConfig, Runner, function_tool
 from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from mem01session.engine import BeliefEngine
-from mem01session.ops import Op, Provenance
+from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.session import Mem01Session
-from mem01session.turns import MEMORY_MARKER
 
 
 async def remember(engine: BeliefEngine, user_id: str, *contents: str) -> None:
@@ -30,13 +30,13 @@ def blocks_in(items: Any) -> list[str]:
 def count_recalls(engine: BeliefEngine) -> list[str]:
     """The queries the engine recalls for, from now on."""
     queries: list[str] = []
-    original = engine.recall_with_progress
+    original = engine.recall_probed
 
-    async def counting(user_id: str, query: str, **kwargs: Any) -> Any:
-        queries.append(query)
-        return await original(user_id, query, **kwargs)
+    async def counting(user_id: str, request: RecallRequest, probe: Any) -> Any:
+        queries.append(request.query)
+        return await original(user_id, request, probe)
 
-    engine.recall_with_progress = counting  # type: ignore[method-assign]
+    engine.recall_probed = counting  # type: ignore[method-assign]
     return queries
 
 

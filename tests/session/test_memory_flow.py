@@ -12,12 +12,13 @@ from agents import Agent, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from sqlalchemy import text
 
-from mem01session import Mem01MemoryError
+from mem01session import Memory
 from mem01session.db import Database
 from mem01session.engine import BeliefEngine
+from mem01session.engine.render import OPEN as MEMORY_MARKER
+from mem01session.errors import Mem01MemoryError
 from mem01session.session import Mem01Session
-from mem01session.turns import MEMORY_MARKER
-from tests.session.conftest import ScriptedExtractor
+from tests.session.conftest import MemoryFactory, ScriptedExtractor
 
 
 def turn(text: str) -> list[Any]:
@@ -155,57 +156,48 @@ async def test_recall_says_stale_when_the_wait_expires(
 
 
 async def test_failed_extraction_is_reported_and_retried(
-    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory
 ) -> None:
     def broken(turn, candidates):  # type: ignore[no-untyped-def]
         raise RuntimeError("model said no")
 
-    from mem01session.worker import MemoryWorker, WorkerPolicy, _workers
+    from mem01session.queue.worker import WorkerPolicy
 
     extractor = ScriptedExtractor(rule=broken)
-    worker = MemoryWorker(engine, extractor, policy=WorkerPolicy(max_attempts=1))
-    _workers.setdefault(engine, {})[f"{extractor.name}:{id(extractor)}"] = worker
-    session = make_session("c", "gus", extractor=extractor)
+    memory = memories(extractor=extractor, worker_policy=WorkerPolicy(max_attempts=1))
+    session = make_session("c", "gus", memory=memory)
     await session.add_items(turn("I live in Rome"))
     assert await session.flush_memory(timeout=30)
     result = await session.recall("where")
     assert result is not None
     assert session.last_memory_error is not None and "model said no" in session.last_memory_error
 
-    strict = make_session("c2", "gus", extractor=extractor, strict=True)
+    strict = make_session("c2", "gus", memory=memory, strict=True)
     await strict.add_items(turn("I live in Milan"))
     with pytest.raises(Mem01MemoryError, match="model said no"):
         await strict.flush_memory(timeout=30)
 
 
-async def test_postgres_down_fail_open_and_strict(tmp_path: object) -> None:
+async def test_postgres_down_fail_open_and_strict(memories: MemoryFactory) -> None:
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from mem01session.embeddings import OfflineEmbedder
+    from mem01session.embeddings import HashingEmbedder
 
     url = "postgresql://nobody@127.0.0.1:1/none"
     dead = Database(
         create_async_engine("postgresql+psycopg://nobody@127.0.0.1:1/none"), url, embedded=False
     )
-    engine = BeliefEngine(dead, OfflineEmbedder(64))
+    engine = BeliefEngine(dead, HashingEmbedder(64))
     from agents.memory import SQLiteSession
 
-    session = Mem01Session(
-        "c", "hal", inner=SQLiteSession("c"), engine=engine, extractor=ScriptedExtractor()
-    )
+    memory = memories(engine=engine, extractor=ScriptedExtractor())
+    session = Mem01Session("c", "hal", inner=SQLiteSession("c"), memory=memory)
     model = await say(session, "I live in Berlin", answer="Nice.")
     assert len(model.calls) == 1
     assert session.last_memory_error is not None
     assert [i.get("role") for i in await session.get_items()] == ["user", "assistant"]
 
-    strict = Mem01Session(
-        "s",
-        "hal",
-        inner=SQLiteSession("s"),
-        engine=engine,
-        extractor=ScriptedExtractor(),
-        strict=True,
-    )
+    strict = Mem01Session("s", "hal", inner=SQLiteSession("s"), memory=memory, strict=True)
     with pytest.raises(Mem01MemoryError):
         await say(strict, "Hello")
     with pytest.raises(Mem01MemoryError):
@@ -223,7 +215,7 @@ async def test_clear_memory_erases_and_keeps_transcript(
     receipt = await session.clear_memory()
     assert receipt.deleted["beliefs"] == 1
     assert len(await session.get_items()) == 2
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         for table in ("beliefs", "belief_events", "belief_sources", "memory_jobs"):
             count = (
                 await conn.execute(text(f"SELECT count(*) FROM {table} WHERE user_id = 'ivy'"))
@@ -234,16 +226,16 @@ async def test_clear_memory_erases_and_keeps_transcript(
     assert await active(engine, "ivy") == ["Lives in Valencia"]
 
 
-def test_ids_are_validated() -> None:
-    from mem01session import ConfigError
+def test_ids_are_validated(memory: Memory) -> None:
+    from mem01session.errors import ConfigError
 
     for bad in ("", "   ", "a\x00b", "x" * 201):
         with pytest.raises(ConfigError, match="session_id"):
-            Mem01Session(bad, "u", engine=object())  # type: ignore[arg-type]
+            Mem01Session(bad, "u", memory=memory)
         with pytest.raises(ConfigError, match="user_id"):
-            Mem01Session("s", bad, engine=object())  # type: ignore[arg-type]
+            Mem01Session("s", bad, memory=memory)
     with pytest.raises(ConfigError, match="max_memory_tokens"):
-        Mem01Session("s", "u", engine=object(), max_memory_tokens=0)  # type: ignore[arg-type]
+        Mem01Session("s", "u", memory=memory, max_memory_tokens=0)
 
 
 def test_satisfies_the_sdk_session_protocol(make_session: Callable[..., Mem01Session]) -> None:
@@ -261,10 +253,12 @@ def test_extractor_is_openai_with_a_key_and_rules_without(tmp_path: object) -> N
     from mem01session.extraction import OpenAIExtractor, RuleExtractor
 
     keyed = Settings(openai_api_key="sk-test-not-used-000000", home=tmp_path)  # type: ignore[arg-type]
-    with_key = Mem01Session("s", "u", inner=SQLiteSession("s"), settings=keyed)
+    with_key = Mem01Session("s", "u", inner=SQLiteSession("s"), memory=Memory(keyed))
     assert isinstance(with_key.extractor, OpenAIExtractor)
-    offline = Mem01Session("s", "u", inner=SQLiteSession("s"), settings=Settings(home=tmp_path))  # type: ignore[arg-type]
-    assert isinstance(offline.extractor, RuleExtractor)
+    offline = Memory(Settings(home=tmp_path))  # type: ignore[arg-type]
+    assert isinstance(
+        Mem01Session("s", "u", inner=SQLiteSession("s"), memory=offline).extractor, RuleExtractor
+    )
 
 
 async def test_one_job_per_turn_holding_question_and_answer(
@@ -272,7 +266,7 @@ async def test_one_job_per_turn_holding_question_and_answer(
 ) -> None:
     session = make_session("c", "jo")
     await say(session, "I live in Porto", answer="Porto is lovely.")
-    async with db.engine.connect() as conn:
+    async with db.sa_engine.connect() as conn:
         payloads = (await conn.execute(text("SELECT payload FROM memory_jobs"))).scalars().all()
     assert len(payloads) == 1
     assert [(m["role"], m["text"]) for m in payloads[0]["messages"]] == [
@@ -314,9 +308,8 @@ async def test_strict_close_raises_only_after_closing_what_it_owns(
 
     monkeypatch.setattr(SQLiteSession, "close", recording_close)
     settings = Settings(database_url="postgresql://nobody@127.0.0.1:1/none", home=tmp_path)
-    session = Mem01Session(
-        "c", "ida", settings=settings, extractor=ScriptedExtractor(), strict=True
-    )
+    monkeypatch.setattr(Settings, "from_env", classmethod(lambda cls, environ=None: settings))
+    session = Mem01Session("c", "ida", strict=True)  # a private memory, from the environment
     await session.add_items([turn("I live in Oslo")[0]])  # input held: a turn to flush at close
 
     with pytest.raises(Mem01MemoryError, match="flush failed"):

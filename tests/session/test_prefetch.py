@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from mem01session.injection import RecallPrefetch
+from mem01session.session.injection import RecallPrefetch
 
 
 class Recalls:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from mem01session.engine import BeliefEngine
+from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import RuleExtractor, TurnMessage
-from mem01session.jobs import enqueue
-from mem01session.ops import Op, Provenance
-from mem01session.worker import MemoryWorker, WorkerPolicy
+from mem01session.queue import JobStore
+from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 
 _ADJ = ["quiet", "loud", "early", "late", "long", "short", "slow", "fast"]
 _ACT = [
@@ -28,7 +28,9 @@ HOBBIES = [(a, b, c) for a in _ADJ for b in _ACT for c in _WHEN][::4][:80]
 
 async def move_among_many(engine: BeliefEngine, worker: MemoryWorker, user: str) -> list[str]:
     async def say(text: str) -> None:
-        await enqueue(engine.db, user, "c", [TurnMessage("user", text)], now=engine.clock())
+        await JobStore(engine.db).enqueue(
+            user, "c", [TurnMessage("user", text)], now=engine.clock()
+        )
         assert await worker.run_once() == 1
 
     await say("I live in New York City.")

@@ -9,31 +9,29 @@ from pathlib import Path
 import pytest
 from agents import SQLiteSession
 
-from mem01session import Database
-from mem01session.embeddings import OfflineEmbedder
+from mem01session import Memory
+from mem01session.db import Database
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.session import Mem01Session
 from mem01session.shortterm import SessionManager, TrimmingSession, mem01_session_factory
-from mem01session.turns import MEMORY_MARKER
 from tests.session.conftest import ScriptedExtractor
 from tests.shortterm.helpers import turn, user_texts
 from tests.shortterm.test_manager import Clock
 
 
 @pytest.fixture
-async def engine(db: Database, embedder: OfflineEmbedder) -> AsyncIterator[BeliefEngine]:
-    eng = BeliefEngine(db, embedder)
-    yield eng
-    from mem01session.worker import stop_workers
-
-    await stop_workers(eng)
+async def memory(db: Database, embedder: HashingEmbedder) -> AsyncIterator[Memory]:
+    async with Memory(engine=BeliefEngine(db, embedder), extractor=ScriptedExtractor()) as mem:
+        yield mem
 
 
 async def test_mem01_over_trimming_recalls_while_the_transcript_stays_trimmed(
-    engine: BeliefEngine, tmp_path: Path
+    memory: Memory, tmp_path: Path
 ) -> None:
     inner = TrimmingSession(SQLiteSession("conv", tmp_path / "t.sqlite"), max_turns=3)
-    session = Mem01Session("conv", "ada", inner=inner, engine=engine, extractor=ScriptedExtractor())
+    session = Mem01Session("conv", "ada", inner=inner, memory=memory)
     await turn(session, "I live in Lisbon")
     assert await session.flush_memory(timeout=30)
     for n in range(4):
@@ -51,15 +49,13 @@ async def test_mem01_over_trimming_recalls_while_the_transcript_stays_trimmed(
     assert len(user_texts(await session.get_items())) == 3
 
 
-async def test_expired_chat_starts_empty_but_still_recalls(
-    engine: BeliefEngine, tmp_path: Path
-) -> None:
+async def test_expired_chat_starts_empty_but_still_recalls(memory: Memory, tmp_path: Path) -> None:
     clock = Clock()
     manager = SessionManager(
         tmp_path,
         session_ttl_seconds=600,
         clock=clock,
-        session_factory=mem01_session_factory(engine, extractor=ScriptedExtractor()),
+        session_factory=mem01_session_factory(memory),
     )
     first = manager.get_or_create("telegram", "42", "chat")
     assert isinstance(first.session, Mem01Session)

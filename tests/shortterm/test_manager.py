@@ -12,6 +12,7 @@ import pytest
 from agents import RunContextWrapper, SQLiteSession, function_tool
 from agents.memory import Session
 
+from mem01session.errors import ConfigError
 from mem01session.shortterm import ManagedSession, SessionManager, TrimmingSession
 from tests.shortterm.helpers import assert_model_input_clean, lookup, turn, user_texts
 
@@ -108,7 +109,7 @@ async def test_state_is_reachable_from_tools_and_survives_restart(
     await turn(session, "I'm in Oslo", tool=remember_city, args={"city": "Oslo"}, context=session)
     session.set_state("prefs", {"units": "metric", "tags": [1, 2]})
     assert session.get_state("city") == "Oslo"
-    with pytest.raises(TypeError, match="bad"):
+    with pytest.raises(ConfigError, match="bad"):
         session.set_state("bad", object())
     view = await session.get_items()
     created, session_id = session.created_at, session.session_id

@@ -12,9 +12,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..config import Settings
 from ..engine import BeliefEngine
+from ..engine.records import Belief
 from ..errors import BeliefNotFoundError, Mem01Error
-from ..jobs import list_jobs
-from ..records import Belief
+from ..memory import Memory
+from ..queue.jobs import JobStore
 from ..redaction import redact
 from ._common import err_console
 
@@ -40,11 +41,8 @@ def with_engine(work: Work[T]) -> T:
     """
 
     async def run() -> T:
-        engine = await BeliefEngine.open(Settings.from_env())
-        try:
-            return await work(engine)
-        finally:
-            await engine.close()
+        async with Memory(Settings.from_env()) as memory:
+            return await work(await memory.engine())
 
     try:
         return asyncio.run(run())
@@ -81,7 +79,7 @@ async def require_user(engine: BeliefEngine, user: str) -> None:
     """Fail unless the user has durable memory: an applied batch, an erase, or a job."""
     if await engine.user_version(user) > 0:
         return
-    if await list_jobs(engine.db.engine, user_id=user, limit=1):
+    if await JobStore(engine.db).list_jobs(user_id=user, limit=1):
         return
     die(f"unknown user {user!r}: no memory recorded for this user")
 

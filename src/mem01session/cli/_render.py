@@ -15,7 +15,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..records import Belief, LedgerEvent, Source
+from ..engine.records import Belief, LedgerEvent, Source
 
 STATUS_STYLE = {
     "active": "green",

@@ -8,7 +8,7 @@ import typer
 from rich.text import Text
 
 from ..engine import BeliefEngine
-from ..records import Belief, LedgerEvent
+from ..engine.records import Belief, LedgerEvent
 from . import _render as render
 from ._common import console
 from ._engine import check_positive, parse_id, require_belief, require_user, with_engine

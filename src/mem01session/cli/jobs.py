@@ -1,4 +1,4 @@
-"""``mem01session jobs``: the extraction outbox: list jobs, send failed ones back."""
+"""``mem01session jobs``: the extraction job queue: list jobs, send failed ones back."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..engine import BeliefEngine
-from ..jobs import Job, list_jobs, retry
+from ..queue.jobs import Job, JobStore
 from . import _render as render
 from ._common import console
 from ._engine import check_positive, die, parse_id, require_user, with_engine
@@ -35,7 +35,7 @@ def list_cmd(
         if user is not None:
             await require_user(engine, user)
         status = "failed" if failed else None
-        return await list_jobs(engine.db.engine, user_id=user, status=status, limit=limit)
+        return await JobStore(engine.db).list_jobs(user_id=user, status=status, limit=limit)
 
     jobs = with_engine(work)
     if not jobs:
@@ -69,7 +69,7 @@ def retry_cmd(
     jid = parse_id(job_id, "job")
 
     async def work(engine: BeliefEngine) -> Job | None:
-        return await retry(engine.db.engine, jid, now=engine.clock())
+        return await JobStore(engine.db).retry(jid, now=engine.clock())
 
     job = with_engine(work)
     if job is None:

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..engine import BeliefEngine
-from ..records import ApplyResult, Belief, EraseReceipt, RecallResult
+from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallRequest, RecallResult
 from . import _render as render
 from ._common import console
 from ._engine import check_positive, die, parse_id, require_belief, require_user, with_engine
@@ -41,7 +41,7 @@ def recall(
     async def work(engine: BeliefEngine) -> RecallResult:
         await require_user(engine, user)
         return await engine.recall(
-            user, query, max_tokens=budget, include_history=history, explain=explain
+            user, RecallRequest(query, budget, include_history=history, explain=explain)
         )
 
     result = with_engine(work)

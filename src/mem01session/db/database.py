@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pgvector.psycopg import register_vector_async
@@ -11,9 +12,10 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from ..config import Settings
+from ..config import default_home
 from ..errors import DatabaseError, MigrationRequiredError, SchemaMismatchError
-from ..redaction import get_logger, redact_dsn
+from ..logs import get_logger
+from ..redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
 from .embedded import embedded_url
@@ -34,16 +36,16 @@ class SchemaInfo:
 class Database:
     """Two pools on one PostgreSQL database.
 
-    ``engine`` (SQLAlchemy, async) serves transactions and everything off the per-run
+    ``sa_engine`` (SQLAlchemy, async) serves transactions and everything off the per-run
     path; ``direct`` (:class:`DirectPool`) the single statements every run makes (the
     recall, the enqueue), without SQLAlchemy's per-statement overhead. Open it with
     :meth:`open`; close it with :meth:`close` (or ``async with``).
     """
 
     def __init__(
-        self, engine: AsyncEngine, url: str, *, embedded: bool, pool_size: int = 5
+        self, sa_engine: AsyncEngine, url: str, *, embedded: bool, pool_size: int = 5
     ) -> None:
-        self.engine = engine
+        self.sa_engine = sa_engine
         self.direct = DirectPool(url, max_open=pool_size * 3, max_idle=pool_size)
         self._url = url
         self.embedded = embedded
@@ -59,9 +61,9 @@ class Database:
     @classmethod
     async def open(
         cls,
-        settings: Settings | None = None,
-        *,
         url: str | None = None,
+        *,
+        home: Path | None = None,
         auto_migrate: bool | None = None,
         embedding_model: str | None = None,
         embedding_dim: int | None = None,
@@ -69,26 +71,24 @@ class Database:
     ) -> Database:
         """Connect, make sure the schema is current, and check the embedding contract.
 
-        With no URL (argument, ``MEM01_DATABASE_URL`` or ``DATABASE_URL``) the embedded
-        server under ``MEM01_HOME`` is started and migrated automatically. An external
+        With no ``url`` the embedded server under ``home`` (default: the platform's data
+        folder, see :func:`~mem01session.config.default_home`) is started and migrated
+        automatically. An external
         database at an older revision raises :class:`MigrationRequiredError` unless
         ``auto_migrate=True``. If ``embedding_model``/``embedding_dim`` are given and the
         database was built for others, :class:`SchemaMismatchError` says how to proceed.
         """
-        settings = settings or Settings.from_env()
-        url = url or settings.database_url
         embedded = url is None
         if url is None:
-            url = await asyncio.to_thread(embedded_url, settings.home)
+            url = await asyncio.to_thread(embedded_url, home or default_home())
             if auto_migrate is None:
                 auto_migrate = True
-        dim = embedding_dim or settings.embedding_dim
         await asyncio.to_thread(
             prepare_schema,
             url,
             auto_migrate=bool(auto_migrate),
             embedding_model=embedding_model,
-            embedding_dim=dim,
+            embedding_dim=embedding_dim,
         )
         engine = create_async_engine(
             sqlalchemy_url(url),
@@ -116,7 +116,7 @@ class Database:
 
     async def close(self) -> None:
         await self.direct.close()
-        await self.engine.dispose()
+        await self.sa_engine.dispose()
 
     async def __aenter__(self) -> Database:
         return self

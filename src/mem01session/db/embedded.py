@@ -20,7 +20,7 @@ from urllib.parse import quote
 import psycopg
 
 from ..errors import DatabaseError
-from ..redaction import get_logger
+from ..logs import get_logger
 
 log = get_logger(__name__)
 

@@ -31,6 +31,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 DEFAULT_EMBEDDING_DIM = 1536
 BELIEF_STATUSES = ("active", "superseded", "invalidated", "merged")
 JOB_STATUSES = ("pending", "running", "done", "failed")
+# Tables keyed by user_id: erasing a user deletes their rows from each one.
+USER_TABLES = ("memory_users", "beliefs", "belief_events", "belief_sources", "memory_jobs")
 OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
 
 _NOW = text("now()")

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agents.items import TResponseInputItem
+
+from ..engine import BeliefEngine
+from ..engine.records import Belief, RecallResult
 from ..engine.render import OPEN
-from ..records import Belief, RecallResult
 from ..tokens import TokenCounter
 
-if TYPE_CHECKING:
-    from ..engine import BeliefEngine
-    from .run import Transcript
+
+@dataclass
+class Transcript:
+    """One day's conversation as it was stored."""
+
+    day: str
+    session_id: str
+    turns: list[tuple[str, str]] = field(default_factory=list)
+    items: list[TResponseInputItem] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

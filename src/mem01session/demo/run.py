@@ -14,24 +14,21 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agents import Agent, Runner
-from agents.items import TResponseInputItem
 from agents.memory import Session, SQLiteSession
 from agents.models.interface import Model
 
 from ..config import Settings
-from ..engine import BeliefEngine
-from ..extraction import default_extractor
-from ..offline_model import OfflineAnswerModel
+from ..memory import Memory
 from ..session import Mem01Session
-from ..worker import stop_workers
+from .offline_model import OfflineAnswerModel
 from .recording import RecordingModel
-from .report import DemoReport, Strategy, collect_evidence
+from .report import DemoReport, Strategy, Transcript, collect_evidence
 
 DAYS: dict[str, datetime] = {
     "Monday": datetime(2026, 11, 23, 9, 0, tzinfo=UTC),
@@ -61,16 +58,6 @@ class SimulatedClock:
         return self.now
 
 
-@dataclass
-class Transcript:
-    """One day's conversation as it was stored."""
-
-    day: str
-    session_id: str
-    turns: list[tuple[str, str]] = field(default_factory=list)
-    items: list[TResponseInputItem] = field(default_factory=list)
-
-
 def _answering_model(settings: Settings) -> tuple[Model, str]:
     if settings.openai_api_key:
         from agents import OpenAIResponsesModel
@@ -94,8 +81,9 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
     started = time.perf_counter()
     settings = settings or Settings.from_env()
     clock = SimulatedClock()
-    engine = await BeliefEngine.open(settings, clock=clock)
-    extractor = default_extractor(settings)
+    memory = await Memory.open(settings, clock=clock)
+    engine = await memory.engine()
+    extractor = memory.extractor
     model, model_label = _answering_model(settings)
     user_id = f"demo-{uuid.uuid4().hex[:8]}"
     folder = Path(settings.home) if keep else Path(tempfile.mkdtemp(prefix="mem01-demo-"))
@@ -109,9 +97,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         for day in ("Monday", "Wednesday"):
             clock.now = DAYS[day]
             sid = f"{day.lower()}-{run}"
-            session = Mem01Session(
-                sid, user_id, inner=SQLiteSession(sid, store), engine=engine, extractor=extractor
-            )
+            session = Mem01Session(sid, user_id, inner=SQLiteSession(sid, store), memory=memory)
             agent = Agent(name="assistant", instructions=INSTRUCTIONS, model=model)
             transcript = Transcript(day, sid)
             for text in SCRIPT[day]:
@@ -150,9 +136,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
 
         friday_model = RecordingModel(model)
         sid = f"friday-{run}"
-        friday = Mem01Session(
-            sid, user_id, inner=SQLiteSession(sid, store), engine=engine, extractor=extractor
-        )
+        friday = Mem01Session(sid, user_id, inner=SQLiteSession(sid, store), memory=memory)
         answer = await _talk(
             Agent(name="assistant", instructions=INSTRUCTIONS, model=friday_model),
             friday,
@@ -195,8 +179,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         report.kept = keep
         return report
     finally:
-        await stop_workers(engine)
-        await engine.close()
+        await memory.aclose()
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)  # scratch transcripts
 

@@ -15,11 +15,12 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..checks import aware
 from ..errors import InvalidOpError
-from ..ops import Provenance
-from ..records import Change
+from .ops import Provenance
+from .records import Change
 from .rows import BELIEF_COLUMNS, normalize_content
-from .validate import CheckedOp, aware
+from .validate import CheckedOp
 
 DEFAULT_CONFIDENCE = 0.8
 # How much a restatement raises confidence (capped at 1).

@@ -1,43 +1,37 @@
-"""``BeliefEngine``: one object holding the database and the embedder."""
+"""``BeliefEngine``: the long-term tier's API over the read, write, erase and inspection modules."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TypeVar, cast
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from ..config import Settings
 from ..db import Database
-from ..embeddings import Embedder, default_embedder
-from ..ops import Op, Provenance
-from ..records import (
+from ..embeddings import Embedder
+from ..tokens import TokenCounter, default_token_counter
+from . import erase, inspection, read, users, write
+from .ops import Op, Provenance
+from .parts import Clock, EngineParts, utcnow
+from .read import SnapshotProbe
+from .records import (
     ApplyResult,
     Belief,
     EraseReceipt,
-    JobProgress,
     LedgerEvent,
+    RecallRequest,
     RecallResult,
     ScoredBelief,
 )
-from ..tokens import TokenCounter, default_token_counter
-from . import erase, inspection, users, write
-from .recall import recall, recall_with_progress, search
+from .write import TransactionHook
 
-# Runs inside the apply transaction, under the user's lock, after the ops are written.
-# Raising rolls the whole batch back (the session uses it to mark its job done atomically).
-TransactionHook = Callable[[AsyncConnection], Awaitable[None]]
-Clock = Callable[[], datetime]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+T = TypeVar("T")
 
 
 class BeliefEngine:
     """Durable, user-scoped beliefs with a lifecycle, provenance and recall.
 
-    Every method takes ``user_id`` and touches that user's rows only.
+    Every method takes ``user_id`` and touches that user's rows only. The engine does not
+    own ``db``: whoever opened the database closes it (``Memory`` does).
     """
 
     def __init__(
@@ -47,49 +41,27 @@ class BeliefEngine:
         *,
         token_counter: TokenCounter | None = None,
         clock: Clock = utcnow,
-        owns_db: bool = False,
     ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.token_counter = token_counter or default_token_counter()
-        self.clock = clock
-        self._owns_db = owns_db
+        self.parts = EngineParts(db, embedder, token_counter or default_token_counter(), clock)
 
     def __repr__(self) -> str:
         return f"BeliefEngine(db={self.db!r}, embedder={self.embedder.name!r})"
 
-    @classmethod
-    async def open(
-        cls,
-        settings: Settings | None = None,
-        *,
-        url: str | None = None,
-        embedder: Embedder | None = None,
-        auto_migrate: bool | None = None,
-        clock: Clock = utcnow,
-    ) -> BeliefEngine:
-        """Open the configured database (embedded by default) with the configured embedder."""
-        settings = settings or Settings.from_env()
-        embedder = embedder or default_embedder(settings)
-        db = await Database.open(
-            settings,
-            url=url,
-            auto_migrate=auto_migrate,
-            embedding_model=embedder.name,
-            embedding_dim=embedder.dim,
-        )
-        return cls(db, embedder, clock=clock, owns_db=True)
+    @property
+    def db(self) -> Database:
+        return self.parts.db
 
-    async def close(self) -> None:
-        """Close the database if this engine opened it."""
-        if self._owns_db:
-            await self.db.close()
+    @property
+    def embedder(self) -> Embedder:
+        return self.parts.embedder
 
-    async def __aenter__(self) -> BeliefEngine:
-        return self
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self.parts.token_counter
 
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
+    def clock(self) -> datetime:
+        """The engine's current time (time-zone aware)."""
+        return self.parts.now()
 
     # -- write path -------------------------------------------------------------------
 
@@ -101,8 +73,12 @@ class BeliefEngine:
         provenance: Provenance,
         hook: TransactionHook | None = None,
     ) -> ApplyResult:
-        """Validate and apply a batch atomically; an invalid op rejects the whole batch."""
-        return await write.apply_ops(self, user_id, ops, provenance=provenance, hook=hook)
+        """Validate and apply a batch atomically; an invalid op rejects the whole batch.
+
+        ``hook`` runs inside the transaction, under the user's lock, after the ops are
+        written; raising rolls the whole batch back.
+        """
+        return await write.apply_ops(self.parts, user_id, ops, provenance, hook)
 
     async def correct(
         self,
@@ -114,116 +90,68 @@ class BeliefEngine:
         provenance: Provenance | None = None,
     ) -> ApplyResult:
         """Replace a belief's statement (a SUPERSEDE recorded as a correction)."""
-        return await write.correct(
-            self, user_id, belief_id, content, reason=reason, provenance=provenance
-        )
+        return await write.correct(self.parts, user_id, belief_id, content, reason, provenance)
 
     async def forget(
         self, user_id: str, belief_id: int, reason: str = "forgotten on request"
     ) -> ApplyResult:
         """Mark a belief as no longer true (an INVALIDATE); its text is kept in history."""
-        return await write.forget(self, user_id, belief_id, reason)
+        return await write.forget(self.parts, user_id, belief_id, reason)
 
     async def erase_user(self, user_id: str) -> EraseReceipt:
         """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
-        return await erase.erase_user(self, user_id)
+        return await erase.erase_user(self.parts, user_id)
 
     async def reinstate_user(self, user_id: str) -> None:
         """Lift an erase tombstone so that new writes for the user are accepted again."""
-        await erase.reinstate_user(self, user_id)
+        await erase.reinstate_user(self.parts, user_id)
 
     # -- inspection -------------------------------------------------------------------
 
     async def get(self, user_id: str, belief_id: int) -> Belief:
         """One belief with its sources; :class:`BeliefNotFoundError` if not the user's."""
-        return await inspection.get_belief(self, user_id, belief_id)
+        return await inspection.get_belief(self.parts, user_id, belief_id)
 
     async def history(
         self, user_id: str, *, include_inactive: bool = True, limit: int = 100
     ) -> list[Belief]:
         """The user's beliefs, oldest first (``valid_from``, then id)."""
-        return await inspection.history(
-            self, user_id, include_inactive=include_inactive, limit=limit
-        )
+        return await inspection.history(self.parts, user_id, include_inactive, limit)
 
     async def keyed(self, user_id: str, *, limit: int = 50) -> list[Belief]:
         """Active beliefs with a key (``home.city``…), newest first: extractor candidates."""
-        return await inspection.keyed(self, user_id, limit=limit)
+        return await inspection.keyed(self.parts, user_id, limit)
 
     async def ledger(
         self, user_id: str, *, belief_id: int | None = None, limit: int = 200
     ) -> list[LedgerEvent]:
         """Ledger events, oldest first, optionally for one belief."""
-        return await inspection.ledger(self, user_id, belief_id=belief_id, limit=limit)
+        return await inspection.ledger(self.parts, user_id, belief_id, limit)
 
     async def user_version(self, user_id: str) -> int:
         """Monotonic counter bumped by every applied batch (0 for an unknown user)."""
-        return await users.user_version(self, user_id)
+        return await users.user_version(self.parts, user_id)
 
     # -- read path --------------------------------------------------------------------
 
     async def search(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        include_history: bool = False,
-        as_of: datetime | None = None,
-        explain: bool = False,
+        self, user_id: str, request: RecallRequest | str, *, limit: int = 10
     ) -> list[ScoredBelief]:
-        """Ranked beliefs for ``query`` without rendering (the extractor's candidates)."""
-        return await search(
-            self,
-            user_id,
-            query,
-            limit=limit,
-            include_history=include_history,
-            as_of=as_of,
-            explain=explain,
-        )
+        """Ranked beliefs for a request (or a plain query) without rendering."""
+        return await read.rank(self.parts, user_id, _request(request), limit)
 
-    async def recall(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        max_tokens: int = 800,
-        include_history: bool = False,
-        as_of: datetime | None = None,
-        explain: bool = False,
-    ) -> RecallResult:
-        """The memory block for ``query``, packed into ``max_tokens`` (block included)."""
-        return await recall(
-            self,
-            user_id,
-            query,
-            max_tokens=max_tokens,
-            include_history=include_history,
-            as_of=as_of,
-            explain=explain,
-        )
+    async def recall(self, user_id: str, request: RecallRequest | str) -> RecallResult:
+        """The memory block for a request (or a plain query, 800 tokens)."""
+        result, _ = await read.read_block(self.parts, user_id, _request(request))
+        return result
 
-    async def recall_with_progress(
-        self,
-        user_id: str,
-        query: str,
-        *,
-        watch: Sequence[int] = (),
-        max_tokens: int = 800,
-        include_history: bool = False,
-        as_of: datetime | None = None,
-        explain: bool = False,
-    ) -> tuple[RecallResult, JobProgress]:
-        """:meth:`recall` plus, from the same snapshot, the user's unfinished memory jobs
-        and the state of those in ``watch`` (a barrier's probe, without its own round trip)."""
-        return await recall_with_progress(
-            self,
-            user_id,
-            query,
-            watch=watch,
-            max_tokens=max_tokens,
-            include_history=include_history,
-            as_of=as_of,
-            explain=explain,
-        )
+    async def recall_probed(
+        self, user_id: str, request: RecallRequest, probe: SnapshotProbe[T]
+    ) -> tuple[RecallResult, T]:
+        """:meth:`recall` plus ``probe``'s value, read in the same snapshot."""
+        result, value = await read.read_block(self.parts, user_id, request, probe)
+        return result, cast(T, value)
+
+
+def _request(request: RecallRequest | str) -> RecallRequest:
+    return request if isinstance(request, RecallRequest) else RecallRequest(request)

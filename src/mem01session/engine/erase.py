@@ -2,33 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlalchemy import text
 
-from ..records import EraseReceipt
-from .users import check_user_id, lock_user
-from .validate import aware
+from ..checks import check_id
+from ..db.schema import USER_TABLES
+from .parts import EngineParts
+from .records import EraseReceipt
+from .users import lock_user
 
-if TYPE_CHECKING:
-    from .core import BeliefEngine
-
-# Every table holding a user's durable memory (the vectors live in ``beliefs``).
-ERASED_TABLES = ("beliefs", "belief_events", "belief_sources", "memory_jobs")
+# Every user-scoped table but the one holding the tombstone (the vectors live in
+# ``beliefs``; ``memory_jobs`` belongs to the job queue, and its rows go with the user's).
+ERASED_TABLES = tuple(t for t in USER_TABLES if t != "memory_users")
 
 
-async def erase_user(engine: BeliefEngine, user_id: str) -> EraseReceipt:
+async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
     """Delete the user's beliefs, ledger, provenance and jobs; refuse later writes.
 
     Waits for the user's lock, so a batch being applied either lands before the erase
     (and is deleted with the rest) or is refused after it. Erasing an unknown user
     still leaves a tombstone.
     """
-    user_id = check_user_id(user_id)
+    user_id = check_id("user_id", user_id)
     deleted: dict[str, int] = {}
-    async with engine.db.engine.begin() as conn:
+    async with parts.db.sa_engine.begin() as conn:
         await lock_user(conn, user_id)
-        now = aware(engine.clock())
+        now = parts.now()
         for table in ERASED_TABLES:
             result = await conn.execute(
                 text(f"DELETE FROM {table} WHERE user_id = :u"), {"u": user_id}
@@ -46,15 +44,15 @@ async def erase_user(engine: BeliefEngine, user_id: str) -> EraseReceipt:
     return EraseReceipt(user_id=user_id, erased_at=now, deleted=deleted)
 
 
-async def reinstate_user(engine: BeliefEngine, user_id: str) -> None:
+async def reinstate_user(parts: EngineParts, user_id: str) -> None:
     """Lift the erase tombstone; a no-op for a user that was never erased."""
-    user_id = check_user_id(user_id)
-    async with engine.db.engine.begin() as conn:
+    user_id = check_id("user_id", user_id)
+    async with parts.db.sa_engine.begin() as conn:
         await lock_user(conn, user_id)
         await conn.execute(
             text(
                 "UPDATE memory_users SET erased_at = NULL, updated_at = :now "
                 "WHERE user_id = :u AND erased_at IS NOT NULL"
             ),
-            {"u": user_id, "now": aware(engine.clock())},
+            {"u": user_id, "now": parts.now()},
         )

@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..errors import BeliefNotFoundError, ConfigError
-from ..records import Belief, LedgerEvent, Source
-from .rows import BELIEF_COLUMNS, belief_from_row, source_from_row
-from .users import check_user_id
-
-if TYPE_CHECKING:
-    from .core import BeliefEngine
-
-_MAX_BIGINT = 2**63 - 1
+from ..checks import check_id, check_positive_int
+from ..errors import BeliefNotFoundError
+from .parts import EngineParts
+from .records import Belief, LedgerEvent, Source
+from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
 
 
-async def get_belief(engine: BeliefEngine, user_id: str, belief_id: int) -> Belief:
+async def get_belief(parts: EngineParts, user_id: str, belief_id: int) -> Belief:
     """The user's belief ``belief_id`` with its sources (oldest first), in any status."""
-    user_id = check_user_id(user_id)
+    user_id = check_id("user_id", user_id)
     if isinstance(belief_id, bool) or not isinstance(belief_id, int):
         raise BeliefNotFoundError(f"belief ids are ints, got {belief_id!r:.40}")
-    if not 1 <= belief_id <= _MAX_BIGINT:
+    if not 1 <= belief_id <= MAX_BIGINT:
         raise BeliefNotFoundError(f"belief #{belief_id} does not exist for this user")
-    async with engine.db.engine.connect() as conn:
+    async with parts.db.sa_engine.connect() as conn:
         row = (
             (
                 await conn.execute(
@@ -44,13 +39,13 @@ async def get_belief(engine: BeliefEngine, user_id: str, belief_id: int) -> Beli
 
 
 async def history(
-    engine: BeliefEngine, user_id: str, *, include_inactive: bool = True, limit: int = 100
+    parts: EngineParts, user_id: str, include_inactive: bool = True, limit: int = 100
 ) -> list[Belief]:
     """The user's most recent ``limit`` beliefs with sources, oldest first (valid_from, id)."""
-    user_id = check_user_id(user_id)
-    _check_limit(limit)
+    user_id = check_id("user_id", user_id)
+    check_positive_int("limit", limit)
     status = "" if include_inactive else "AND status = 'active' "
-    async with engine.db.engine.connect() as conn:
+    async with parts.db.sa_engine.connect() as conn:
         rows = (
             (
                 await conn.execute(
@@ -68,15 +63,15 @@ async def history(
     return [belief_from_row(r, sources.get(int(r["id"]), ())) for r in reversed(rows)]
 
 
-async def keyed(engine: BeliefEngine, user_id: str, *, limit: int = 50) -> list[Belief]:
+async def keyed(parts: EngineParts, user_id: str, limit: int = 50) -> list[Belief]:
     """The user's active beliefs that fill a key slot (``home.city``…), newest first.
 
     Extractors need them whatever the turn's wording: a new value for a slot replaces the
     old one even when the two share no words.
     """
-    user_id = check_user_id(user_id)
-    _check_limit(limit)
-    async with engine.db.engine.connect() as conn:
+    user_id = check_id("user_id", user_id)
+    check_positive_int("limit", limit)
+    async with parts.db.sa_engine.connect() as conn:
         rows = (
             await conn.execute(
                 text(
@@ -91,20 +86,20 @@ async def keyed(engine: BeliefEngine, user_id: str, *, limit: int = 50) -> list[
 
 
 async def ledger(
-    engine: BeliefEngine, user_id: str, *, belief_id: int | None = None, limit: int = 200
+    parts: EngineParts, user_id: str, belief_id: int | None = None, limit: int = 200
 ) -> list[LedgerEvent]:
     """The user's most recent ``limit`` ledger events, oldest first.
 
     With ``belief_id``: the events whose subject or related beliefs include it.
     """
-    user_id = check_user_id(user_id)
-    _check_limit(limit)
+    user_id = check_id("user_id", user_id)
+    check_positive_int("limit", limit)
     where = (
         ""
         if belief_id is None
         else "AND (belief_id = CAST(:b AS bigint) OR CAST(:b AS bigint) = ANY(related_ids)) "
     )
-    async with engine.db.engine.connect() as conn:
+    async with parts.db.sa_engine.connect() as conn:
         rows = (
             (
                 await conn.execute(
@@ -156,8 +151,3 @@ async def load_sources(
     for row in rows:
         out.setdefault(int(row["belief_id"]), []).append(source_from_row(row))
     return out
-
-
-def _check_limit(limit: int) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ConfigError(f"limit must be a positive int, got {limit!r}")

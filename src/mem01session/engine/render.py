@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
-from ..records import Belief, ScoredBelief
 from ..tokens import TokenCounter
+from .records import Belief, ScoredBelief
 
 OPEN = "<memory>"
 CLOSE = "</memory>"
@@ -97,6 +97,36 @@ def format_record(belief: Belief) -> str:
         details.append(f"confidence {belief.confidence:.2f}")
     details.append(provenance(belief))
     return f"- #{belief.id} {escape(belief.content)} ({'; '.join(details)})"
+
+
+@dataclass(frozen=True)
+class RenderedRecord:
+    """One record read back from a rendered block (see :func:`parse_block`)."""
+
+    id: int
+    content: str
+    status: str
+    validity: str
+
+
+_RECORD = re.compile(
+    r'^- #(?P<id>\d+) (?P<content>"(?:[^"\\]|\\.)*") \((?P<status>\w+) (?P<validity>[^;)]+)'
+)
+
+
+def parse_block(text: str) -> list[RenderedRecord]:
+    """The records of a block :func:`render_block` wrote, in order: its inverse, for
+    programs that read blocks (the demo's offline model, tests)."""
+    out: list[RenderedRecord] = []
+    for line in text.split(CLOSE)[0].splitlines():
+        match = _RECORD.match(line.strip())
+        if match:
+            content = json.loads(match["content"])
+            content = content.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+            out.append(
+                RenderedRecord(int(match["id"]), content, match["status"], match["validity"])
+            )
+    return out
 
 
 @dataclass(frozen=True)

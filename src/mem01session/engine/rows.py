@@ -7,7 +7,9 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from ..records import Belief, BeliefStatus, Source
+from .records import Belief, BeliefStatus, Source
+
+MAX_BIGINT = 2**63 - 1
 
 # Columns every belief query selects (never the embedding or tsvector: they are large).
 BELIEF_COLUMNS = (

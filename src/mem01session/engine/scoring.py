@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..records import Belief, ScoredBelief
+from .records import Belief, ScoredBelief
 
 RRF_K = 10
 W_RELEVANCE = 0.80

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NoReturn
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
-from ..ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
-from .users import is_utf8
+from .ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
+from .rows import MAX_BIGINT
 
 MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
-_MAX_BIGINT = 2**63 - 1
 _TEXT_FIELDS = ("content", "key", "evidence", "reason")
 
 _Fail = Callable[[str], NoReturn]
@@ -81,11 +81,6 @@ def check_provenance(provenance: Provenance) -> None:
         isinstance(provenance.job_id, bool) or not isinstance(provenance.job_id, int)
     ):
         raise ConfigError("provenance.job_id must be an int")
-
-
-def aware(moment: datetime) -> datetime:
-    """``moment`` with a time zone; naive datetimes are taken as UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 async def check_targets(conn: AsyncConnection, user_id: str, checked: Sequence[CheckedOp]) -> None:
@@ -213,7 +208,7 @@ def _confidence(value: object, fail: _Fail) -> float | None:
 def _belief_id(index: int, kind: str, value: object, fail: _Fail) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         fail(f"target must be a belief id (int), got {value!r:.40}")
-    if not 1 <= value <= _MAX_BIGINT:
+    if not 1 <= value <= MAX_BIGINT:
         raise TargetNotFoundError(
             index, kind, value, f"belief #{value} does not exist for this user"
         )

@@ -7,26 +7,29 @@ provenance row), bump the user's version, run the caller's hook, commit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..checks import check_id
 from ..errors import BeliefNotFoundError
-from ..ops import Op, Provenance
-from ..records import ApplyResult
 from .batch import Batch
+from .ops import Op, Provenance
+from .parts import EngineParts
+from .records import ApplyResult
 from .rows import vector_literal
-from .users import bump_version, check_user_id, lock_user, open_user
-from .validate import TargetNotFoundError, aware, check_ops, check_provenance, check_targets
+from .users import bump_version, lock_user, open_user
+from .validate import TargetNotFoundError, check_ops, check_provenance, check_targets
 
-if TYPE_CHECKING:
-    from .core import BeliefEngine, TransactionHook
+TransactionHook = Callable[[AsyncConnection], Awaitable[None]]
+"""Runs inside the apply transaction, under the user's lock, after the ops are written.
+Raising rolls the whole batch back (the job queue marks its job done this way)."""
 
 
 async def apply_ops(
-    engine: BeliefEngine,
+    parts: EngineParts,
     user_id: str,
     ops: Sequence[Op],
-    *,
     provenance: Provenance,
     hook: TransactionHook | None = None,
 ) -> ApplyResult:
@@ -36,15 +39,14 @@ async def apply_ops(
     whatever ``hook`` raises (nothing changed either). An empty batch changes nothing
     and leaves the version alone, but still runs ``hook`` under the lock.
     """
-    return await _apply(engine, user_id, ops, provenance, hook)
+    return await _apply(parts, user_id, ops, provenance, hook)
 
 
 async def correct(
-    engine: BeliefEngine,
+    parts: EngineParts,
     user_id: str,
     belief_id: int,
     content: str,
-    *,
     reason: str | None = None,
     provenance: Provenance | None = None,
 ) -> ApplyResult:
@@ -52,7 +54,7 @@ async def correct(
     op = Op.supersede(belief_id, content, reason=reason or "corrected")
     try:
         return await _apply(
-            engine,
+            parts,
             user_id,
             [op],
             provenance or Provenance(extractor="correction"),
@@ -63,19 +65,19 @@ async def correct(
         raise BeliefNotFoundError(f"cannot correct: {exc.reason}") from None
 
 
-async def forget(engine: BeliefEngine, user_id: str, belief_id: int, reason: str) -> ApplyResult:
+async def forget(parts: EngineParts, user_id: str, belief_id: int, reason: str) -> ApplyResult:
     """Mark an active belief as no longer true: an INVALIDATE recorded as ``FORGET``."""
     op = Op.invalidate(belief_id, reason)
     try:
         return await _apply(
-            engine, user_id, [op], Provenance(extractor="forget"), None, record_as="FORGET"
+            parts, user_id, [op], Provenance(extractor="forget"), None, record_as="FORGET"
         )
     except TargetNotFoundError as exc:
         raise BeliefNotFoundError(f"cannot forget: {exc.reason}") from None
 
 
 async def _apply(
-    engine: BeliefEngine,
+    parts: EngineParts,
     user_id: str,
     ops: Sequence[Op],
     provenance: Provenance,
@@ -83,19 +85,19 @@ async def _apply(
     *,
     record_as: str | None = None,
 ) -> ApplyResult:
-    user_id = check_user_id(user_id)
+    user_id = check_id("user_id", user_id)
     check_provenance(provenance)
     checked = check_ops(ops)
     # Embedding may be a network call: never inside the transaction (it holds the lock).
     texts = list(dict.fromkeys(c.content for c in checked if c.content and c.kind != "INVALIDATE"))
-    vectors = await engine.embedder.embed(texts) if texts else []
+    vectors = await parts.embedder.embed(texts) if texts else []
     if len(vectors) != len(texts):
         raise RuntimeError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
     literals = {t: vector_literal(v) for t, v in zip(texts, vectors, strict=True)}
 
-    async with engine.db.engine.begin() as conn:
+    async with parts.db.sa_engine.begin() as conn:
         await lock_user(conn, user_id)
-        now = aware(engine.clock())
+        now = parts.now()
         version = await open_user(conn, user_id, now)
         await check_targets(conn, user_id, checked)
         batch = Batch(conn, user_id, provenance, now, literals, record_as)

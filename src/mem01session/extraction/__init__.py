@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..redaction import get_logger
-from .base import Candidate, Extraction, Extractor, Turn, TurnMessage
-from .hygiene import contains_secret, redact_secrets, screen, screen_ops
+from ..logs import get_logger
+from ..queue.extractor import Candidate, Extraction, Extractor
+from ..queue.turns import Turn, TurnMessage
+from ..secret_scan import contains_secret, redact_secrets
+from .hygiene import screen, screen_ops
 from .openai_extractor import OpenAIExtractor
 from .rules import RuleExtractor
 
@@ -33,13 +35,12 @@ __all__ = [
 ]
 
 
-def default_extractor(settings: Settings | None = None, *, kind: str | None = None) -> Extractor:
+def default_extractor(settings: Settings, *, kind: str | None = None) -> Extractor:
     """Pick an extractor: ``kind`` ("openai" or "rules") or automatically.
 
     Automatic: OpenAI when ``OPENAI_API_KEY`` is set, else the offline rule extractor.
     The choice is logged.
     """
-    settings = settings or Settings.from_env()
     if kind is None:
         kind = "openai" if settings.openai_api_key else "rules"
     if kind == "openai":

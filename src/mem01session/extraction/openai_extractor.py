@@ -27,10 +27,11 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 from ..config import Settings
+from ..engine.ops import OP_KINDS, Op
 from ..errors import ConfigError, ExtractionError
-from ..ops import OP_KINDS, Op
-from ..redaction import get_logger
-from .base import Candidate, Extraction, Turn
+from ..logs import get_logger
+from ..queue.extractor import Candidate, Extraction
+from ..queue.turns import Turn
 from .hygiene import screen
 
 log = get_logger(__name__)

@@ -39,8 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..ops import Op
-from .base import Candidate, Extraction, Turn
+from ..engine.ops import Op
+from ..queue.extractor import Candidate, Extraction
+from ..queue.turns import Turn
 from .dates import parse_when
 from .hygiene import screen
 from .rules_negations import NEGATIONS

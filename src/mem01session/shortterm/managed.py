@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from agents import RunConfig, SQLiteSession
 from agents.items import TResponseInputItem
@@ -14,9 +14,6 @@ from agents.memory import Session, SessionSettings
 
 from ._items import item_cut
 from ._store import rewrite
-
-if TYPE_CHECKING:
-    from .manager import SessionManager
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,16 @@ class SessionRecord:
     state: dict[str, Any]
 
 
+class Registry(Protocol):
+    """What a managed session asks of the :class:`SessionManager` that handed it out."""
+
+    def _touch(self, record: SessionRecord) -> None: ...
+
+    def _update_state(
+        self, record: SessionRecord, values: Mapping[str, Any], remove: Sequence[str]
+    ) -> None: ...
+
+
 class ManagedSession:
     """A :class:`agents.memory.Session` for one chat, with activity tracking and state.
 
@@ -63,7 +70,7 @@ class ManagedSession:
 
     def __init__(
         self,
-        manager: SessionManager,
+        manager: Registry,
         record: SessionRecord,
         session: Session,
         transcript: SQLiteSession,

@@ -31,10 +31,13 @@ from typing import TYPE_CHECKING, Any
 from agents import SQLiteSession
 from agents.memory import Session
 
+from ..checks import check_positive_int, check_seconds
+from ..errors import ConfigError
+from ..session import Mem01Session
 from .managed import ManagedSession, SessionKey, SessionRecord
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
+    from ..memory import Memory
 
 SessionFactory = Callable[[str, str, SQLiteSession], Session]
 """``(session_id, memory_user_id, transcript) -> Session`` used for every managed session."""
@@ -50,15 +53,14 @@ def plain_factory(session_id: str, memory_user_id: str, inner: SQLiteSession) ->
     return inner
 
 
-def mem01_session_factory(engine: BeliefEngine, **options: Any) -> SessionFactory:
+def mem01_session_factory(memory: Memory, **options: Any) -> SessionFactory:
     """A factory making ``Mem01Session``s whose durable memory is scoped to the platform user.
 
-    ``options`` go to ``Mem01Session`` (e.g. ``extractor``, ``max_memory_tokens``).
+    ``options`` go to ``Mem01Session`` (e.g. ``max_memory_tokens``, ``strict``).
     """
-    from ..session import Mem01Session
 
     def build(session_id: str, memory_user_id: str, inner: SQLiteSession) -> Session:
-        return Mem01Session(session_id, memory_user_id, inner=inner, engine=engine, **options)
+        return Mem01Session(session_id, memory_user_id, inner=inner, memory=memory, **options)
 
     return build
 
@@ -69,7 +71,7 @@ def _utc_now() -> datetime:
 
 def _check_part(name: str, value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
     return value
 
 
@@ -85,20 +87,15 @@ class SessionManager:
         session_factory: SessionFactory = plain_factory,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
-        if session_ttl_seconds is not None and session_ttl_seconds <= 0:
-            raise ValueError(f"session_ttl_seconds must be > 0, got {session_ttl_seconds!r}")
-        if max_session_history is not None and (
-            isinstance(max_session_history, bool)
-            or not isinstance(max_session_history, int)
-            or max_session_history < 1
-        ):
-            raise ValueError(
-                f"max_session_history must be an int >= 1, got {max_session_history!r}"
-            )
+        ttl = check_seconds("session_ttl_seconds", session_ttl_seconds, allow_none=True)
+        if ttl == 0:
+            raise ConfigError("session_ttl_seconds must be > 0 (or None: never expire), got 0")
+        if max_session_history is not None:
+            check_positive_int("max_session_history", max_session_history)
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.db_path = self.folder / DB_FILE
-        self._ttl = None if session_ttl_seconds is None else timedelta(seconds=session_ttl_seconds)
+        self._ttl = None if ttl is None else timedelta(seconds=ttl)
         self._max_history = max_session_history
         self._factory = session_factory
         self._clock = clock
@@ -206,7 +203,9 @@ class SessionManager:
             try:
                 json.dumps(value)
             except (TypeError, ValueError) as exc:
-                raise TypeError(f"session state {name!r} is not JSON-serializable: {exc}") from None
+                raise ConfigError(
+                    f"session state {name!r} is not JSON-serializable: {exc}"
+                ) from None
         with self._lock, self._tx() as conn:
             row = conn.execute(
                 f"SELECT state FROM {_TABLE} WHERE session_id = ?", (record.session_id,)

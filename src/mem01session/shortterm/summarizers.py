@@ -13,8 +13,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from agents.items import TResponseInputItem
 
+from ..checks import check_positive_int
 from ..config import Settings
-from ..turns import item_text
+from ..session.items import item_text
 
 PROMPT_FILE = "summarize_v1.md"
 
@@ -85,8 +86,8 @@ class OfflineSummarizer:
     """Deterministic summary: a bullet per readable item, clipped, newest kept when long."""
 
     def __init__(self, *, max_chars_per_item: int = 200, max_chars: int = 2000) -> None:
-        if max_chars_per_item < 1 or max_chars < 1:
-            raise ValueError("max_chars_per_item and max_chars must be >= 1")
+        check_positive_int("max_chars_per_item", max_chars_per_item)
+        check_positive_int("max_chars", max_chars)
         self._per_item = max_chars_per_item
         self._max_chars = max_chars
 

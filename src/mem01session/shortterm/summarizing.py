@@ -25,8 +25,10 @@ from typing import Any, cast
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
+from ..checks import check_positive_int
 from ..config import Settings
-from ..redaction import get_logger
+from ..errors import ConfigError
+from ..logs import get_logger
 from ._items import limit_view, mark, strip, synthetic_kind, turn_cut, turn_starts
 from ._store import read_all, rewrite
 from .summarizers import OfflineSummarizer, OpenAISummarizer, Summarizer
@@ -57,12 +59,6 @@ def default_summarizer() -> Summarizer:
     return OfflineSummarizer()
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 class SummarizingSession:
     """A :class:`agents.memory.Session` over ``inner`` that summarizes old turns."""
 
@@ -79,14 +75,14 @@ class SummarizingSession:
         background: bool = False,
     ) -> None:
         """``background=True`` summarizes in a task instead of inside ``add_items``."""
-        self._context_limit = _check_int("context_limit", context_limit, 1)
-        self._keep = _check_int("keep_last_n_turns", keep_last_n_turns, 0)
+        self._context_limit = check_positive_int("context_limit", context_limit)
+        self._keep = check_positive_int("keep_last_n_turns", keep_last_n_turns, minimum=0)
         if self._keep > self._context_limit:
-            raise ValueError(
+            raise ConfigError(
                 f"keep_last_n_turns ({keep_last_n_turns}) must be <= context_limit "
                 f"({context_limit})"
             )
-        self._max_tool_chars = _check_int("max_tool_output_chars", max_tool_output_chars, 1)
+        self._max_tool_chars = check_positive_int("max_tool_output_chars", max_tool_output_chars)
         self._inner = inner
         self._summarizer = summarizer if summarizer is not None else default_summarizer()
         self._background = background

@@ -19,14 +19,13 @@ import asyncio
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
+from ..checks import check_positive_int
 from ._items import drop_orphan_outputs, limit_view, missing_calls, strip, turn_cut
 from ._store import read_tail, rewrite
 
 
 def _check_max_turns(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"max_turns must be an integer >= 1, got {value!r}")
-    return value
+    return check_positive_int("max_turns", value)
 
 
 class TrimmingSession:

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from . import jobs
-from .db import Database
-from .extraction.base import TurnMessage
-from .redaction import get_logger
+from ..logs import get_logger
+from .jobs import JobStore
+from .turns import TurnMessage
 
 log = get_logger(__name__)
 
@@ -36,7 +35,7 @@ class PendingTurn:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
-class TurnOutbox:
+class TurnBuffer:
     """Held input, completed turns not yet enqueued, and the enqueueing of both."""
 
     def __init__(self, user_id: str, session_id: str) -> None:
@@ -81,7 +80,7 @@ class TurnOutbox:
                 "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
             )
 
-    async def send(self, db: Database) -> list[int]:
+    async def send(self, jobs: JobStore) -> list[int]:
         """Enqueue completed turns, oldest first; returns the new job ids.
 
         Stops at the first failure (the exception propagates) and keeps the rest.
@@ -90,7 +89,6 @@ class TurnOutbox:
         while self._unsent:
             turn = self._unsent[0]
             job_id = await jobs.enqueue(
-                db,
                 self.user_id,
                 self.session_id,
                 turn.messages,

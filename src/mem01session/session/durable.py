@@ -1,126 +1,77 @@
-"""The durable tier as one session sees it: one user's memory, reached fail-open.
+"""The durable tier as one session sees it: the user's memory, reached fail-open.
 
-:class:`UserMemory` holds what a :class:`~mem01session.session.Mem01Session` needs of
-PostgreSQL: the engine (opened on first use unless given), the turns on their way to the
-job table (:class:`~mem01session.outbox.TurnOutbox`), the background worker, barriers,
-and the failure policy. By default a failure is recorded (``last_error``, one warning
-per kind) and the conversation goes on; with ``strict`` it raises
+:class:`DurableTier` holds what a :class:`~mem01session.session.Mem01Session` needs of
+the shared :class:`~mem01session.memory.Memory`: the turns on their way to the job table
+(:class:`~mem01session.queue.buffer.TurnBuffer`), the jobs this session is still waiting
+for, barriers, and the failure policy. By default a failure is recorded (``last_error``,
+one warning per kind) and the conversation goes on; with ``strict`` it raises
 :class:`~mem01session.errors.Mem01MemoryError`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import functools
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from . import jobs
-from .config import Settings
-from .engine import BeliefEngine
-from .errors import ConfigError, Mem01MemoryError
-from .extraction import Extractor
-from .extraction.base import TurnMessage
-from .outbox import TurnOutbox
-from .records import EraseReceipt, RecallResult
-from .redaction import get_logger, redact
-from .worker import MemoryWorker, shared_worker, stop_workers
+from ..engine import BeliefEngine
+from ..engine.records import EraseReceipt, RecallRequest, RecallResult
+from ..errors import ConfigError, Mem01MemoryError
+from ..logs import get_logger
+from ..memory import Memory
+from ..queue import JobStore, MemoryWorker
+from ..queue.buffer import TurnBuffer
+from ..queue.turns import TurnMessage
+from ..redaction import redact
 
 log = get_logger(__name__)
 
 ANSWER_GRACE_SECONDS = 0.05
 
 
-@dataclasses.dataclass(frozen=True)
-class RecallRequest:
-    """What to recall: the query and how (see :meth:`BeliefEngine.recall`)."""
-
-    query: str
-    max_tokens: int
-    include_history: bool = False
-    as_of: datetime | None = None
-    explain: bool = False
-
-
-class UserMemory:
+class DurableTier:
     """One user's durable memory, as used by one session."""
 
     def __init__(
         self,
+        memory: Memory,
         user_id: str,
         session_id: str,
         *,
-        engine: BeliefEngine | None,
-        extractor: Extractor | None,
-        settings: Settings | None,
         strict: bool,
         recall_wait: float,
     ) -> None:
+        self.memory = memory
         self.user_id = user_id
         self.strict = strict
         self.recall_wait = recall_wait
         self.last_error: str | None = None
         self.last_recall: RecallResult | None = None
-        self._settings = settings
-        self._engine = engine
-        self._owns_engine = engine is None
-        self._engine_lock = asyncio.Lock()
-        self._extractor = extractor
-        self._worker: MemoryWorker | None = None
-        self._outbox = TurnOutbox(user_id, session_id)
+        self._buffer = TurnBuffer(user_id, session_id)
         self._watched: list[int] = []  # this session's jobs not yet seen done
         self._reported: set[int] = set()
         self._warned: set[str] = set()
-
-    # -- the engine and the worker -------------------------------------------------------
-
-    async def engine(self) -> BeliefEngine:
-        """The engine, opened on first use."""
-        if self._engine is None:
-            async with self._engine_lock:
-                if self._engine is None:
-                    self._engine = await BeliefEngine.open(self._settings)
-        return self._engine
+        memory.attach(self)
 
     async def engine_or_raise(self) -> BeliefEngine:
         """The engine, or :class:`Mem01MemoryError` saying why there is none."""
         try:
-            return await self.engine()
+            return await self.memory.engine()
         except Exception as exc:
             raise Mem01MemoryError(f"memory is unavailable: {describe(exc)}") from None
-
-    def _now(self) -> datetime:
-        return self._engine.clock() if self._engine is not None else datetime.now(UTC)
-
-    @property
-    def extractor(self) -> Extractor:
-        """Chosen on first use: OpenAI when ``OPENAI_API_KEY`` is set, rules otherwise."""
-        if self._extractor is None:
-            from .extraction import default_extractor
-
-            self._extractor = default_extractor(self._settings)
-        return self._extractor
-
-    def _started_worker(self, engine: BeliefEngine) -> MemoryWorker:
-        if self._worker is None:
-            self._worker = shared_worker(engine, self.extractor)
-        self._worker.start()
-        return self._worker
 
     # -- turns ---------------------------------------------------------------------------
 
     @property
     def unsent(self) -> int:
-        return self._outbox.unsent
+        return self._buffer.unsent
 
     @property
     def dropped(self) -> int:
-        return self._outbox.dropped
+        return self._buffer.dropped
 
     async def take_turn(self, messages: Sequence[TurnMessage]) -> None:
         """Hold input until its answer; enqueue each completed turn (fail-open)."""
-        if not self._outbox.add(messages, self._now()):
+        if not self._buffer.add(messages, self.memory.now()):
             return
         try:
             await self._send()
@@ -130,20 +81,20 @@ class UserMemory:
     async def _send(self, *, release: bool = False) -> None:
         """Enqueue completed turns (and, with ``release``, held input too), oldest first."""
         if release:
-            self._outbox.release()
-        if not self._outbox.unsent:
+            self._buffer.release()
+        if not self._buffer.unsent:
             return
         try:
-            engine = await self.engine()
-            sent = await self._outbox.send(engine.db)
+            jobs = await self.memory.jobs()
+            sent = await self._buffer.send(jobs)
         except Exception:
             if self.strict:  # the caller hears of the failure: nothing is kept behind its back
-                self._outbox.discard()
+                self._buffer.discard()
             raise
         self._watched += sent
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
-        self._started_worker(engine).wake(after=ANSWER_GRACE_SECONDS)
+        (await self.memory.worker()).wake(after=ANSWER_GRACE_SECONDS)
 
     # -- reads and barriers --------------------------------------------------------------
 
@@ -151,29 +102,22 @@ class UserMemory:
         """Recall after the user's accepted jobs (waiting at most ``recall_wait``); None
         when memory is unavailable (strict: raises)."""
         try:
-            engine = await self.engine()
+            engine = await self.memory.engine()
             # In a run, the held input is the current turn: it is in the model input already,
             # and enqueueing it now would make this recall wait for its extraction.
             await self._send(release=not during_run)
-            read = functools.partial(
-                engine.recall_with_progress,
-                self.user_id,
-                request.query,
-                max_tokens=request.max_tokens,
-                include_history=request.include_history,
-                as_of=request.as_of,
-                explain=request.explain,
-            )
             # The read also says which of the user's jobs are unfinished: in the steady
             # state none is, and the barrier costs nothing more.
-            result, progress = await read(watch=self._watched)
+            probe = JobStore.progress_probe(self._watched)
+            result, progress = await engine.recall_probed(self.user_id, request, probe)
             fresh = True
             if progress.unfinished:
-                worker = self._started_worker(engine)
+                worker = await self.memory.worker()
                 fresh = await worker.wait_until_done(
                     self.user_id, set(progress.unfinished), self.recall_wait
                 )
-                result, progress = await read(watch=self._watched)  # memory changed meanwhile
+                probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
+                result, progress = await engine.recall_probed(self.user_id, request, probe)
             self._report(progress.watched)
         except (Mem01MemoryError, ConfigError):  # strict, or a bad argument: the caller's
             raise
@@ -187,10 +131,10 @@ class UserMemory:
 
     async def flush(self, timeout: float | None) -> bool:
         """Wait for every accepted turn of the user (True) or ``timeout`` (False)."""
-        engine = await self.engine_or_raise()
+        await self.engine_or_raise()
         try:
             await self._send(release=True)
-            return await self._barrier(engine, timeout, report=True)
+            return await self._barrier(timeout, report=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:
@@ -199,50 +143,46 @@ class UserMemory:
     async def erase(self, timeout: float | None) -> EraseReceipt:
         """Apply accepted turns, then erase the user; later turns are remembered again."""
         engine = await self.engine_or_raise()
-        self._outbox.discard()  # never enqueued, so erased with the rest
-        await self._barrier(engine, timeout)
+        self._buffer.discard()  # never enqueued, so erased with the rest
+        await self._barrier(timeout)
         receipt = await engine.erase_user(self.user_id)
         await engine.reinstate_user(self.user_id)
         self._watched.clear()
         return receipt
 
     async def close(self, flush_timeout: float) -> None:
-        """Give accepted turns a bounded chance, then close the engine if it is ours.
+        """Give accepted turns a bounded chance to be applied; then let go of the memory.
 
-        The engine is closed even when the flush fails (strict: the failure is raised
-        after that)."""
-        self._outbox.release()
+        Turns that cannot be enqueued are lost (and counted in ``dropped``); enqueued ones
+        stay durable and resume at the next start."""
+        self.memory.detach(self)
+        self._buffer.release()
         try:
-            if self._outbox.unsent or (self._engine is not None and self._watched):
+            if self._buffer.unsent or self._watched:
                 try:
                     await self._send()
-                    await self._barrier(await self.engine(), flush_timeout)
+                    await self._barrier(flush_timeout)
                 except Exception as exc:
                     self.failed("flush", exc)
         finally:
-            if self._outbox.unsent:
-                lost = self._outbox.discard()
-                self._outbox.dropped += lost
+            if self._buffer.unsent:
+                lost = self._buffer.discard()
+                self._buffer.dropped += lost
                 log.warning(
                     "memory: %d turn(s) could not be enqueued before close and are lost", lost
                 )
-            if self._owns_engine and self._engine is not None:
-                engine, self._engine = self._engine, None
-                await stop_workers(engine)
-                await engine.close()
 
-    async def _barrier(
-        self, engine: BeliefEngine, timeout: float | None, *, report: bool = False
-    ) -> bool:
+    async def _barrier(self, timeout: float | None, *, report: bool = False) -> bool:
         """Wait for the user's jobs accepted before now (True: none left). With ``report``,
         surface this session's failed jobs (strict: raise)."""
-        progress = await jobs.progress(engine.db, self.user_id, self._watched)
+        jobs = await self.memory.jobs()
+        progress = await jobs.progress(self.user_id, self._watched)
         done = True
         if progress.unfinished:
-            worker = self._started_worker(engine)
+            worker: MemoryWorker = await self.memory.worker()
             done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
             if report:
-                progress = await jobs.progress(engine.db, self.user_id, self._watched)
+                progress = await jobs.progress(self.user_id, self._watched)
         if report:
             self._report(progress.watched)
         return done
@@ -275,4 +215,4 @@ def describe(exc: BaseException) -> str:
     return redact(f"{type(orig or exc).__name__}: {orig or exc}".splitlines()[0])
 
 
-__all__ = ["RecallRequest", "UserMemory"]
+__all__ = ["DurableTier"]

@@ -1,31 +1,17 @@
-"""The extractor protocol the session's background worker calls."""
+"""What the worker asks of an extractor: ops for one turn, given candidate beliefs.
+
+Implementations live in :mod:`mem01session.extraction`; any object with this shape works.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from ..ops import Op
-
-
-@dataclass(frozen=True)
-class TurnMessage:
-    """One text message of a turn (user or assistant); never tool payloads or memory."""
-
-    role: Literal["user", "assistant"]
-    text: str
-    item_ref: str | None = None
-
-
-@dataclass(frozen=True)
-class Turn:
-    """The text-only content of one conversational turn, as stored in a job."""
-
-    session_id: str
-    messages: tuple[TurnMessage, ...]
-    observed_at: datetime
+from ..engine.ops import Op
+from .turns import Turn
 
 
 @dataclass(frozen=True)

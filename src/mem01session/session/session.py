@@ -9,36 +9,30 @@ from agents import RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
-from .config import Settings
-from .engine import BeliefEngine
-from .engine.users import is_utf8
-from .errors import ConfigError
-from .extraction import Extractor
-from .extraction.base import TurnMessage
+from ..checks import check_id, check_positive_int, check_seconds
+from ..engine.records import (
+    DEFAULT_MAX_TOKENS,
+    ApplyResult,
+    Belief,
+    EraseReceipt,
+    RecallRequest,
+    RecallResult,
+)
+from ..logs import get_logger
+from ..memory import Memory
+from ..queue.extractor import Extractor
+from ..queue.turns import TurnMessage
+from .durable import DurableTier
 from .injection import RecallPrefetch, memory_run_config
-from .records import ApplyResult, Belief, EraseReceipt, RecallResult
-from .turns import turn_messages
-from .user_memory import RecallRequest, UserMemory
+from .items import turn_messages
 
-MAX_ID_CHARS = 200
+log = get_logger(__name__)
 
-
-def _check_id(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ConfigError(f"{name} must not be empty")
-    if "\x00" in value or len(value) > MAX_ID_CHARS or not is_utf8(value):
-        raise ConfigError(
-            f"{name} must be valid UTF-8, at most {MAX_ID_CHARS} characters, without NUL bytes"
-        )
-    return value
-
-
-def _check_wait(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ConfigError(f"recall_wait must be a number of seconds >= 0, got {value!r}")
-    return float(value)
+NO_RUN_CONFIG_WARNING = (
+    "Mem01Session %r: a run finished without the memory filter, so the model was not shown "
+    "what is remembered about the user (their turns are still recorded). Pass "
+    "run_config=session.run_config() to Runner.run (or session.run_config(your_config))."
+)
 
 
 class Mem01Session:
@@ -48,14 +42,20 @@ class Mem01Session:
     ``session_id`` (an SDK ``SQLiteSession`` under ``MEM01_HOME`` unless ``inner`` is
     given). ``add_items`` also records the turn for extraction; a background worker turns
     it into beliefs about ``user_id`` after the answer. Pass ``run_config=session.run_config()``
-    to ``Runner.run`` so the model sees what is remembered.
+    to ``Runner.run`` so the model sees what is remembered (a run without it logs a warning,
+    once per session).
+
+    ``memory`` is the application's :class:`~mem01session.memory.Memory`; without one the
+    session opens a private one from the environment on first use and closes it in
+    :meth:`aclose`.
 
     Memory failures never break the conversation (``last_memory_error`` says what went
     wrong) unless ``strict=True``, which raises :class:`Mem01MemoryError` instead. While
     the database is unreachable, turns are kept in memory (at most
-    :data:`MAX_UNSENT_TURNS`, see ``unsent_turns``) and enqueued, in order, by the next
-    ``add_items``, ``recall``, ``flush_memory`` or ``aclose`` that reaches it; with
-    ``strict=True`` the failing ``add_items`` raises and keeps nothing.
+    :data:`~mem01session.queue.buffer.MAX_UNSENT_TURNS`, see ``unsent_turns``) and
+    enqueued, in order, by the next ``add_items``, ``recall``, ``flush_memory`` or
+    ``aclose`` that reaches it; with ``strict=True`` the failing ``add_items`` raises and
+    keeps nothing.
     """
 
     def __init__(
@@ -64,39 +64,28 @@ class Mem01Session:
         user_id: str,
         *,
         inner: Session | None = None,
-        engine: BeliefEngine | None = None,
-        extractor: Extractor | None = None,
-        max_memory_tokens: int = 800,
+        memory: Memory | None = None,
+        max_memory_tokens: int = DEFAULT_MAX_TOKENS,
         strict: bool = False,
         recall_wait: float = 2.0,
-        settings: Settings | None = None,
     ) -> None:
-        self.session_id = _check_id("session_id", session_id)
-        self.user_id = _check_id("user_id", user_id)
-        if (
-            isinstance(max_memory_tokens, bool)
-            or not isinstance(max_memory_tokens, int)
-            or max_memory_tokens < 1
-        ):
-            raise ConfigError(
-                f"max_memory_tokens must be a positive int, got {max_memory_tokens!r}"
-            )
-        _check_wait(recall_wait)
-        self._settings = settings
-        self.max_memory_tokens = max_memory_tokens
+        self.session_id = check_id("session_id", session_id)
+        self.user_id = check_id("user_id", user_id)
+        self.max_memory_tokens = check_positive_int("max_memory_tokens", max_memory_tokens)
+        wait = check_seconds("recall_wait", recall_wait)
+        assert wait is not None
+        self._owns_memory = memory is None
+        self._memory = memory if memory is not None else Memory()
         self._owns_inner = inner is None
         self._inner: Session = inner if inner is not None else self._default_inner()
-        self._memory = UserMemory(
-            self.user_id,
-            self.session_id,
-            engine=engine,
-            extractor=extractor,
-            settings=settings,
-            strict=strict,
-            recall_wait=recall_wait,
+        self._tier = DurableTier(
+            self._memory, self.user_id, self.session_id, strict=strict, recall_wait=wait
         )
-        self._history_reads = 0
-        self._injecting = False
+        self._history_reads = 0  # the SDK reads the history once at the start of each run
+        self._filtered_read: int | None = None  # the last run the memory filter served
+        self._run_open = False
+        self._warned_no_filter = False
+        self._injecting = False  # run_config() was asked for: runs will want their recall
         self._prefetch_run = RecallPrefetch()
 
     def __repr__(self) -> str:
@@ -106,41 +95,47 @@ class Mem01Session:
         )
 
     @property
+    def memory(self) -> Memory:
+        """The application object this session's durable memory belongs to."""
+        return self._memory
+
+    @property
     def strict(self) -> bool:
         """Raise :class:`Mem01MemoryError` on memory failures instead of going on without."""
-        return self._memory.strict
+        return self._tier.strict
 
     @strict.setter
     def strict(self, value: bool) -> None:
-        self._memory.strict = value
+        self._tier.strict = value
 
     @property
     def recall_wait(self) -> float:
         """At most this many seconds a recall waits for the user's accepted turns."""
-        return self._memory.recall_wait
+        return self._tier.recall_wait
 
     @recall_wait.setter
     def recall_wait(self, value: float) -> None:
-        self._memory.recall_wait = _check_wait(value)
+        wait = check_seconds("recall_wait", value)
+        assert wait is not None
+        self._tier.recall_wait = wait
 
     @property
     def last_memory_error(self) -> str | None:
         """What went wrong last in the memory tier (sanitized), or None."""
-        return self._memory.last_error
+        return self._tier.last_error
 
     @last_memory_error.setter
     def last_memory_error(self, value: str | None) -> None:
-        self._memory.last_error = value
+        self._tier.last_error = value
 
     @property
     def last_recall(self) -> RecallResult | None:
         """What the last recall returned (what the model was shown)."""
-        return self._memory.last_recall
+        return self._tier.last_recall
 
     @property
     def extractor(self) -> Extractor:
-        """The extractor turning this session's turns into beliefs (chosen on first use:
-        OpenAI when ``OPENAI_API_KEY`` is set, the offline rule extractor otherwise)."""
+        """The extractor turning this session's turns into beliefs (the memory's)."""
         return self._memory.extractor
 
     @property
@@ -158,14 +153,15 @@ class Mem01Session:
         return self._inner
 
     def _default_inner(self) -> Session:
-        home = (self._settings or Settings.from_env()).home
-        Path(home).mkdir(parents=True, exist_ok=True)
-        return SQLiteSession(self.session_id, Path(home) / "transcripts.sqlite")
+        home = Path(self._memory.settings.home)
+        home.mkdir(parents=True, exist_ok=True)
+        return SQLiteSession(self.session_id, home / "transcripts.sqlite")
 
     # -- the SDK Session protocol: transcript -----------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        self._history_reads += 1  # the SDK reads the history once at the start of a run
+        self._history_reads += 1
+        self._run_open = True
         return await self._inner.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -182,18 +178,20 @@ class Mem01Session:
         except BaseException:
             self._prefetch_run.drop()
             raise
+        if any(m.role == "assistant" for m in messages):
+            self._check_filter_ran()
         if messages:
-            await self._memory.take_turn(messages)
+            await self._tier.take_turn(messages)
 
     @property
     def unsent_turns(self) -> int:
         """Completed turns not yet enqueued (the database was unreachable)."""
-        return self._memory.unsent
+        return self._tier.unsent
 
     @property
     def dropped_turns(self) -> int:
         """Turns given up on: beyond the in-memory limit during an outage, or unsent at close."""
-        return self._memory.dropped
+        return self._tier.dropped
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest transcript item (durable memory is untouched)."""
@@ -210,22 +208,32 @@ class Mem01Session:
         self._injecting = True
         return memory_run_config(self._block_for, base, lambda: self._history_reads)
 
+    def _check_filter_ran(self) -> None:
+        """Warn, once, when a run answered without passing through the memory filter."""
+        ran_without = self._run_open and self._filtered_read != self._history_reads
+        self._run_open = False
+        if ran_without and not self._warned_no_filter:
+            self._warned_no_filter = True
+            log.warning(NO_RUN_CONFIG_WARNING, self.session_id)
+
     def _prefetch(self, messages: list[TurnMessage]) -> None:
         """Start this run's recall as soon as its input is stored (see RecallPrefetch)."""
         query = next((m.text for m in reversed(messages) if m.role == "user"), "")
         answered = any(m.role == "assistant" for m in messages)
+        # Only for callers of run_config(): others would pay for a recall nobody reads.
         if self._injecting and query and not answered:
             self._prefetch_run.start((self._history_reads, query), lambda: self._block(query))
         else:
             self._prefetch_run.drop()
 
     async def _block_for(self, query: str) -> str | None:
+        self._filtered_read = self._history_reads
         started = self._prefetch_run.take((self._history_reads, query))
         return await (started if started is not None else self._block(query))
 
     async def _block(self, query: str) -> str | None:
         request = RecallRequest(query, self.max_memory_tokens)
-        result = await self._memory.recall(request, during_run=True)  # strict raises
+        result = await self._tier.recall(request, during_run=True)  # strict raises
         return (result.text or None) if result is not None else None
 
     # -- management --------------------------------------------------------------------
@@ -246,51 +254,55 @@ class Mem01Session:
         """
         budget = self.max_memory_tokens if max_tokens is None else max_tokens
         request = RecallRequest(query, budget, include_history, as_of, explain)
-        return await self._memory.recall(request, during_run=False)
+        return await self._tier.recall(request, during_run=False)
 
     async def flush_memory(self, timeout: float | None = 30.0) -> bool:
         """Wait until every turn accepted for this user so far is applied (True) or the
         timeout passes (False)."""
-        return await self._memory.flush(timeout)
+        return await self._tier.flush(check_seconds("timeout", timeout, allow_none=True))
 
     async def memory_history(
         self, *, include_inactive: bool = True, limit: int = 100
     ) -> list[Belief]:
         """The user's beliefs, oldest first, including superseded ones by default."""
-        engine = await self._memory.engine_or_raise()
+        engine = await self._tier.engine_or_raise()
         return await engine.history(self.user_id, include_inactive=include_inactive, limit=limit)
 
     async def correct_memory(self, belief_id: int, content: str) -> ApplyResult:
         """Replace what a belief says; the old statement stays in history."""
-        engine = await self._memory.engine_or_raise()
+        engine = await self._tier.engine_or_raise()
         return await engine.correct(self.user_id, belief_id, content)
 
     async def forget_memory(
         self, belief_id: int, *, reason: str = "forgotten on request"
     ) -> ApplyResult:
         """Mark a belief as no longer true; it leaves recall, its text stays in history."""
-        engine = await self._memory.engine_or_raise()
+        engine = await self._tier.engine_or_raise()
         return await engine.forget(self.user_id, belief_id, reason)
 
     async def clear_memory(self, timeout: float | None = 30.0) -> EraseReceipt:
         """Erase the user's durable memory (beliefs, ledger, provenance, jobs); the
         transcript is untouched. Accepted turns are applied first, so none of them can
         come back afterwards; new turns after this call are remembered again."""
-        return await self._memory.erase(timeout)
+        return await self._tier.erase(check_seconds("timeout", timeout, allow_none=True))
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def aclose(self, *, flush_timeout: float = 5.0) -> None:
         """Give pending extraction a bounded chance to finish, then close what this session
-        created (the default transcript store, the engine). Unfinished jobs stay durable
-        and resume at the next start."""
+        created (the default transcript store, a private memory). Unfinished jobs stay
+        durable and resume at the next start."""
         try:
-            await self._memory.close(flush_timeout)
+            await self._tier.close(flush_timeout)
         finally:
-            if self._owns_inner:
-                close = getattr(self._inner, "close", None)
-                if callable(close):
-                    close()
+            try:
+                if self._owns_memory:
+                    await self._memory.aclose(flush_timeout=flush_timeout)
+            finally:
+                if self._owns_inner:
+                    close = getattr(self._inner, "close", None)
+                    if callable(close):
+                        close()
 
     async def __aenter__(self) -> Mem01Session:
         return self

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
-from .errors import InvalidOpError
+from ..errors import InvalidOpError
 
 OpKind = Literal["ADD", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE"]
 OP_KINDS: tuple[OpKind, ...] = ("ADD", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE")

@@ -1,7 +1,10 @@
-"""From SDK session items to the text a memory job carries.
+"""SDK input items: their text, the text a memory job carries, and the memory marker.
 
-Only user and assistant *text* is kept: no system or developer items, tool calls or
-their outputs, reasoning, and never a recalled memory block (invariant 1).
+Only user and assistant *text* goes to extraction: no system or developer items, tool
+calls or their outputs, reasoning, and never recalled memory (invariant 1). Recalled
+memory is recognised by its type, :class:`MemoryItem`, which only the model-input filter
+creates: nothing a user types can look like it, and a user who types ``<memory>`` is
+treated like any other user.
 """
 
 from __future__ import annotations
@@ -9,11 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
-from .engine.render import OPEN
-from .extraction.base import TurnMessage
+from ..queue.turns import TurnMessage
 
-MEMORY_MARKER = OPEN
-"""Every rendered memory block starts with this; text containing it is never extracted."""
+
+class MemoryItem(dict[str, Any]):
+    """An input item that carries recalled memory; made by the model-input filter only.
+
+    A plain ``dict`` to the SDK and to every API it talks to; its type is the marker.
+    """
+
+
+def is_memory(item: object) -> bool:
+    """Whether ``item`` carries recalled memory."""
+    return isinstance(item, MemoryItem)
+
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
@@ -47,13 +59,13 @@ def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
     """User/assistant text messages of ``items``, in order, memory blocks excluded."""
     out: list[TurnMessage] = []
     for index, raw in enumerate(items):
-        if not isinstance(raw, Mapping):
+        if not isinstance(raw, Mapping) or is_memory(raw):
             continue
         role = _role(raw)
         if role not in ("user", "assistant"):
             continue
         text = item_text(raw).strip()
-        if not text or MEMORY_MARKER in text:
+        if not text:
             continue
         ref = raw.get("id")
         out.append(
@@ -69,10 +81,8 @@ def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
 def last_user_text(items: Sequence[Any]) -> str:
     """Text of the last user message in ``items`` (the current query), or ''."""
     for raw in reversed(items):
-        if isinstance(raw, Mapping) and _role(raw) == "user":
-            text = item_text(raw)
-            if MEMORY_MARKER not in text:
-                return text.strip()
+        if isinstance(raw, Mapping) and not is_memory(raw) and _role(raw) == "user":
+            return item_text(raw).strip()
     return ""
 
 
@@ -80,6 +90,6 @@ def last_user_index(items: Sequence[Any]) -> int | None:
     """Index of the last user message in ``items``."""
     for index in range(len(items) - 1, -1, -1):
         raw = items[index]
-        if isinstance(raw, Mapping) and _role(raw) == "user":
+        if isinstance(raw, Mapping) and not is_memory(raw) and _role(raw) == "user":
             return index
     return None

@@ -18,13 +18,13 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from agents import RunConfig
 from agents.items import TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
-from .turns import last_user_index, last_user_text
+from .items import MemoryItem, last_user_index, last_user_text
 
 RecallBlock = Callable[[str], Awaitable[str | None]]
 RunCounter = Callable[[], int]
@@ -95,7 +95,7 @@ class RecallPrefetch:
 
 def memory_message(block: str) -> TResponseInputItem:
     """The input item that carries the block (a system message the SDK never stores)."""
-    return {"role": "system", "content": block}
+    return cast(TResponseInputItem, MemoryItem(role="system", content=block))
 
 
 def insert_block(items: list[TResponseInputItem], block: str) -> list[TResponseInputItem]:

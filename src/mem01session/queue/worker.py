@@ -1,11 +1,11 @@
-"""The background worker: outbox job -> extractor -> engine, after the answer.
+"""The background worker: job -> extractor -> engine, after the answer.
 
-One worker per engine and extractor in a process, shared by every session using them.
-It claims the oldest job of each user under a lease, shows the extractor the user's
-most relevant active beliefs under aliases, applies the proposed ops and marks the job
-done in the same transaction. Failures retry with exponential backoff, then stay
-``failed`` for inspection. Jobs left running by a dead process are reclaimed once their
-lease expires.
+One worker per extractor of a :class:`~mem01session.memory.Memory`, shared by every session
+using it; the ``Memory`` starts it and stops it. It claims the oldest job of each user under
+a lease, shows the extractor the user's most relevant active beliefs under aliases, applies
+the proposed ops and marks the job done in the same transaction. Failures retry with
+exponential backoff, then stay ``failed`` for inspection. Jobs left running by a dead
+process are reclaimed once their lease expires.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ import contextlib
 import os
 import time
 import uuid
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from . import jobs
-from .engine import BeliefEngine
-from .errors import InvalidOpError, UserErasedError
-from .extraction.base import Candidate, Extractor
-from .ops import Provenance, resolve_aliases
-from .redaction import get_logger, redact
+from ..engine import BeliefEngine
+from ..engine.ops import Provenance, resolve_aliases
+from ..engine.records import RecallRequest
+from ..errors import InvalidOpError, UserErasedError
+from ..logs import get_logger
+from ..redaction import redact
+from .extractor import Candidate, Extractor
+from .jobs import Job, JobLostError, JobStore
 
 log = get_logger(__name__)
 
@@ -56,6 +56,7 @@ class MemoryWorker:
         worker_id: str | None = None,
     ) -> None:
         self.engine = engine
+        self.jobs = JobStore(engine.db)
         self.extractor = extractor
         self.policy = policy or WorkerPolicy()
         self.worker_id = worker_id or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -68,7 +69,7 @@ class MemoryWorker:
         # Failed jobs whose failure could not be recorded (the database was gone): they
         # are still ``running`` under this worker's lease and are released first thing
         # once the database answers again, instead of waiting for the lease to expire.
-        self._unreleased: dict[int, tuple[jobs.Job, str, datetime | None]] = {}
+        self._unreleased: dict[int, tuple[Job, str, datetime | None]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryWorker(id={self.worker_id!r}, extractor={self.extractor.name!r})"
@@ -93,7 +94,13 @@ class MemoryWorker:
             asyncio.get_running_loop().call_later(after, self._wake.set)
 
     async def stop(self) -> None:
-        """Stop after the current job; unfinished jobs stay durable for the next start."""
+        """Stop now and hand back what this worker claimed.
+
+        A job interrupted mid-way goes back to ``pending`` (the attempt not counted), so
+        any process can take it at once; nothing already applied is undone (a job is
+        marked done in the transaction that applies it). If the database cannot be
+        reached, the claims lapse when their lease ends.
+        """
         task, self._task = self._task, None
         if task is not None:
             # The flag ends the loop even if a cancellation is swallowed mid-await.
@@ -102,6 +109,14 @@ class MemoryWorker:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        try:
+            await self._release_failed()
+            released = await self.jobs.release(self.worker_id, now=self.engine.clock())
+        except Exception as exc:
+            self._record(f"worker: could not release claimed jobs at stop: {exc}")
+        else:
+            if released:
+                log.info("worker %s released %d claimed job(s) at stop", self.worker_id, released)
 
     async def wait_progress(self, timeout: float) -> None:
         """Return after the next processed job, or after ``timeout`` seconds."""
@@ -119,7 +134,7 @@ class MemoryWorker:
             if left is not None and left <= 0:
                 return False
             await self.wait_progress(min(0.05, left) if left is not None else 0.05)
-            current = await jobs.statuses(self.engine.db.engine, user_id, sorted(pending))
+            current = await self.jobs.statuses(user_id, sorted(pending))
             pending = {i for i, j in current.items() if j.status in ("pending", "running")}
             if not pending:
                 return True
@@ -128,9 +143,7 @@ class MemoryWorker:
         """Claim and process one batch of jobs; returns how many were processed."""
         await self._release_failed()
         now = self.engine.clock()
-        claimed = await jobs.claim(
-            self.engine.db.engine, self.worker_id, now=now, lease=self.policy.lease, limit=4
-        )
+        claimed = await self.jobs.claim(self.worker_id, now=now, lease=self.policy.lease, limit=4)
         for job in claimed:
             await self._process(job)
         if claimed:
@@ -152,8 +165,7 @@ class MemoryWorker:
                 async with asyncio.timeout(self.policy.poll_interval):
                     await self._wake.wait()
 
-    async def _process(self, job: jobs.Job) -> None:
-        engine = self.engine.db.engine
+    async def _process(self, job: Job) -> None:
         try:
             turn = job.turn()
             query = " ".join(m.text for m in turn.messages if m.role == "user")
@@ -163,8 +175,8 @@ class MemoryWorker:
             ops = resolve_aliases(extraction.ops, aliases)
             now = self.engine.clock()
             if not ops:
-                await jobs.complete_without_ops(
-                    engine, job, self.worker_id, now=now, usage=extraction.usage
+                await self.jobs.complete_without_ops(
+                    job, self.worker_id, now=now, usage=extraction.usage
                 )
             else:
                 first_ref = next((m.item_ref for m in turn.messages if m.role == "user"), None)
@@ -178,10 +190,10 @@ class MemoryWorker:
                         extractor=self.extractor.name,
                         job_id=job.id,
                     ),
-                    hook=jobs.complete_hook(job, self.worker_id, now=now, usage=extraction.usage),
+                    hook=self.jobs.done_hook(job, self.worker_id, now=now, usage=extraction.usage),
                 )
             self.processed += 1
-        except jobs.JobLostError:
+        except JobLostError:
             log.info("job %s was erased or reclaimed; dropping it", job.id)
         except asyncio.CancelledError:
             raise
@@ -192,7 +204,9 @@ class MemoryWorker:
         """The most relevant active beliefs plus every keyed one, under aliases b1, b2…"""
         found = [
             sb.belief
-            for sb in await self.engine.search(user_id, query, limit=self.policy.candidates)
+            for sb in await self.engine.search(
+                user_id, RecallRequest(query), limit=self.policy.candidates
+            )
         ]
         seen = {b.id for b in found}
         if self.policy.keyed:
@@ -204,7 +218,7 @@ class MemoryWorker:
         ]
         return candidates, {c.alias: b.id for c, b in zip(candidates, found, strict=True)}
 
-    async def _fail(self, job: jobs.Job, exc: BaseException) -> None:
+    async def _fail(self, job: Job, exc: BaseException) -> None:
         message = redact(f"{type(exc).__name__}: {exc}")
         permanent = isinstance(exc, UserErasedError)
         retry_at = None
@@ -220,8 +234,7 @@ class MemoryWorker:
     async def _release_failed(self) -> None:
         """Record the failures not yet recorded (raises while the database is down)."""
         for job_id, (job, message, retry_at) in list(self._unreleased.items()):
-            await jobs.fail(
-                self.engine.db.engine,
+            await self.jobs.fail(
                 job,
                 self.worker_id,
                 message,
@@ -237,29 +250,4 @@ class MemoryWorker:
         self.last_error = message
 
 
-_workers: weakref.WeakKeyDictionary[BeliefEngine, dict[str, MemoryWorker]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def shared_worker(
-    engine: BeliefEngine,
-    extractor: Extractor,
-    factory: Callable[[BeliefEngine, Extractor], MemoryWorker] = MemoryWorker,
-) -> MemoryWorker:
-    """The process-wide worker for this engine and extractor (created on first use)."""
-    per_engine = _workers.setdefault(engine, {})
-    key = f"{extractor.name}:{id(extractor)}"
-    worker = per_engine.get(key)
-    if worker is None:
-        worker = per_engine[key] = factory(engine, extractor)
-    return worker
-
-
-async def stop_workers(engine: BeliefEngine) -> None:
-    """Stop every worker bound to ``engine`` (called when the engine closes)."""
-    for worker in list(_workers.pop(engine, {}).values()):
-        await worker.stop()
-
-
-__all__ = ["MemoryWorker", "WorkerPolicy", "shared_worker", "stop_workers"]
+__all__ = ["MemoryWorker", "WorkerPolicy"]

@@ -1,13 +1,44 @@
-"""What the engine returns: beliefs, their sources, ledger events, receipts, recall results."""
+"""What the engine takes and returns: recall requests, beliefs, their sources, ledger events,
+receipts, recall results."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
+
+from ..checks import check_moment, check_positive_int
+from ..errors import ConfigError
 
 BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
+
+DEFAULT_MAX_TOKENS = 800
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """What to recall, from the session down to the SQL.
+
+    ``query`` is the user's message (``""``: the most recent, confident beliefs);
+    ``max_tokens`` the budget of the whole block; ``include_history`` brings superseded,
+    invalidated and merged beliefs too; ``as_of`` asks what was true at that moment;
+    ``explain`` adds per-signal scores. A malformed field raises :class:`ConfigError`.
+    """
+
+    query: str
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    include_history: bool = False
+    as_of: datetime | None = None
+    explain: bool = False
+
+    def __post_init__(self) -> None:
+        if self.query is None:
+            object.__setattr__(self, "query", "")
+        elif not isinstance(self.query, str):
+            raise ConfigError(f"query must be a string, got {type(self.query).__name__}")
+        check_positive_int("max_tokens", self.max_tokens)
+        if self.as_of is not None:
+            object.__setattr__(self, "as_of", check_moment("as_of", self.as_of))
 
 
 @dataclass(frozen=True)
@@ -118,26 +149,3 @@ class RecallResult:
     @property
     def empty(self) -> bool:
         return not self.beliefs
-
-
-@dataclass(frozen=True)
-class JobProgress:
-    """Where a user's memory jobs stood at one moment: what a barrier waits for."""
-
-    unfinished: frozenset[int]
-    """Ids of the user's jobs still pending or running."""
-    watched: dict[int, tuple[str, str | None]]
-    """``(status, last_error)`` of each watched job that still exists."""
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
-        """From ``(id, status, last_error)`` rows."""
-        wanted = set(watch)
-        unfinished: set[int] = set()
-        watched: dict[int, tuple[str, str | None]] = {}
-        for job_id, status, last_error in rows:
-            if status in ("pending", "running"):
-                unfinished.add(int(job_id))
-            if job_id in wanted:
-                watched[int(job_id)] = (str(status), last_error)
-        return cls(frozenset(unfinished), watched)

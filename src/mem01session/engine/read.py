@@ -1,12 +1,13 @@
 """The read path: hybrid candidates, fused ranking, near-duplicate suppression, the block.
 
 One SQL statement per call fetches everything: the top vector candidates (exact cosine
-distance over the user's rows: no approximate index can drop one of them), the top
-full-text matches (terms OR-ed, ranked by ``ts_rank``), the ids of near-duplicates among those
-candidates, and the latest sources of each; for a session's barrier, also the user's
-unfinished jobs (:func:`recall_with_progress`). It runs on the database's direct pool
-(plain psycopg), the per-run path. Ranking (:mod:`.scoring`) and packing (:mod:`.render`)
-run in Python on at most ``2 * pool`` rows. No LLM call is made here.
+distance over the user's rows: no approximate index can drop one of them), the top full-text
+matches (terms OR-ed, ranked by ``ts_rank``), the ids of near-duplicates among those
+candidates, and the latest sources of each; and, when asked, one more value read in the same
+snapshot by the caller's :class:`SnapshotProbe` (the job queue's barrier probe). It runs on
+the database's direct pool (plain psycopg), the per-run path. Ranking (:mod:`.scoring`) and
+packing (:mod:`.render`) run in Python on at most ``2 * pool`` rows. No LLM call is made
+here.
 """
 
 from __future__ import annotations
@@ -14,20 +15,19 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Generic, Literal, LiteralString, TypeVar
 
-from ..errors import ConfigError
-from ..records import Belief, JobProgress, RecallResult, ScoredBelief, Source
+from ..checks import check_id, check_positive_int, is_utf8
 from . import scoring
+from .parts import EngineParts
+from .records import Belief, RecallRequest, RecallResult, ScoredBelief, Source
 from .render import render_block
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
-from .users import check_user_id, is_utf8
 
-if TYPE_CHECKING:
-    from .core import BeliefEngine
+T = TypeVar("T")
 
 # Candidates fetched from each retriever; enough to fill any sensible memory block.
 POOL = 50
@@ -107,19 +107,29 @@ LEFT JOIN LATERAL (
 ) s ON true"""
 
 
-# The barrier's probe, read in the same snapshot as the beliefs: the user's unfinished
-# jobs and the watched ones. One row even when there is no candidate (LEFT JOIN).
-_JOBS_TAIL = """
-SELECT o.*, p.jobs FROM (
-  SELECT coalesce(json_agg(json_build_array(j.id, j.status, j.last_error)), '[]') AS jobs
-  FROM memory_jobs j
-  WHERE j.user_id = %(user_id)s
-    AND (j.status IN ('pending', 'running') OR j.id = ANY(%(watch)s))
-) p LEFT JOIN out o ON true"""
+@dataclass(frozen=True)
+class SnapshotProbe(Generic[T]):
+    """One more value read by the recall statement, in the same snapshot as the beliefs.
+
+    ``sql`` is a query returning one row with one column (aggregate it: ``json_agg``…);
+    it may use ``%(user_id)s`` and the names in ``params``, which must not clash with the
+    recall's own (prefix them). ``parse`` turns the value into ``T``. The job queue uses
+    this for its barrier, so a recall that finds nothing pending needs no round trip of
+    its own; the engine itself knows nothing of what is probed.
+    """
+
+    sql: LiteralString
+    params: Mapping[str, Any]
+    parse: Callable[[Any], T]
+
+
+# The probe's row comes first, so there is one row even when there is no candidate.
+_PROBE_TAIL = """
+SELECT o.*, p.value AS probe_value FROM ({probe}) p(value) LEFT JOIN out o ON true"""
 
 
 @cache
-def _statement(scope: Scope, kind: Kind, with_jobs: bool = False) -> str:
+def _statement(scope: Scope, kind: Kind, probe: str | None = None) -> str:
     """The one statement for a scope and kind of query (built once, then cached)."""
     where = _SCOPES[scope]
     if kind == "recent":
@@ -150,24 +160,15 @@ cand AS MATERIALIZED (
   WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)
 ),
 {_NEAR_CTE.format(angle_filter="abs(a.angle - d.angle) <= %(dup_angle)s AND ").strip()}"""
-    if with_jobs:
-        return f"{body},\nout AS ({_TAIL}\n){_JOBS_TAIL}"
+    if probe is not None:
+        return f"{body},\nout AS ({_TAIL}\n){_PROBE_TAIL.format(probe=probe)}"
     return body + _TAIL
-
-
-def _positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
 
 def tsquery_terms(query: str) -> str:
     """The query's words OR-ed for ``to_tsquery`` (only word characters: no operators)."""
     words = dict.fromkeys(w.lower() for w in _TERM.findall(query))
     return " | ".join(list(words)[:MAX_QUERY_TERMS])
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _sources(row: Mapping[Any, Any]) -> tuple[Source, ...]:
@@ -196,50 +197,45 @@ def _sources(row: Mapping[Any, Any]) -> tuple[Source, ...]:
 
 
 async def _ranked(
-    engine: BeliefEngine,
+    parts: EngineParts,
     user_id: str,
-    query: str,
-    *,
+    request: RecallRequest,
     pool: int,
-    include_history: bool,
-    as_of: datetime | None,
-    explain: bool,
-    watch: Sequence[int] | None = None,
-) -> tuple[list[ScoredBelief], int, JobProgress | None]:
+    probe: SnapshotProbe[Any] | None,
+) -> tuple[list[ScoredBelief], int, Any]:
     """All candidates, scored, best first, near-duplicates dropped; how many there were;
-    and, when ``watch`` is given, the user's job progress read in the same snapshot."""
-    user_id = check_user_id(user_id)
-    if query is not None and not isinstance(query, str):
-        raise ConfigError(f"query must be a string, got {type(query).__name__}")
+    and the probe's value, read in the same snapshot."""
+    user_id = check_id("user_id", user_id)
     # The query is the user's message: cleaned (control characters, lone surrogates) and
     # clipped rather than refused, so that odd input never breaks a conversation.
-    query = _CONTROL.sub(" ", query or "")[:MAX_QUERY_CHARS]
+    query = _CONTROL.sub(" ", request.query)[:MAX_QUERY_CHARS]
     query = query.encode("utf-8", "ignore").decode("utf-8") if not is_utf8(query) else query
     query = query.strip()
+    as_of = request.as_of
     if as_of is not None:
-        as_of = _aware(as_of)
-        scope: Scope = "as_of_history" if include_history else "as_of"
+        scope: Scope = "as_of_history" if request.include_history else "as_of"
     else:
-        scope = "history" if include_history else "active"
-    now = as_of or _aware(engine.clock())
+        scope = "history" if request.include_history else "active"
+    now = as_of or parts.now()
     params: dict[str, Any] = {"user_id": user_id, "pool": pool, "dup_distance": _DUP_DISTANCE}
-    if watch is not None:
-        params["watch"] = list(watch)
+    if probe is not None:
+        params.update(probe.params)
     if as_of is not None:
         params["as_of"] = as_of
     if query:
         terms = tsquery_terms(query)
         kind: Kind = "hybrid" if terms else "vector"
-        [vec] = await engine.embedder.embed([query])
+        [vec] = await parts.embedder.embed([query])
         params.update(qvec=vector_literal(vec), terms=terms, dup_angle=_DUP_ANGLE)
     else:
         kind = "recent"
         params.update(now=now, half_life=scoring.HALF_LIFE_DAYS)
+    statement = _statement(scope, kind, probe.sql if probe is not None else None)
     # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
-    rows = await engine.db.direct.fetch(_statement(scope, kind, watch is not None), params)
-    progress = None
-    if watch is not None:
-        progress = JobProgress.from_rows(rows[0]["jobs"], watch)
+    rows = await parts.db.direct.fetch(statement, params)
+    probed = None
+    if probe is not None:
+        probed = probe.parse(rows[0]["probe_value"])
         rows = [r for r in rows if r["id"] is not None]
     candidates: list[scoring.Candidate] = []
     near: dict[int, list[int]] = {}
@@ -258,117 +254,46 @@ async def _ranked(
         for other in row["near_ids"] or ():
             near.setdefault(belief.id, []).append(other)
             near.setdefault(other, []).append(belief.id)
-    ranked = scoring.score(candidates, now, as_of=as_of is not None, explain=explain)
-    return scoring.drop_near_duplicates(ranked, near), len(candidates), progress
+    ranked = scoring.score(candidates, now, as_of=as_of is not None, explain=request.explain)
+    return scoring.drop_near_duplicates(ranked, near), len(candidates), probed
 
 
-async def search(
-    engine: BeliefEngine,
-    user_id: str,
-    query: str,
-    *,
-    limit: int = 10,
-    include_history: bool = False,
-    as_of: datetime | None = None,
-    explain: bool = False,
+async def rank(
+    parts: EngineParts, user_id: str, request: RecallRequest, limit: int
 ) -> list[ScoredBelief]:
-    """The ``limit`` best beliefs for ``query``, ranked as :func:`recall` ranks them."""
-    _positive("limit", limit)
-    ranked, _, _ = await _ranked(
-        engine,
-        user_id,
-        query,
-        pool=max(POOL, limit),
-        include_history=include_history,
-        as_of=as_of,
-        explain=explain,
-    )
+    """The ``limit`` best beliefs for the request, ranked as :func:`read_block` ranks them
+    (its ``max_tokens`` is not used)."""
+    check_positive_int("limit", limit)
+    ranked, _, _ = await _ranked(parts, user_id, request, max(POOL, limit), None)
     return ranked[:limit]
 
 
-async def recall(
-    engine: BeliefEngine,
+async def read_block(
+    parts: EngineParts,
     user_id: str,
-    query: str,
-    *,
-    max_tokens: int = 800,
-    include_history: bool = False,
-    as_of: datetime | None = None,
-    explain: bool = False,
-) -> RecallResult:
-    """The memory block for ``query``: the best beliefs that fit ``max_tokens``, rendered.
+    request: RecallRequest,
+    probe: SnapshotProbe[Any] | None = None,
+) -> tuple[RecallResult, Any]:
+    """The memory block for the request: the best beliefs that fit ``max_tokens``, rendered;
+    and the probe's value (None without a probe).
 
-    The whole block fits ``max_tokens`` as counted by ``engine.token_counter``. When no
+    The whole block fits ``max_tokens`` as counted by ``parts.token_counter``. When no
     belief is found or none fits, the text is ``""`` and ``tokens`` is 0.
     """
-    result, _ = await _recall(
-        engine, user_id, query, max_tokens, include_history, as_of, explain, watch=None
-    )
-    return result
-
-
-async def recall_with_progress(
-    engine: BeliefEngine,
-    user_id: str,
-    query: str,
-    *,
-    watch: Sequence[int] = (),
-    max_tokens: int = 800,
-    include_history: bool = False,
-    as_of: datetime | None = None,
-    explain: bool = False,
-) -> tuple[RecallResult, JobProgress]:
-    """:func:`recall`, plus the user's unfinished jobs and the state of the ``watch``-ed
-    ones, read by the same statement: a barrier that finds nothing pending knows the
-    recall is current, without a round trip of its own."""
-    result, progress = await _recall(
-        engine, user_id, query, max_tokens, include_history, as_of, explain, watch=watch
-    )
-    assert progress is not None
-    return result, progress
-
-
-async def _recall(
-    engine: BeliefEngine,
-    user_id: str,
-    query: str,
-    max_tokens: int,
-    include_history: bool,
-    as_of: datetime | None,
-    explain: bool,
-    *,
-    watch: Sequence[int] | None,
-) -> tuple[RecallResult, JobProgress | None]:
     started = time.perf_counter()
-    _positive("max_tokens", max_tokens)
-    ranked, considered, progress = await _ranked(
-        engine,
-        user_id,
-        query,
-        pool=POOL,
-        include_history=include_history,
-        as_of=as_of,
-        explain=explain,
-        watch=watch,
-    )
-    block = render_block(ranked, engine.token_counter, max_tokens)
+    ranked, considered, probed = await _ranked(parts, user_id, request, POOL, probe)
+    block = render_block(ranked, parts.token_counter, request.max_tokens)
     result = RecallResult(
         beliefs=block.packed,
         text=block.text,
         tokens=block.tokens,
-        tokenizer=engine.token_counter.name,
-        max_tokens=max_tokens,
+        tokenizer=parts.token_counter.name,
+        max_tokens=request.max_tokens,
         candidates=considered,
         latency_ms=(time.perf_counter() - started) * 1000.0,
         stale=False,
     )
-    return result, progress
+    return result, probed
 
 
-__all__: Sequence[str] = (
-    "check_user_id",
-    "recall",
-    "recall_with_progress",
-    "search",
-    "tsquery_terms",
-)
+__all__: Sequence[str] = ("SnapshotProbe", "rank", "read_block", "tsquery_terms")

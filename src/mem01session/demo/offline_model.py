@@ -8,10 +8,8 @@ without an API key.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
@@ -19,12 +17,9 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from .engine.render import CLOSE, OPEN
-from .turns import item_text
+from ..engine.render import parse_block
+from ..session.items import is_memory, item_text
 
-_RECORD = re.compile(
-    r'^- #(?P<id>\d+) (?P<content>"(?:[^"\\]|\\.)*") \((?P<status>\w+) (?P<validity>[^;)]+)'
-)
 _WORD = re.compile(r"[a-z0-9$]+")
 _STOP = frozenset(
     "a an and are as at be before did do does for from had has have how i in is it me my "
@@ -38,28 +33,6 @@ _RELATED = {
     "work": {"works", "work", "job", "employer"},
     "name": {"name", "called"},
 }
-
-
-@dataclass(frozen=True)
-class Recalled:
-    """One record read back from a memory block."""
-
-    id: int
-    content: str
-    status: str
-    validity: str
-
-
-def parse_block(text: str) -> list[Recalled]:
-    """Records of a rendered memory block."""
-    out: list[Recalled] = []
-    for line in text.splitlines():
-        match = _RECORD.match(line.strip())
-        if match:
-            content = json.loads(match["content"])
-            content = content.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-            out.append(Recalled(int(match["id"]), content, match["status"], match["validity"]))
-    return out
 
 
 def _terms(text: str) -> set[str]:
@@ -76,8 +49,8 @@ def _terms(text: str) -> set[str]:
 def compose_answer(items: list[TResponseInputItem]) -> str:
     """The reply: what the input says about the last user message's words."""
     messages = [i for i in items if isinstance(i, dict)]
-    blocks = [item_text(m) for m in messages if OPEN in item_text(m)]
-    users = [item_text(m) for m in messages if m.get("role") == "user" and OPEN not in item_text(m)]
+    blocks = [item_text(m) for m in messages if is_memory(m)]
+    users = [item_text(m) for m in messages if m.get("role") == "user" and not is_memory(m)]
     if not users:
         return "I was given no question."
     question, earlier = users[-1], users[:-1]
@@ -87,7 +60,7 @@ def compose_answer(items: list[TResponseInputItem]) -> str:
         return bool(wanted & _terms(text))
 
     lines: list[str] = []
-    for record in (r for b in blocks for r in parse_block(b.split(CLOSE)[0])):
+    for record in (r for b in blocks for r in parse_block(b)):
         if relevant(record.content):
             label = "current" if record.status == "active" else f"{record.status}, history"
             lines.append(f"{record.content} ({label}; {record.validity}; memory #{record.id})")
@@ -109,7 +82,8 @@ class OfflineAnswerModel(Model):
         *args: Any,
         **kwargs: Any,
     ) -> ModelResponse:
-        items = ItemHelpers.input_to_new_input_list(input)
+        # The items as given: converting them would drop the type that marks recalled memory.
+        items = input if isinstance(input, list) else ItemHelpers.input_to_new_input_list(input)
         message = ResponseOutputMessage(
             id="offline-answer",
             type="message",

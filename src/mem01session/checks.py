@@ -1,0 +1,67 @@
+"""Argument checks shared by every public entry point.
+
+Each check returns the value it accepted (normalized where that is harmless) or raises
+:class:`~mem01session.errors.ConfigError` naming the argument and what was wrong with it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from .errors import ConfigError
+
+MAX_ID_CHARS = 200
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be stored: no lone surrogates (PostgreSQL takes UTF-8 only)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_id(name: str, value: object) -> str:
+    """A key such as ``user_id`` or ``session_id``: a non-blank UTF-8 string without NUL
+    bytes, at most :data:`MAX_ID_CHARS` characters."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ConfigError(f"{name} must not be empty")
+    if "\x00" in value:
+        raise ConfigError(f"{name} contains a NUL byte")
+    if not is_utf8(value):
+        raise ConfigError(f"{name} is not valid UTF-8 (it holds a lone surrogate)")
+    if len(value) > MAX_ID_CHARS:
+        raise ConfigError(f"{name} is {len(value)} characters, over the limit of {MAX_ID_CHARS}")
+    return value
+
+
+def check_positive_int(name: str, value: object, *, minimum: int = 1) -> int:
+    """An ``int`` (not a ``bool``) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ConfigError(f"{name} must be {expected}, got {value!r}")
+    return value
+
+
+def check_seconds(name: str, value: object, *, allow_none: bool = False) -> float | None:
+    """A duration in seconds: a finite number >= 0 (or None when ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e12:
+        raise ConfigError(f"{name} must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def aware(moment: datetime) -> datetime:
+    """``moment`` with a time zone; naive datetimes are taken as UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def check_moment(name: str, value: object) -> datetime:
+    """A ``datetime``, made time-zone aware (naive means UTC)."""
+    if not isinstance(value, datetime):
+        raise ConfigError(f"{name} must be a datetime, got {type(value).__name__}")
+    return aware(value)

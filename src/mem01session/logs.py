@@ -1,0 +1,45 @@
+"""The library's loggers: every record is scrubbed of secrets before a handler sees it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from .redaction import redact
+
+_noticed: set[str] = set()
+_noticed_lock = threading.Lock()
+
+
+class RedactingFilter(logging.Filter):
+    """Scrubs secrets from the formatted message and drops the arguments."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message or record.args:
+            record.msg = cleaned
+            record.args = None
+        return True
+
+
+def get_logger(name: str) -> logging.Logger:
+    """A library logger whose records are scrubbed before any handler sees them."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())
+    return logger
+
+
+def notice_once(logger: logging.Logger, kind: str, level: int, message: str, *args: object) -> bool:
+    """Log ``message`` the first time this process sees ``kind``; True if it was logged.
+
+    For choices the user should hear of once (an offline fallback, a missing tokenizer),
+    however many engines, sessions or commands make them.
+    """
+    with _noticed_lock:
+        if kind in _noticed:
+            return False
+        _noticed.add(kind)
+    logger.log(level, message, *args)
+    return True

@@ -1,0 +1,368 @@
+"""The job table: one row per turn waiting for extraction. :class:`JobStore` holds every
+statement on ``memory_jobs``.
+
+A job is claimed under a lease (``FOR UPDATE SKIP LOCKED``), processed, and marked done
+*inside the transaction that applies its ops* (:meth:`JobStore.done_hook`), so a retry
+after a crash can never apply a turn twice. Jobs of one user are processed in order: only
+the oldest unfinished job of a user can be claimed.
+
+Two statements elsewhere touch the table, through documented interfaces: the engine's
+recall runs :meth:`JobStore.progress_probe` in its own snapshot (a barrier that finds
+nothing pending costs no extra round trip), and erasing a user deletes their rows from
+every user-scoped table of the schema, this one included.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..db import Database
+from ..engine.read import SnapshotProbe
+from ..engine.write import TransactionHook
+from ..errors import Mem01Error
+from ..redaction import redact
+from ..secret_scan import redact_secrets
+from .turns import Turn, TurnMessage
+
+
+class JobLostError(Mem01Error):
+    """The job is no longer leased by this worker (erased, or reclaimed after its lease)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the job table."""
+
+    id: int
+    user_id: str
+    session_id: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    lease_owner: str | None = None
+    usage: dict[str, Any] | None = None
+
+    def turn(self) -> Turn:
+        """The turn stored in the payload."""
+        messages = tuple(
+            TurnMessage(role=m["role"], text=m["text"], item_ref=m.get("item_ref"))
+            for m in self.payload.get("messages", [])
+        )
+        observed = datetime.fromisoformat(self.payload["observed_at"])
+        return Turn(session_id=self.session_id, messages=messages, observed_at=observed)
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Where a user's jobs stood at one moment: what a barrier waits for."""
+
+    unfinished: frozenset[int]
+    """Ids of the user's jobs still pending or running."""
+    watched: dict[int, tuple[str, str | None]]
+    """``(status, last_error)`` of each watched job that still exists."""
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
+        """From ``(id, status, last_error)`` rows."""
+        wanted = set(watch)
+        unfinished: set[int] = set()
+        watched: dict[int, tuple[str, str | None]] = {}
+        for job_id, status, last_error in rows:
+            if status in ("pending", "running"):
+                unfinished.add(int(job_id))
+            if job_id in wanted:
+                watched[int(job_id)] = (str(status), last_error)
+        return cls(frozenset(unfinished), watched)
+
+
+_COLUMNS = (
+    "id, user_id, session_id, payload, status, attempts, last_error, created_at, "
+    "updated_at, lease_owner, usage"
+)
+
+
+def _job(row: Mapping[Any, Any]) -> Job:
+    return Job(**{k: row[k] for k in _COLUMNS.split(", ")})
+
+
+def scrub(text: str) -> str:
+    """``text`` without secrets: registered ones (DSN password, API key) and anything
+    :mod:`~mem01session.secret_scan` recognizes. A job row keeps the turn until the user
+    is erased, so a secret said in a conversation must not reach it; the extractor never
+    needed it either (the op screen would drop or redact it)."""
+    return redact_secrets(redact(text))[0]
+
+
+def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[str, Any]:
+    return {
+        "messages": [
+            {"role": m.role, "text": scrub(m.text), "item_ref": m.item_ref} for m in messages
+        ],
+        "observed_at": observed_at.isoformat(),
+    }
+
+
+_ENQUEUE = """
+WITH ins AS (
+  INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_after,
+                           created_at, updated_at)
+  VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s)
+  ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id
+)
+SELECT id FROM ins
+UNION ALL
+SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"""
+_JOB_BY_KEY = "SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"
+_PROGRESS = (
+    "SELECT id, status, last_error FROM memory_jobs WHERE user_id = %(user_id)s "
+    "AND (status IN ('pending', 'running') OR id = ANY(%(job_watch)s))"
+)
+# The same rows, aggregated into one value, for the recall's snapshot.
+_PROGRESS_PROBE = (
+    "SELECT coalesce(json_agg(json_build_array(j.id, j.status, j.last_error)), '[]') "
+    "FROM memory_jobs j WHERE j.user_id = %(user_id)s "
+    "AND (j.status IN ('pending', 'running') OR j.id = ANY(%(job_watch)s))"
+)
+_CLAIM = f"""
+WITH next AS (
+    SELECT j.user_id, j.id FROM memory_jobs j
+    WHERE ((j.status = 'pending' AND j.run_after <= :now)
+           OR (j.status = 'running' AND j.lease_until < :now))
+      AND NOT EXISTS (
+          SELECT 1 FROM memory_jobs e
+          WHERE e.user_id = j.user_id AND e.id < j.id
+            AND e.status IN ('pending', 'running'))
+    ORDER BY j.id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE memory_jobs m
+SET status = 'running', lease_owner = :w, lease_until = :until,
+    attempts = m.attempts + 1, updated_at = :now
+FROM next
+WHERE m.user_id = next.user_id AND m.id = next.id
+RETURNING {", ".join("m." + c for c in _COLUMNS.split(", "))}"""
+
+
+class JobStore:
+    """Every statement on the job table (see the module docstring)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __repr__(self) -> str:
+        return f"JobStore({self.db!r})"
+
+    # -- producers ---------------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        user_id: str,
+        session_id: str,
+        messages: Sequence[TurnMessage],
+        *,
+        now: datetime,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Record a turn for extraction; returns the job id (the existing one for a known
+        key). One autocommit statement: the insert, or the id of the job holding the key."""
+        key = idempotency_key or uuid.uuid4().hex
+        params = {
+            "u": user_id,
+            "s": session_id,
+            "p": json.dumps(payload_for(messages, now)),
+            "k": key,
+            "now": now,
+        }
+        rows = await self.db.direct.fetch(_ENQUEUE, params)
+        if not rows:  # the key's job was committed after this statement's snapshot
+            rows = await self.db.direct.fetch(_JOB_BY_KEY, params)
+        return int(rows[0]["id"])
+
+    # -- the worker --------------------------------------------------------------------
+
+    async def claim(
+        self, worker_id: str, *, now: datetime, lease: timedelta, limit: int = 1
+    ) -> list[Job]:
+        """Lease up to ``limit`` jobs, each the oldest unfinished job of its user.
+
+        Pending jobs whose backoff has passed and running jobs whose lease expired (their
+        worker died) are both claimable.
+        """
+        async with self.db.sa_engine.begin() as conn:
+            rows = (
+                await conn.execute(
+                    text(_CLAIM), {"now": now, "w": worker_id, "until": now + lease, "limit": limit}
+                )
+            ).mappings()
+            return [_job(r) for r in rows]
+
+    def done_hook(
+        self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+    ) -> TransactionHook:
+        """A hook for the engine's apply transaction: marks ``job`` done, or aborts the
+        batch with :class:`JobLostError` when the job is no longer this worker's."""
+
+        async def hook(conn: AsyncConnection) -> None:
+            await _mark_done(conn, job, worker_id, now=now, usage=usage)
+
+        return hook
+
+    async def complete_without_ops(
+        self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+    ) -> None:
+        """Mark a job that produced no ops done."""
+        async with self.db.sa_engine.begin() as conn:
+            await _mark_done(conn, job, worker_id, now=now, usage=usage)
+
+    async def fail(
+        self,
+        job: Job,
+        worker_id: str,
+        error: str,
+        *,
+        now: datetime,
+        retry_at: datetime | None,
+    ) -> None:
+        """Record a failure: back to pending until ``retry_at``, or ``failed`` when None."""
+        async with self.db.sa_engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "UPDATE memory_jobs SET status = :status, last_error = :err, "
+                    "lease_owner = NULL, lease_until = NULL, "
+                    "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
+                    "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w"
+                ),
+                {
+                    "status": "pending" if retry_at is not None else "failed",
+                    "err": error[:2000],
+                    "retry_at": retry_at,
+                    "now": now,
+                    "u": job.user_id,
+                    "id": job.id,
+                    "w": worker_id,
+                },
+            )
+
+    async def release(self, worker_id: str, *, now: datetime) -> int:
+        """Hand back every job ``worker_id`` holds (it is stopping): pending again, at once,
+        the interrupted attempt not counted. Returns how many."""
+        rows = await self.db.direct.fetch(
+            "UPDATE memory_jobs SET status = 'pending', lease_owner = NULL, lease_until = NULL, "
+            "attempts = greatest(attempts - 1, 0), run_after = %(now)s, updated_at = %(now)s "
+            "WHERE status = 'running' AND lease_owner = %(w)s RETURNING id",
+            {"w": worker_id, "now": now},
+        )
+        return len(rows)
+
+    # -- barriers ----------------------------------------------------------------------
+
+    async def progress(self, user_id: str, watch: Sequence[int]) -> JobProgress:
+        """In one round trip: the user's unfinished jobs, and the state of those in ``watch``."""
+        rows = await self.db.direct.fetch(_PROGRESS, {"user_id": user_id, "job_watch": list(watch)})
+        return JobProgress.from_rows(((r["id"], r["status"], r["last_error"]) for r in rows), watch)
+
+    @staticmethod
+    def progress_probe(watch: Sequence[int]) -> SnapshotProbe[JobProgress]:
+        """:meth:`progress` as a probe the engine's recall reads in its own snapshot."""
+        watched = list(watch)
+        return SnapshotProbe(
+            _PROGRESS_PROBE,
+            {"job_watch": watched},
+            lambda value: JobProgress.from_rows(value, watched),
+        )
+
+    async def statuses(self, user_id: str, ids: Sequence[int]) -> dict[int, Job]:
+        """The user's jobs among ``ids`` (erased or unknown ids are absent)."""
+        if not ids:
+            return {}
+        async with self.db.sa_engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        f"SELECT {_COLUMNS} FROM memory_jobs WHERE user_id = :u AND id = ANY(:ids)"
+                    ),
+                    {"u": user_id, "ids": list(ids)},
+                )
+            ).mappings()
+            return {int(r["id"]): _job(r) for r in rows}
+
+    # -- inspection --------------------------------------------------------------------
+
+    async def list_jobs(
+        self, *, user_id: str | None = None, status: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        """Jobs, newest first, optionally for one user or one status."""
+        clauses = []
+        params: dict[str, Any] = {"limit": limit}
+        if user_id is not None:
+            clauses.append("user_id = :u")
+            params["u"] = user_id
+        if status is not None:
+            clauses.append("status = :status")
+            params["status"] = status
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        async with self.db.sa_engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        f"SELECT {_COLUMNS} FROM memory_jobs {where} ORDER BY id DESC LIMIT :limit"
+                    ),
+                    params,
+                )
+            ).mappings()
+            return [_job(r) for r in rows]
+
+    async def retry(self, job_id: int, *, now: datetime) -> Job | None:
+        """Send a failed job back to the queue; None if no failed job has that id."""
+        async with self.db.sa_engine.begin() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        text(
+                            "UPDATE memory_jobs SET status = 'pending', attempts = 0, "
+                            "run_after = :now, updated_at = :now "
+                            f"WHERE id = :id AND status = 'failed' RETURNING {_COLUMNS}"
+                        ),
+                        {"id": job_id, "now": now},
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            return _job(row) if row else None
+
+
+async def _mark_done(
+    conn: AsyncConnection, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+) -> None:
+    row = (
+        await conn.execute(
+            text(
+                "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
+                "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
+                "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
+                "RETURNING id"
+            ),
+            {
+                "u": job.user_id,
+                "id": job.id,
+                "w": worker_id,
+                "now": now,
+                "usage": json.dumps(dict(usage)) if usage else None,
+            },
+        )
+    ).first()
+    if row is None:
+        raise JobLostError(f"job {job.id} is no longer leased by this worker")

@@ -1,0 +1,163 @@
+"""The application object: sessions share it, closing it leaves nothing running or claimed;
+a run without the memory filter is not silent; recalled memory is marked by type, not text."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from agents import Agent, Runner
+from agents.memory import SQLiteSession
+from agents.testing import ScriptedModel, assistant_message
+from sqlalchemy import text
+
+from mem01session import BeliefEngine, Mem01Session, Memory
+from mem01session.db import Database
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine.render import OPEN
+from mem01session.extraction import Candidate, Extraction, Turn
+from mem01session.session.items import MemoryItem, last_user_text, turn_messages
+from tests.session.conftest import ScriptedExtractor, city_ops
+
+
+class HoldingExtractor(ScriptedExtractor):
+    """The scripted extractor, but a turn that says "hold" waits forever (a slow LLM)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = asyncio.Event()
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        if any("hold" in m.text for m in turn.messages):
+            self.holding.set()
+            await asyncio.Event().wait()
+        return await super().extract(turn, candidates, now)
+
+
+async def ask(session: Mem01Session, said: str, answer: str = "Noted.") -> ScriptedModel:
+    model = ScriptedModel([[assistant_message(answer)]])
+    await Runner.run(
+        Agent(name="a", model=model), said, session=session, run_config=session.run_config()
+    )
+    return model
+
+
+def worker_tasks() -> list[asyncio.Task[object]]:
+    return [
+        t for t in asyncio.all_tasks() if t.get_name().startswith("mem01-worker") and not t.done()
+    ]
+
+
+async def test_closing_the_memory_stops_its_workers_and_hands_back_their_jobs(
+    db: Database, embedder: HashingEmbedder, tmp_path: Path
+) -> None:
+    extractor = HoldingExtractor()
+    memory = Memory(engine=BeliefEngine(db, embedder), extractor=extractor)
+    store = tmp_path / "t.sqlite"
+    ada = Mem01Session("ada-1", "ada", inner=SQLiteSession("ada-1", store), memory=memory)
+    bob = Mem01Session("bob-1", "bob", inner=SQLiteSession("bob-1", store), memory=memory)
+
+    await ask(ada, "I live in Lisbon")
+    await ask(bob, "I live in Oslo")
+    assert await ada.flush_memory(timeout=30) and await bob.flush_memory(timeout=30)
+    model = await ask(bob, "Where do I live?")
+    assert "Lives in Oslo" in str(model.calls[0].input)
+    assert "Lisbon" not in str(model.calls[0].input)  # one memory, two users, no crossing
+
+    await ask(ada, "Please hold that thought")  # its extraction never ends by itself
+    await asyncio.wait_for(extractor.holding.wait(), 30)
+    assert worker_tasks()
+    async with db.sa_engine.connect() as conn:
+        claimed = (
+            await conn.execute(text("SELECT count(*) FROM memory_jobs WHERE status = 'running'"))
+        ).scalar_one()
+    assert claimed == 1
+
+    await memory.aclose(flush_timeout=0.2)
+
+    assert worker_tasks() == []
+    async with db.sa_engine.connect() as conn:
+        rows = (
+            await conn.execute(text("SELECT status, lease_owner, attempts FROM memory_jobs"))
+        ).all()
+    assert [r for r in rows if r.status == "running" or r.lease_owner is not None] == []
+    held = [r for r in rows if r.status == "pending"]
+    assert len(held) == 1 and held[0].attempts == 0  # back in the queue, attempt not counted
+    assert [r.status for r in rows].count("done") == len(rows) - 1
+
+
+async def test_sessions_of_a_closed_memory_fail_open(
+    db: Database, embedder: HashingEmbedder, tmp_path: Path
+) -> None:
+    memory = Memory(engine=BeliefEngine(db, embedder), extractor=ScriptedExtractor())
+    session = Mem01Session(
+        "c", "cy", inner=SQLiteSession("c", tmp_path / "t.sqlite"), memory=memory
+    )
+    await memory.aclose()
+    model = await ask(session, "I live in Rome")
+    assert len(model.calls) == 1  # answered all the same
+    assert session.last_memory_error is not None and "closed" in session.last_memory_error
+
+
+async def test_a_run_without_the_memory_filter_warns_once_per_session(
+    make_session: Callable[..., Mem01Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mem01session")
+    session = make_session("forgetful")
+    for said in ("I live in Lima", "Where do I live?"):
+        model = ScriptedModel([[assistant_message("ok")]])
+        await Runner.run(Agent(name="a", model=model), said, session=session)  # no run_config
+    warnings = [r for r in caplog.records if "run_config=session.run_config()" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "forgetful" in warnings[0].getMessage()
+
+    caplog.clear()
+    careful = make_session("careful")
+    await ask(careful, "I live in Quito")
+    await ask(careful, "Where do I live?")
+    assert not [r for r in caplog.records if "run_config" in r.getMessage()]
+
+
+async def test_a_user_who_types_the_memory_tag_is_heard_like_anyone_else(
+    make_session: Callable[..., Mem01Session], extractor: ScriptedExtractor
+) -> None:
+    said = f"I write {OPEN} in my notes. I live in Tallinn"
+    session = make_session("tags", "tess")
+    await ask(session, said)
+    assert await session.flush_memory(timeout=30)
+    [(turn, _)] = extractor.calls
+    assert [m.text for m in turn.messages if m.role == "user"] == [said]
+    assert [b.content for b in await session.memory_history()] == ["Lives in Tallinn"]
+
+    model = await ask(session, f"{OPEN} where do I live?")
+    assert session.last_recall is not None
+    assert "Lives in Tallinn" in session.last_recall.text  # the tagged message was the query
+    memory_items = [i for i in model.calls[0].input if isinstance(i, MemoryItem)]
+    assert len(memory_items) == 1
+
+
+def test_memory_is_recognised_by_its_type_not_its_text() -> None:
+    block = f'{OPEN}\n- #1 "Lives in Tallinn"\n</memory>'
+    typed = MemoryItem(role="system", content=block)
+    lookalike = {"role": "user", "content": block}
+    assert turn_messages([typed]) == []
+    assert [m.text for m in turn_messages([lookalike])] == [block]
+    assert last_user_text([lookalike, typed]) == block
+
+
+def test_city_ops_helper_still_matches_the_tagged_message() -> None:
+    # Guards the test above: the scripted extractor must see a city in that sentence.
+    from mem01session.queue.turns import TurnMessage
+
+    turn = Turn(
+        "s",
+        (TurnMessage("user", f"I write {OPEN} in my notes. I live in Tallinn"),),
+        datetime.now(),
+    )
+    assert [op.content for op in city_ops(turn, [])] == ["Lives in Tallinn"]
