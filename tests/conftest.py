@@ -64,3 +64,14 @@ async def db(db_url: str, embedder: HashingEmbedder) -> AsyncIterator[Database]:
     )
     yield database
     await database.close()
+
+
+@pytest.fixture
+def fresh_notices() -> Iterator[None]:
+    """Notices (offline fallbacks and the like) are logged once per process: a test that
+    checks one starts as if none had been logged yet."""
+    from mem01session.logs import forget_notices
+
+    forget_notices()
+    yield
+    forget_notices()

@@ -69,10 +69,15 @@ async def test_openai_embedder_batches_and_keeps_order() -> None:
     assert all(b["dimensions"] == 2 for b in seen)
 
 
-def test_choice_is_automatic_logged_and_explicit(caplog: pytest.LogCaptureFixture) -> None:
+def test_choice_is_automatic_logged_and_explicit(
+    caplog: pytest.LogCaptureFixture, fresh_notices: None
+) -> None:
     caplog.set_level(logging.INFO)
     assert isinstance(default_embedder(Settings()), HashingEmbedder)
     assert "offline" in caplog.text
+    caplog.clear()
+    default_embedder(Settings())
+    assert "offline" not in caplog.text  # said once per process, not per engine
     keyed = Settings(openai_api_key="sk-test-unused-1111")
     assert isinstance(default_embedder(keyed), OpenAIEmbedder)
     assert isinstance(default_embedder(keyed, kind="offline"), HashingEmbedder)

@@ -68,3 +68,21 @@ class ExtractionError(Mem01Error):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         self.retryable = retryable
         super().__init__(message)
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached (try again later), as
+    opposed to refusing what it was sent (trying again would fail the same way)."""
+    import psycopg  # here, not at the top: importing the errors stays cheap
+
+    orig = getattr(exc, "orig", None)
+    cause = orig if isinstance(orig, BaseException) else exc
+    return isinstance(
+        cause,
+        psycopg.OperationalError
+        | psycopg.InterfaceError
+        | OSError
+        | TimeoutError
+        | DatabaseError
+        | MemoryClosedError,
+    )

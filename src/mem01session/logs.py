@@ -31,6 +31,18 @@ def get_logger(name: str) -> logging.Logger:
     return logger
 
 
+def describe(exc: BaseException) -> str:
+    """A one-line, secret-free account of ``exc`` for logs and error messages.
+
+    A wrapped driver error is described by the driver's own first line: SQLAlchemy's text
+    would add the statement and its parameters, which hold what users said.
+    """
+    orig = getattr(exc, "orig", None)
+    cause = orig if isinstance(orig, BaseException) else exc
+    lines = str(cause).strip().splitlines()
+    return redact(f"{type(cause).__name__}: {lines[0] if lines else ''}".rstrip(": "))
+
+
 def notice_once(logger: logging.Logger, kind: str, level: int, message: str, *args: object) -> bool:
     """Log ``message`` the first time this process sees ``kind``; True if it was logged.
 
@@ -43,3 +55,9 @@ def notice_once(logger: logging.Logger, kind: str, level: int, message: str, *ar
         _noticed.add(kind)
     logger.log(level, message, *args)
     return True
+
+
+def forget_notices() -> None:
+    """Let every notice be logged again (tests that check them start from here)."""
+    with _noticed_lock:
+        _noticed.clear()

@@ -8,11 +8,12 @@ can overcount but never undercount).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .logs import get_logger
+from .logs import get_logger, notice_once
 
 log = get_logger(__name__)
 
@@ -65,8 +66,12 @@ def default_token_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
     """The best offline tokenizer available for ``encoding``."""
     counter = _tiktoken(encoding) or _bpe_openai(encoding)
     if counter is None:
-        log.warning(
-            "no BPE tokenizer available for %s; counting UTF-8 bytes (overcounts)", encoding
+        notice_once(
+            log,
+            f"tokenizer:{encoding}",
+            logging.WARNING,
+            "no BPE tokenizer available for %s; counting UTF-8 bytes (overcounts)",
+            encoding,
         )
         counter = byte_bound_counter()
     return counter

@@ -13,7 +13,7 @@ from mem01session.extraction import OpenAIExtractor, RuleExtractor, default_extr
 KEY = "sk-test-default-000000000"
 
 
-def test_openai_when_a_key_is_set(caplog: pytest.LogCaptureFixture) -> None:
+def test_openai_when_a_key_is_set(caplog: pytest.LogCaptureFixture, fresh_notices: None) -> None:
     caplog.set_level(logging.INFO, logger="mem01session")
     extractor = default_extractor(Settings(openai_api_key=KEY, llm_model="gpt-x"))
     assert isinstance(extractor, OpenAIExtractor) and extractor.model == "gpt-x"
@@ -21,8 +21,11 @@ def test_openai_when_a_key_is_set(caplog: pytest.LogCaptureFixture) -> None:
     assert all(KEY not in r.getMessage() for r in caplog.records)
 
 
-def test_rules_without_a_key_and_it_says_so(caplog: pytest.LogCaptureFixture) -> None:
+def test_rules_without_a_key_and_it_says_so_once(
+    caplog: pytest.LogCaptureFixture, fresh_notices: None
+) -> None:
     caplog.set_level(logging.INFO, logger="mem01session")
+    assert isinstance(default_extractor(Settings()), RuleExtractor)
     assert isinstance(default_extractor(Settings()), RuleExtractor)
     (record,) = [r for r in caplog.records if "rule extractor" in r.getMessage()]
     assert record.levelno == logging.WARNING and "no OPENAI_API_KEY" in record.getMessage()

@@ -12,6 +12,7 @@ completed runs, no memory block, and nothing twice.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -73,8 +74,12 @@ async def active(engine: BeliefEngine, user: str) -> set[str]:
 
 
 async def test_fail_open_through_an_outage_and_catch_up(
-    server: ScratchServer, outage_engine: BeliefEngine, tmp_path: Path
+    server: ScratchServer,
+    outage_engine: BeliefEngine,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="mem01session")
     user = "olga"
     held = fact_line(5)
     extractor = GatedExtractor(hold=held[0])
@@ -109,8 +114,10 @@ async def test_fail_open_through_an_outage_and_catch_up(
     assert session.unsent_turns > 0  # kept, not dropped
     assert session.dropped_turns == 0
 
+    assert not await session.flush_memory(timeout=1)  # down: False, not an exception
     server.start()
     assert await session.flush_memory(timeout=60), "the worker did not catch up"
+    assert session.last_memory_error is None  # memory works again, and says so
     assert session.unsent_turns == 0
     expected = {fact_line(n)[1] for n in (0, 1, 2, 3, 5)}
     # Cities supersede each other; only the last city said is active, the rest is history.
@@ -125,6 +132,11 @@ async def test_fail_open_through_an_outage_and_catch_up(
     assert not any(OPEN in str(i) for i in items)
     await session.aclose()
     await memory.aclose()
+    # Failures were logged without statements or their parameters: no user text.
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "failed" in logged
+    for n in (0, 1, 2, 3, 5):
+        assert fact_line(n)[0] not in logged
 
 
 async def test_strict_session_surfaces_the_outage(

@@ -167,10 +167,12 @@ async def test_failed_extraction_is_reported_and_retried(
     memory = memories(extractor=extractor, worker_policy=WorkerPolicy(max_attempts=1))
     session = make_session("c", "gus", memory=memory)
     await session.add_items(turn("I live in Rome"))
-    assert await session.flush_memory(timeout=30)
+    assert not await session.flush_memory(timeout=30)  # the accepted turn ended failed
+    assert session.last_memory_error is not None and "model said no" in session.last_memory_error
     result = await session.recall("where")
     assert result is not None
-    assert session.last_memory_error is not None and "model said no" in session.last_memory_error
+    assert session.last_memory_error is None  # memory works again
+    assert await session.flush_memory(timeout=30)  # and nothing failed since the last flush
 
     strict = make_session("c2", "gus", memory=memory, strict=True)
     await strict.add_items(turn("I live in Milan"))
@@ -195,6 +197,7 @@ async def test_postgres_down_fail_open_and_strict(memories: MemoryFactory) -> No
     model = await say(session, "I live in Berlin", answer="Nice.")
     assert len(model.calls) == 1
     assert session.last_memory_error is not None
+    assert await session.flush_memory(timeout=1) is False  # fail-open: an answer, no raise
     assert [i.get("role") for i in await session.get_items()] == ["user", "assistant"]
 
     strict = Mem01Session("s", "hal", inner=SQLiteSession("s"), memory=memory, strict=True)

@@ -14,11 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..config import default_home
 from ..errors import DatabaseError, MigrationRequiredError, SchemaMismatchError
-from ..logs import get_logger
+from ..logs import describe, get_logger
 from ..redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
-from .embedded import embedded_url
+from .embedded import embedded_url, restart_if_stopped
 from .urls import sqlalchemy_url
 
 log = get_logger(__name__)
@@ -43,12 +43,22 @@ class Database:
     """
 
     def __init__(
-        self, sa_engine: AsyncEngine, url: str, *, embedded: bool, pool_size: int = 5
+        self,
+        sa_engine: AsyncEngine,
+        url: str,
+        *,
+        embedded: bool,
+        pool_size: int = 5,
+        home: Path | None = None,
     ) -> None:
         self.sa_engine = sa_engine
-        self.direct = DirectPool(url, max_open=pool_size * 3, max_idle=pool_size)
+        self.direct = DirectPool(
+            url, max_open=pool_size * 3, max_idle=pool_size, on_connect_error=self.revive
+        )
         self._url = url
         self.embedded = embedded
+        self._home = home if embedded else None
+        self._revive_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"Database(url={redact_dsn(self._url)!r}, embedded={self.embedded})"
@@ -79,8 +89,9 @@ class Database:
         database was built for others, :class:`SchemaMismatchError` says how to proceed.
         """
         embedded = url is None
+        home = home or default_home()
         if url is None:
-            url = await asyncio.to_thread(embedded_url, home or default_home())
+            url = await asyncio.to_thread(embedded_url, home)
             if auto_migrate is None:
                 auto_migrate = True
         await asyncio.to_thread(
@@ -105,14 +116,22 @@ class Database:
         def _register_vector(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.run_async(register_vector_async)
 
-        db = cls(engine, url, embedded=embedded, pool_size=pool_size)
+        db = cls(engine, url, embedded=embedded, pool_size=pool_size, home=home)
         try:
             async with engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
         except (SQLAlchemyError, OSError) as exc:
             await engine.dispose()
-            raise DatabaseError(f"could not connect to {db!r}: {_describe(exc)}") from None
+            raise DatabaseError(f"could not connect to {db!r}: {describe(exc)}") from None
         return db
+
+    async def revive(self) -> bool:
+        """After a failed connection: start the embedded server again if it stopped while
+        this process used it (True when restarted). A no-op for an external database."""
+        if self._home is None:
+            return False
+        async with self._revive_lock:
+            return await asyncio.to_thread(restart_if_stopped, self._home)
 
     async def close(self) -> None:
         await self.direct.close()
@@ -123,11 +142,6 @@ class Database:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
-
-
-def _describe(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    return f"{type(orig or exc).__name__}: {orig or exc}".splitlines()[0]
 
 
 def read_schema_info(url: str) -> SchemaInfo:
@@ -144,7 +158,7 @@ def read_schema_info(url: str) -> SchemaInfo:
                     text("SELECT embedding_model, embedding_dim FROM memory_meta WHERE id = 1")
                 ).first()
     except SQLAlchemyError as exc:
-        raise DatabaseError(f"could not connect to {redact_dsn(url)!r}: {_describe(exc)}") from None
+        raise DatabaseError(f"could not connect to {redact_dsn(url)!r}: {describe(exc)}") from None
     finally:
         engine.dispose()
     if row is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, LiteralString
 
 import psycopg
@@ -34,10 +34,18 @@ class DirectPool:
     """Autocommit psycopg connections, at most ``max_open`` at once (callers beyond that
     wait); up to ``max_idle`` are kept for reuse."""
 
-    def __init__(self, url: str, *, max_open: int = 15, max_idle: int = 5) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_open: int = 15,
+        max_idle: int = 5,
+        on_connect_error: Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
         if max_open < 1 or max_idle < 0:
             raise ValueError("max_open must be >= 1 and max_idle >= 0")
         self._url = url
+        self._on_connect_error = on_connect_error
         self._max_idle = max_idle
         self._idle: deque[psycopg.AsyncConnection[Row]] = deque()
         self._slots = asyncio.Semaphore(max_open)
@@ -77,6 +85,16 @@ class DirectPool:
         return await self._connect(), False
 
     async def _connect(self) -> psycopg.AsyncConnection[Row]:
+        try:
+            return await self._open()
+        except psycopg.OperationalError:
+            # ``on_connect_error`` may bring the server back (an embedded one that stopped):
+            # then one more try, else the failure stands.
+            if self._on_connect_error is None or not await self._on_connect_error():
+                raise
+            return await self._open()
+
+    async def _open(self) -> psycopg.AsyncConnection[Row]:
         return await psycopg.AsyncConnection.connect(
             self._url, autocommit=True, row_factory=dict_row
         )

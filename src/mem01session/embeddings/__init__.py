@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import logging
+
 from ..config import DEFAULT_OPENAI_EMBEDDING_MODEL, Settings
 from ..errors import ConfigError
-from ..logs import get_logger
+from ..logs import get_logger, notice_once
 from .base import Embedder, Vector
 from .hashing import HashingEmbedder
 from .local import LocalEmbedder
@@ -51,13 +53,30 @@ def default_embedder(settings: Settings, *, kind: str | None = None) -> Embedder
             api_key=settings.openai_api_key,
             base_url=settings.openai_base_url,
         )
-        log.info("embeddings: OpenAI %s (%d-d)", embedder.name, embedder.dim)
+        notice_once(
+            log,
+            f"embedder:{embedder.name}",
+            logging.INFO,
+            "embeddings: OpenAI %s (%d-d)",
+            embedder.name,
+            embedder.dim,
+        )
     elif kind == "local":
         embedder = LocalEmbedder()
-        log.info("embeddings: local %s (%d-d)", embedder.name, embedder.dim)
+        notice_once(
+            log,
+            f"embedder:{embedder.name}",
+            logging.INFO,
+            "embeddings: local %s (%d-d)",
+            embedder.name,
+            embedder.dim,
+        )
     elif kind == "offline":
         embedder = HashingEmbedder(settings.embedding_dim or 384)
-        log.warning(
+        notice_once(
+            log,
+            f"embedder:{embedder.name}",
+            logging.WARNING,
             "embeddings: offline feature hashing (%s); no OPENAI_API_KEY set. It matches "
             "words, not meaning.",
             embedder.name,

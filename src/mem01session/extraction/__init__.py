@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import logging
+
 from ..config import Settings
 from ..errors import ConfigError
-from ..logs import get_logger
+from ..logs import get_logger, notice_once
 from ..queue.extractor import Candidate, Extraction, Extractor
 from ..queue.turns import Turn, TurnMessage
 from ..secret_scan import contains_secret, redact_secrets
@@ -45,10 +47,20 @@ def default_extractor(settings: Settings, *, kind: str | None = None) -> Extract
         kind = "openai" if settings.openai_api_key else "rules"
     if kind == "openai":
         extractor: Extractor = OpenAIExtractor(settings)
-        log.info("extraction: OpenAI %s (%s)", extractor.name, settings.openai_base_url or "api")
+        notice_once(
+            log,
+            f"extractor:{extractor.name}",
+            logging.INFO,
+            "extraction: OpenAI %s (%s)",
+            extractor.name,
+            settings.openai_base_url or "api",
+        )
     elif kind == "rules":
         extractor = RuleExtractor()
-        log.warning(
+        notice_once(
+            log,
+            f"extractor:{extractor.name}",
+            logging.WARNING,
             "extraction: offline rule extractor (%s); %s. It recognizes a narrow set of "
             "English first-person statements only.",
             extractor.name,

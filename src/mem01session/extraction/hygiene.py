@@ -4,7 +4,8 @@ Every op's ``content``, ``key``, ``evidence`` and ``reason`` go through here, wh
 extractor proposed them. Policy:
 
 * a secret in ``content`` or ``key`` **drops the op**: a fact whose statement is the
-  secret ("Password is hunter2") cannot be kept in any useful form;
+  secret ("Password is hunter2") cannot be kept in any useful form; so does a statement
+  holding the mark a scrubbed secret left in the turn (``[redacted]``, ``***``);
 * a secret in ``evidence`` or ``reason`` is **redacted** (replaced by ``[redacted]``) and
   the op's ``reason`` records it ("evidence redacted: api key"), so the ledger says so;
 * text is stripped of NUL and control characters, whitespace is collapsed, and length is
@@ -23,7 +24,8 @@ from dataclasses import dataclass, replace
 
 from ..engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op
 from ..logs import get_logger
-from ..secret_scan import find_secrets, redact_secrets, unique
+from ..redaction import MASK
+from ..secret_scan import REDACTED, find_secrets, redact_secrets, unique
 
 log = get_logger(__name__)
 
@@ -53,6 +55,10 @@ class Screened:
     notes: tuple[str, ...] = ()
 
 
+def _masked(text: str | None) -> bool:
+    return text is not None and (REDACTED in text or MASK in text)
+
+
 def screen(ops: Sequence[Op]) -> Screened:
     """Screen a batch: drop ops whose statement is a secret, redact the rest, clean text."""
     kept: list[Op] = []
@@ -65,6 +71,11 @@ def screen(ops: Sequence[Op]) -> Screened:
             labels = ", ".join(unique(m.label for m in statement_secrets))
             notes.append(f"op #{index} ({op.op}) dropped: its content held a secret ({labels})")
             log.warning("extraction: dropped an op whose content held a secret (%s)", labels)
+            continue
+        if _masked(content) or _masked(key):
+            # The turn was scrubbed before extraction: a statement made of the mark is a
+            # statement about a secret, and useless without it.
+            notes.append(f"op #{index} ({op.op}) dropped: its content was a scrubbed secret")
             continue
         remarks: list[str] = []
         evidence = op.evidence

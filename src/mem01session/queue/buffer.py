@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..logs import get_logger
+from ..errors import UserErasedError, connection_lost
+from ..logs import describe, get_logger
 from .jobs import JobStore
 from .turns import TurnMessage
 
@@ -45,6 +46,9 @@ class TurnBuffer:
         self._held_at: datetime | None = None
         self._unsent: deque[PendingTurn] = deque()
         self.dropped = 0
+        self.enqueued: list[int] = []  # job ids sent and not yet taken by the session
+        # Turns refused (the failed job recording it, if any; why), not yet reported.
+        self.refusals: list[tuple[int | None, str]] = []
 
     @property
     def unsent(self) -> int:
@@ -80,24 +84,41 @@ class TurnBuffer:
                 "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
             )
 
-    async def send(self, jobs: JobStore) -> list[int]:
-        """Enqueue completed turns, oldest first; returns the new job ids.
+    async def send(self, jobs: JobStore) -> None:
+        """Enqueue completed turns, oldest first, adding their job ids to :attr:`enqueued`.
 
-        Stops at the first failure (the exception propagates) and keeps the rest.
+        A turn the database refuses for its content (not for the connection) never blocks
+        the ones behind it: it is recorded as a failed job without its text, and its reason
+        goes to :attr:`refusals`; a turn of an erased user is not stored at all. When the
+        connection fails, the exception propagates and this turn and the rest are kept.
         """
-        sent: list[int] = []
         while self._unsent:
             turn = self._unsent[0]
-            job_id = await jobs.enqueue(
-                self.user_id,
-                self.session_id,
-                turn.messages,
-                now=turn.observed_at,
-                idempotency_key=turn.key,
-            )
+            try:
+                job_id = await jobs.enqueue(
+                    self.user_id,
+                    self.session_id,
+                    turn.messages,
+                    now=turn.observed_at,
+                    idempotency_key=turn.key,
+                )
+            except UserErasedError as exc:
+                self.refusals.append((None, describe(exc)))
+            except Exception as exc:
+                if connection_lost(exc):
+                    raise
+                reason = f"the turn could not be stored: {describe(exc)}"
+                refused = await jobs.record_refused(
+                    self.user_id,
+                    self.session_id,
+                    reason,
+                    now=turn.observed_at,
+                    idempotency_key=turn.key,
+                )
+                self.refusals.append((refused, reason))
+            else:
+                self.enqueued.append(job_id)
             self._unsent.popleft()
-            sent.append(job_id)
-        return sent
 
     def discard(self) -> int:
         """Forget everything not yet enqueued; returns how many turns were dropped."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..db import Database
 from ..engine.read import SnapshotProbe
 from ..engine.write import TransactionHook
-from ..errors import Mem01Error
+from ..errors import Mem01Error, UserErasedError
 from ..redaction import redact
 from ..secret_scan import redact_secrets
 from .turns import Turn, TurnMessage
@@ -71,19 +71,26 @@ class JobProgress:
     """Ids of the user's jobs still pending or running."""
     watched: dict[int, tuple[str, str | None]]
     """``(status, last_error)`` of each watched job that still exists."""
+    failed: dict[int, str | None] = field(default_factory=dict)
+    """``last_error`` of the user's jobs that failed since the time asked about."""
 
     @classmethod
     def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
-        """From ``(id, status, last_error)`` rows."""
+        """From ``(id, status, last_error)`` rows (and an optional fourth column: whether
+        the row is one of the recently failed)."""
         wanted = set(watch)
         unfinished: set[int] = set()
         watched: dict[int, tuple[str, str | None]] = {}
-        for job_id, status, last_error in rows:
+        failed: dict[int, str | None] = {}
+        for row in rows:
+            job_id, status, last_error = int(row[0]), str(row[1]), row[2]
             if status in ("pending", "running"):
-                unfinished.add(int(job_id))
+                unfinished.add(job_id)
             if job_id in wanted:
-                watched[int(job_id)] = (str(status), last_error)
-        return cls(frozenset(unfinished), watched)
+                watched[job_id] = (status, last_error)
+            if len(row) > 3 and row[3]:
+                failed[job_id] = last_error
+        return cls(frozenset(unfinished), watched, failed)
 
 
 _COLUMNS = (
@@ -113,20 +120,35 @@ def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[
     }
 
 
+# Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
 _ENQUEUE = """
 WITH ins AS (
   INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_after,
                            created_at, updated_at)
-  VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s)
+  SELECT %(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s
+  WHERE NOT EXISTS (SELECT 1 FROM memory_users
+                    WHERE user_id = %(u)s AND erased_at IS NOT NULL)
   ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id
 )
 SELECT id FROM ins
 UNION ALL
 SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"""
 _JOB_BY_KEY = "SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"
+# A turn that could not be stored: its outcome, without its text.
+_REFUSED = """
+INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, status, last_error,
+                         run_after, created_at, updated_at)
+VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, 'failed', %(err)s, %(now)s, %(now)s, %(now)s)
+ON CONFLICT (user_id, idempotency_key) DO UPDATE SET updated_at = EXCLUDED.updated_at
+RETURNING id"""
+REFUSED = "refused"
+"""Payload key marking a job row that records a turn which could not be stored."""
 _PROGRESS = (
-    "SELECT id, status, last_error FROM memory_jobs WHERE user_id = %(user_id)s "
-    "AND (status IN ('pending', 'running') OR id = ANY(%(job_watch)s))"
+    "SELECT id, status, last_error, "
+    "(status = 'failed' AND updated_at >= %(since)s) AS failed_since "
+    "FROM memory_jobs WHERE user_id = %(user_id)s "
+    "AND (status IN ('pending', 'running') OR id = ANY(%(job_watch)s) "
+    "     OR (status = 'failed' AND updated_at >= %(since)s))"
 )
 # The same rows, aggregated into one value, for the recall's snapshot.
 _PROGRESS_PROBE = (
@@ -176,7 +198,10 @@ class JobStore:
         idempotency_key: str | None = None,
     ) -> int:
         """Record a turn for extraction; returns the job id (the existing one for a known
-        key). One autocommit statement: the insert, or the id of the job holding the key."""
+        key). One autocommit statement: the insert, or the id of the job holding the key.
+
+        Raises :class:`UserErasedError` (storing nothing) for an erased user.
+        """
         key = idempotency_key or uuid.uuid4().hex
         params = {
             "u": user_id,
@@ -188,6 +213,31 @@ class JobStore:
         rows = await self.db.direct.fetch(_ENQUEUE, params)
         if not rows:  # the key's job was committed after this statement's snapshot
             rows = await self.db.direct.fetch(_JOB_BY_KEY, params)
+        if not rows:
+            raise UserErasedError(
+                "this user's memory was erased; the turn was not stored "
+                "(reinstate the user to remember new turns)"
+            )
+        return int(rows[0]["id"])
+
+    async def record_refused(
+        self, user_id: str, session_id: str, reason: str, *, now: datetime, idempotency_key: str
+    ) -> int:
+        """Record, as a failed job without the turn's text, a turn that could not be
+        enqueued for a reason other than the connection (so ``jobs list --failed`` and the
+        session's flush say so); returns its id."""
+        payload = {"messages": [], "observed_at": now.isoformat(), REFUSED: True}
+        rows = await self.db.direct.fetch(
+            _REFUSED,
+            {
+                "u": user_id,
+                "s": session_id,
+                "p": json.dumps(payload),
+                "k": idempotency_key,
+                "err": redact(reason)[:2000],
+                "now": now,
+            },
+        )
         return int(rows[0]["id"])
 
     # -- the worker --------------------------------------------------------------------
@@ -234,17 +284,23 @@ class JobStore:
         *,
         now: datetime,
         retry_at: datetime | None,
+        forget_text: bool = False,
     ) -> None:
-        """Record a failure: back to pending until ``retry_at``, or ``failed`` when None."""
+        """Record a failure: back to pending until ``retry_at``, or ``failed`` when None.
+        With ``forget_text`` the turn's text leaves the row (the user was erased)."""
         async with self.db.sa_engine.begin() as conn:
             await conn.execute(
                 text(
                     "UPDATE memory_jobs SET status = :status, last_error = :err, "
                     "lease_owner = NULL, lease_until = NULL, "
+                    "payload = CASE WHEN :forget THEN jsonb_build_object("
+                    f"'messages', '[]'::jsonb, 'observed_at', payload->'observed_at', "
+                    f"'{REFUSED}', true) ELSE payload END, "
                     "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
                     "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w"
                 ),
                 {
+                    "forget": forget_text,
                     "status": "pending" if retry_at is not None else "failed",
                     "err": error[:2000],
                     "retry_at": retry_at,
@@ -268,10 +324,16 @@ class JobStore:
 
     # -- barriers ----------------------------------------------------------------------
 
-    async def progress(self, user_id: str, watch: Sequence[int]) -> JobProgress:
-        """In one round trip: the user's unfinished jobs, and the state of those in ``watch``."""
-        rows = await self.db.direct.fetch(_PROGRESS, {"user_id": user_id, "job_watch": list(watch)})
-        return JobProgress.from_rows(((r["id"], r["status"], r["last_error"]) for r in rows), watch)
+    async def progress(
+        self, user_id: str, watch: Sequence[int], *, failed_since: datetime | None = None
+    ) -> JobProgress:
+        """In one round trip: the user's unfinished jobs, the state of those in ``watch``,
+        and (with ``failed_since``) the user's jobs that failed since then."""
+        params = {"user_id": user_id, "job_watch": list(watch), "since": failed_since}
+        rows = await self.db.direct.fetch(_PROGRESS, params)
+        return JobProgress.from_rows(
+            ((r["id"], r["status"], r["last_error"], r["failed_since"]) for r in rows), watch
+        )
 
     @staticmethod
     def progress_probe(watch: Sequence[int]) -> SnapshotProbe[JobProgress]:
@@ -325,15 +387,20 @@ class JobStore:
             return [_job(r) for r in rows]
 
     async def retry(self, job_id: int, *, now: datetime) -> Job | None:
-        """Send a failed job back to the queue; None if no failed job has that id."""
+        """Send a failed job back to the queue; None if no failed job has that id, if it
+        records a turn that was never stored, or if its user was erased."""
         async with self.db.sa_engine.begin() as conn:
             row = (
                 (
                     await conn.execute(
                         text(
-                            "UPDATE memory_jobs SET status = 'pending', attempts = 0, "
+                            "UPDATE memory_jobs j SET status = 'pending', attempts = 0, "
                             "run_after = :now, updated_at = :now "
-                            f"WHERE id = :id AND status = 'failed' RETURNING {_COLUMNS}"
+                            "WHERE j.id = :id AND j.status = 'failed' "
+                            f"AND NOT (j.payload ? '{REFUSED}') AND NOT EXISTS ("
+                            "  SELECT 1 FROM memory_users u "
+                            "  WHERE u.user_id = j.user_id AND u.erased_at IS NOT NULL) "
+                            f"RETURNING {_COLUMNS}"
                         ),
                         {"id": job_id, "now": now},
                     )

@@ -22,7 +22,7 @@ from ..engine import BeliefEngine
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
 from ..errors import InvalidOpError, UserErasedError
-from ..logs import get_logger
+from ..logs import describe, get_logger
 from ..redaction import redact
 from .extractor import Candidate, Extractor
 from .jobs import Job, JobLostError, JobStore
@@ -69,7 +69,7 @@ class MemoryWorker:
         # Failed jobs whose failure could not be recorded (the database was gone): they
         # are still ``running`` under this worker's lease and are released first thing
         # once the database answers again, instead of waiting for the lease to expire.
-        self._unreleased: dict[int, tuple[Job, str, datetime | None]] = {}
+        self._unreleased: dict[int, tuple[Job, str, datetime | None, bool]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryWorker(id={self.worker_id!r}, extractor={self.extractor.name!r})"
@@ -159,7 +159,9 @@ class MemoryWorker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # database down: keep trying, never crash the app
-                self._record(f"worker: {type(exc).__name__}: {exc}")
+                self._record(f"worker: {describe(exc)}")
+                with contextlib.suppress(Exception):
+                    await self.engine.db.revive()  # an embedded server that stopped
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.policy.poll_interval):
@@ -219,7 +221,7 @@ class MemoryWorker:
         return candidates, {c.alias: b.id for c, b in zip(candidates, found, strict=True)}
 
     async def _fail(self, job: Job, exc: BaseException) -> None:
-        message = redact(f"{type(exc).__name__}: {exc}")
+        message = describe(exc)
         permanent = isinstance(exc, UserErasedError)
         retry_at = None
         if not permanent and job.attempts < self.policy.max_attempts:
@@ -227,19 +229,20 @@ class MemoryWorker:
             retry_at = self.engine.clock() + timedelta(seconds=delay)
         kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
         self._record(f"job {job.id} failed ({kind}): {message}")
-        self._unreleased[job.id] = (job, message, retry_at)
+        self._unreleased[job.id] = (job, message, retry_at, permanent)
         with contextlib.suppress(Exception):
             await self._release_failed()
 
     async def _release_failed(self) -> None:
         """Record the failures not yet recorded (raises while the database is down)."""
-        for job_id, (job, message, retry_at) in list(self._unreleased.items()):
+        for job_id, (job, message, retry_at, erased) in list(self._unreleased.items()):
             await self.jobs.fail(
                 job,
                 self.worker_id,
                 message,
                 now=self.engine.clock(),
                 retry_at=retry_at,
+                forget_text=erased,  # an erased user's words are not kept, even as a failure
             )
             self._unreleased.pop(job_id, None)  # a concurrent call may have recorded it
 

@@ -16,12 +16,11 @@ from collections.abc import Sequence
 from ..engine import BeliefEngine
 from ..engine.records import EraseReceipt, RecallRequest, RecallResult
 from ..errors import ConfigError, Mem01MemoryError
-from ..logs import get_logger
+from ..logs import describe, get_logger
 from ..memory import Memory
 from ..queue import JobStore, MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.turns import TurnMessage
-from ..redaction import redact
 
 log = get_logger(__name__)
 
@@ -50,6 +49,9 @@ class DurableTier:
         self._watched: list[int] = []  # this session's jobs not yet seen done
         self._reported: set[int] = set()
         self._warned: set[str] = set()
+        self._failures = 0  # failures recorded so far (to tell whether an operation had one)
+        self._failed_since_flush: list[str] = []
+        self._flushed_at = memory.now()
         memory.attach(self)
 
     async def engine_or_raise(self) -> BeliefEngine:
@@ -73,10 +75,13 @@ class DurableTier:
         """Hold input until its answer; enqueue each completed turn (fail-open)."""
         if not self._buffer.add(messages, self.memory.now()):
             return
+        mark = self._failures
         try:
             await self._send()
         except Exception as exc:
             self.failed("enqueue", exc)
+        else:
+            self._recovered(mark)
 
     async def _send(self, *, release: bool = False) -> None:
         """Enqueue completed turns (and, with ``release``, held input too), oldest first."""
@@ -86,12 +91,20 @@ class DurableTier:
             return
         try:
             jobs = await self.memory.jobs()
-            sent = await self._buffer.send(jobs)
+            await self._buffer.send(jobs)
         except Exception:
             if self.strict:  # the caller hears of the failure: nothing is kept behind its back
                 self._buffer.discard()
             raise
-        self._watched += sent
+        finally:
+            self._watched += self._buffer.enqueued
+            self._buffer.enqueued.clear()
+            refusals, self._buffer.refusals = self._buffer.refusals, []
+        for job_id, reason in refusals:
+            if job_id is not None:
+                self._reported.add(job_id)  # reported here, not again as a failed job
+            self._failed_since_flush.append(reason)
+            self._record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
         (await self.memory.worker()).wake(after=ANSWER_GRACE_SECONDS)
@@ -101,6 +114,7 @@ class DurableTier:
     async def recall(self, request: RecallRequest, *, during_run: bool) -> RecallResult | None:
         """Recall after the user's accepted jobs (waiting at most ``recall_wait``); None
         when memory is unavailable (strict: raises)."""
+        mark = self._failures
         try:
             engine = await self.memory.engine()
             # In a run, the held input is the current turn: it is in the model input already,
@@ -124,21 +138,38 @@ class DurableTier:
         except Exception as exc:
             self.failed("recall", exc)
             return None
+        self._recovered(mark)
         if not fresh:
             result = dataclasses.replace(result, stale=True)
         self.last_recall = result
         return result
 
     async def flush(self, timeout: float | None) -> bool:
-        """Wait for every accepted turn of the user (True) or ``timeout`` (False)."""
-        await self.engine_or_raise()
+        """Wait for every turn of the user accepted so far (from any session or process).
+
+        True when all of them are applied and none failed since the previous flush; False
+        on timeout, when one failed (``last_error`` says which), or when memory is
+        unavailable. With ``strict`` the failures raise :class:`Mem01MemoryError` instead.
+        """
+        mark = self._failures
         try:
+            await self.memory.engine()
             await self._send(release=True)
-            return await self._barrier(timeout, report=True)
+            done = await self._barrier(timeout, report=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:
-            raise Mem01MemoryError(f"flush failed: {describe(exc)}") from None
+            self.failed("flush", exc)
+            return False
+        failed, self._failed_since_flush = self._failed_since_flush, []
+        self._flushed_at = self.memory.now()
+        if failed:
+            self.last_error = f"{len(failed)} accepted turn(s) failed since the last flush; " + (
+                "; ".join(failed[-3:])
+            )
+        elif done:
+            self._recovered(mark)
+        return done and not failed
 
     async def erase(self, timeout: float | None) -> EraseReceipt:
         """Apply accepted turns, then erase the user; later turns are remembered again."""
@@ -174,33 +205,47 @@ class DurableTier:
 
     async def _barrier(self, timeout: float | None, *, report: bool = False) -> bool:
         """Wait for the user's jobs accepted before now (True: none left). With ``report``,
-        surface this session's failed jobs (strict: raise)."""
+        surface failed jobs: this session's, and the user's since the last flush (strict:
+        raise)."""
         jobs = await self.memory.jobs()
-        progress = await jobs.progress(self.user_id, self._watched)
+        since = self._flushed_at if report else None
+        progress = await jobs.progress(self.user_id, self._watched, failed_since=since)
         done = True
         if progress.unfinished:
             worker: MemoryWorker = await self.memory.worker()
             done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
             if report:
-                progress = await jobs.progress(self.user_id, self._watched)
+                progress = await jobs.progress(self.user_id, self._watched, failed_since=since)
         if report:
-            self._report(progress.watched)
+            self._report(progress.watched, progress.failed)
         return done
 
-    def _report(self, watched: dict[int, tuple[str, str | None]]) -> None:
-        """Forget finished jobs; surface permanent failures (strict: raise)."""
+    def _report(
+        self,
+        watched: dict[int, tuple[str, str | None]],
+        failed: dict[int, str | None] | None = None,
+    ) -> None:
+        """Forget finished jobs; surface permanent failures, each once (strict: raise)."""
+        failures = dict(failed or {})
+        failures |= {i: err for i, (status, err) in watched.items() if status == "failed"}
         self._watched = [i for i in self._watched if i in watched and watched[i][0] != "done"]
-        for job_id in self._watched:
-            status, last_error = watched[job_id]
-            if status == "failed" and job_id not in self._reported:
-                self._reported.add(job_id)
-                self.failed("extraction", RuntimeError(f"job {job_id}: {last_error}"))
+        self._watched = [i for i in self._watched if i not in failures]
+        for job_id, last_error in sorted(failures.items()):
+            if job_id in self._reported:
+                continue
+            self._reported.add(job_id)
+            message = f"job {job_id}: {last_error}"
+            self._failed_since_flush.append(message)
+            self._record(f"extraction failed: {message}", "extraction")
 
     # -- the failure policy --------------------------------------------------------------
 
     def failed(self, kind: str, exc: BaseException) -> None:
         """Record a failure (strict: raise it as :class:`Mem01MemoryError`)."""
-        message = f"{kind} failed: {describe(exc)}"
+        self._record(f"{kind} failed: {describe(exc)}", kind)
+
+    def _record(self, message: str, kind: str) -> None:
+        self._failures += 1
         self.last_error = message
         if self.strict:
             raise Mem01MemoryError(message) from None
@@ -208,11 +253,11 @@ class DurableTier:
             self._warned.add(kind)
             log.warning("memory %s; the conversation continues without it", message)
 
-
-def describe(exc: BaseException) -> str:
-    """A one-line, secret-free account of ``exc`` (the driver's error when wrapped)."""
-    orig = getattr(exc, "orig", None)
-    return redact(f"{type(orig or exc).__name__}: {orig or exc}".splitlines()[0])
+    def _recovered(self, mark: int) -> None:
+        """An operation that began at failure count ``mark`` went through without one:
+        whatever went wrong before is over."""
+        if self._failures == mark:
+            self.last_error = None
 
 
 __all__ = ["DurableTier"]

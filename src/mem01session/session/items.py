@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
-from ..queue.turns import TurnMessage
+from ..queue.turns import TurnMessage, storable_text
 
 
 class MemoryItem(dict[str, Any]):
@@ -56,7 +56,8 @@ def _role(item: Mapping[str, Any]) -> str | None:
 
 
 def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
-    """User/assistant text messages of ``items``, in order, memory blocks excluded."""
+    """User/assistant text messages of ``items``, in order, memory blocks excluded, each
+    made storable (:func:`~mem01session.queue.turns.storable_text`)."""
     out: list[TurnMessage] = []
     for index, raw in enumerate(items):
         if not isinstance(raw, Mapping) or is_memory(raw):
@@ -64,7 +65,7 @@ def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
         role = _role(raw)
         if role not in ("user", "assistant"):
             continue
-        text = item_text(raw).strip()
+        text = storable_text(item_text(raw)).strip()
         if not text:
             continue
         ref = raw.get("id")
@@ -72,7 +73,7 @@ def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
             TurnMessage(
                 role=cast(Literal["user", "assistant"], role),
                 text=text,
-                item_ref=str(ref) if isinstance(ref, str) and ref else f"item-{index}",
+                item_ref=storable_text(ref) if isinstance(ref, str) and ref else f"item-{index}",
             )
         )
     return out

@@ -1,0 +1,146 @@
+"""What a user types cannot switch memory off: odd characters, a megabyte, a turn the database
+refuses, a secret, an erased user. Real PostgreSQL, the real Runner, the rule extractor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+from sqlalchemy import text
+
+from mem01session import Mem01Session, Op, Provenance
+from mem01session.db import Database
+from mem01session.engine import BeliefEngine
+from mem01session.extraction import RuleExtractor
+from mem01session.queue import JobStore
+from mem01session.queue.turns import MAX_MESSAGE_CHARS
+from tests.reliability.harness import say
+from tests.session.conftest import MemoryFactory
+
+
+def rules_session(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, sid: str, user: str
+) -> Mem01Session:
+    return make_session(sid, user, memory=memories(extractor=RuleExtractor()))
+
+
+async def active(engine: BeliefEngine, user: str) -> set[str]:
+    return {b.content for b in await engine.history(user) if b.status == "active"}
+
+
+async def test_nul_and_lone_surrogates_never_block_the_turns_behind_them(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, engine: BeliefEngine
+) -> None:
+    session = rules_session(make_session, memories, "odd", "olive")
+    said = ["I like black\x00 coffee.", "I live in Lisbon.", "I like tea\udcff.", "I like chess."]
+    for line in said:
+        await say(session, line)
+    assert await session.flush_memory(timeout=30)
+    assert session.last_memory_error is None
+    assert session.unsent_turns == 0 and session.dropped_turns == 0
+    beliefs = await active(engine, "olive")
+    assert {"Lives in Lisbon", "Likes chess", "Likes black coffee"} <= beliefs
+    # The transcript keeps what the SDK gave it; only the copy sent to memory was cleaned.
+    stored = [i["content"] for i in await session.get_items() if i.get("role") == "user"]
+    assert stored == said
+    await session.aclose()
+
+
+async def test_a_megabyte_message_is_recorded_and_the_run_returns(
+    make_session: Callable[..., Mem01Session],
+    memories: MemoryFactory,
+    engine: BeliefEngine,
+    db: Database,
+) -> None:
+    session = rules_session(make_session, memories, "big", "hugo")
+    huge = "I like hiking. " + "x" * 1_000_000
+    async with asyncio.timeout(120):  # a deadlock guard, not a timing assertion
+        await say(session, huge)
+        assert await session.flush_memory(timeout=60)
+    async with db.sa_engine.connect() as conn:
+        payload = (await conn.execute(text("SELECT payload FROM memory_jobs"))).scalar_one()
+    user_text = payload["messages"][0]["text"]
+    assert len(user_text) < MAX_MESSAGE_CHARS + 100
+    assert user_text.startswith("I like hiking.") and "more characters cut" in user_text
+    assert "Likes hiking" in await active(engine, "hugo")
+    await session.aclose()
+
+
+async def test_a_turn_the_database_refuses_is_recorded_as_failed_and_blocks_nothing(
+    make_session: Callable[..., Mem01Session],
+    memories: MemoryFactory,
+    engine: BeliefEngine,
+    db: Database,
+) -> None:
+    # A real refusal from PostgreSQL (not a connection failure): a trigger that rejects one
+    # kind of content, as a constraint or an extension might.
+    async with db.sa_engine.begin() as conn:
+        await conn.execute(
+            text(
+                "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "BEGIN IF NEW.payload::text LIKE '%poison%' THEN "
+                "RAISE EXCEPTION 'poisoned payload' USING ERRCODE = '22023'; END IF; "
+                "RETURN NEW; END $$"
+            )
+        )
+        await conn.execute(
+            text(
+                "CREATE TRIGGER refuse_poison BEFORE INSERT ON memory_jobs "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_poison()"
+            )
+        )
+    session = rules_session(make_session, memories, "refused", "rita")
+    await say(session, "I like poison ivy.")
+    assert session.last_memory_error is not None and "poisoned payload" in session.last_memory_error
+    await say(session, "I live in Porto.")
+    await say(session, "I like chess.")
+    assert not await session.flush_memory(timeout=30)  # one accepted turn ended failed
+    assert "poisoned payload" in (session.last_memory_error or "")
+    assert session.unsent_turns == 0
+    assert {"Lives in Porto", "Likes chess"} <= await active(engine, "rita")
+    failed = await JobStore(db).list_jobs(user_id="rita", status="failed")
+    assert len(failed) == 1 and "poisoned payload" in (failed[0].last_error or "")
+    assert "poison" not in json.dumps(failed[0].payload)  # recorded without its text
+    assert await JobStore(db).retry(failed[0].id, now=engine.clock()) is None
+    assert await session.flush_memory(timeout=30)  # nothing new failed since
+    assert session.last_memory_error is None
+    await session.aclose()
+
+
+async def test_a_turn_that_was_only_a_secret_leaves_no_belief(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, engine: BeliefEngine
+) -> None:
+    session = rules_session(make_session, memories, "secret", "sid")
+    await say(session, "I like the key sk-proj-Zx81Qm2Lp0Vw7Tn4Rb6Yc3Hd.")
+    await say(session, "I like jazz.")
+    assert await session.flush_memory(timeout=30)
+    beliefs = await active(engine, "sid")
+    assert beliefs == {"Likes jazz"}, beliefs
+    await session.aclose()
+
+
+async def test_turns_of_an_erased_user_are_not_stored_until_reinstated(
+    make_session: Callable[..., Mem01Session],
+    memories: MemoryFactory,
+    engine: BeliefEngine,
+    db: Database,
+) -> None:
+    await engine.apply("eve", [Op.add("Likes tea")], provenance=Provenance(extractor="seed"))
+    await engine.erase_user("eve")  # the operator's erase: a tombstone refuses new writes
+    session = rules_session(make_session, memories, "after", "eve")
+    await say(session, "I live in Quito with my secret diary.")
+    assert session.last_memory_error is not None and "erased" in session.last_memory_error
+    assert not await session.flush_memory(timeout=30)
+    async with db.sa_engine.connect() as conn:
+        rows = (
+            await conn.execute(text("SELECT payload FROM memory_jobs WHERE user_id = 'eve'"))
+        ).all()
+    assert rows == []  # not stored at all, not even as a failure
+
+    await engine.reinstate_user("eve")
+    await say(session, "I live in Quito.")
+    assert await session.flush_memory(timeout=30)
+    assert session.last_memory_error is None
+    assert await active(engine, "eve") == {"Lives in Quito"}
+    await session.aclose()
