@@ -1,8 +1,16 @@
-"""Benchmark 4: per-run overhead of Mem01Session over a bare SQLiteSession.
+"""Per-run overhead as users feel it: Mem01Session against a bare SQLiteSession.
 
-The real ``Runner`` with ``agents.testing.ScriptedModel`` (no network); Mem01Session
-recalls before the model call and records the turn for extraction after it (the rule
-extractor runs in the background worker, as in production). Median of many runs.
+The real ``Runner`` with ``agents.testing.ScriptedModel`` (no network). The user replies
+``think`` seconds after each answer. The extractor is the rule extractor behind a delay that
+stands for an LLM call (0, 0.5 and 1.5 s), running in the background worker as in
+production. Two cases: every turn in one conversation, and turns alternating between two
+conversations of the same user (a turn of the other conversation is not in the model's
+input, so the recall waits for its extraction, at most ``recall_wait``).
+
+For each case the same texts go through bare ``SQLiteSession`` conversations and through
+Mem01Session conversations, one after the other (the order alternates between cases), each
+with its own fresh transcript; the added latency is the difference of the medians (p50) and
+of the 95th percentiles.
 """
 
 from __future__ import annotations
@@ -12,141 +20,160 @@ import statistics
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from agents import Agent, Runner, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.memory import Session, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
-from mem01session.session import Mem01Session
+from mem01session import Mem01Session, Memory
+from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 
 from .common import PrecomputedEmbedder, Server, open_memory
 
-THINK_SECONDS = 0.02  # idle time before each drained-mode run: the user reading and typing
+DELAYS = (0.0, 0.5, 1.5)
+THINK_SECONDS = 0.3
 TEXTS = [
     "I live in Lisbon and I work as a teacher.",
     "Can you suggest a book for the weekend?",
     "My sister is called Ana.",
     "What should I cook tonight?",
+    "I like hiking in the mountains.",
+    "Where did I say I live?",
 ]
+
+
+class DelayedExtractor(RuleExtractor):
+    """The rule extractor after a fixed delay: an LLM call's duration, not its CPU."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        await asyncio.sleep(self.delay)
+        return await super().extract(turn, candidates, now)
+
+
+@dataclass
+class Case:
+    delay: float
+    conversations: int
+    bare_ms: list[float] = field(default_factory=list)
+    mem_ms: list[float] = field(default_factory=list)
+    stale: int = 0  # Mem01Session runs whose recall gave up waiting (recall_wait passed)
+
+    @staticmethod
+    def _p(samples: list[float], q: int) -> float:
+        return statistics.quantiles(samples, n=100)[q - 1] if len(samples) > 1 else samples[0]
+
+    def p50(self, which: str) -> float:
+        return statistics.median(getattr(self, f"{which}_ms"))
+
+    def p95(self, which: str) -> float:
+        return self._p(getattr(self, f"{which}_ms"), 95)
 
 
 @dataclass
 class OverheadResult:
     runs: int
-    bare_ms: float
-    bare_p95: float
-    drained_ms: float
-    drained_p95: float
-    paired_ms: float  # median of (drained run - the bare run just before it)
-    back_to_back_ms: float
-    back_to_back_p95: float
-    trials: list[float]  # the paired median of each trial, in order
-
-    @property
-    def back_to_back_overhead_ms(self) -> float:
-        return self.back_to_back_ms - self.bare_ms
+    think: float
+    recall_wait: float
+    cases: list[Case]
+    seconds: float = 0.0
 
 
-async def _one(session: Session, text: str, run_config: object = None) -> float:
+async def _one(session: Session, text: str, run_config: RunConfig | None) -> float:
     agent = Agent(name="a", model=ScriptedModel([[assistant_message("Noted.")]]))
     started = time.perf_counter()
-    await Runner.run(agent, text, session=session, run_config=run_config)  # type: ignore[arg-type]
+    await Runner.run(agent, text, session=session, run_config=run_config)
     return (time.perf_counter() - started) * 1000.0
+
+
+async def _talk(sessions: Sequence[Session], runs: int, think: float) -> tuple[list[float], int]:
+    """``runs`` turns, alternating between ``sessions``, each ``think`` s after the answer;
+    their times, and how many recalls gave up waiting."""
+    times: list[float] = []
+    stale = 0
+    for i in range(runs):
+        session = sessions[i % len(sessions)]
+        config = session.run_config() if isinstance(session, Mem01Session) else None
+        await asyncio.sleep(think)
+        times.append(await _one(session, TEXTS[i % len(TEXTS)], config))
+        if isinstance(session, Mem01Session) and session.last_recall is not None:
+            stale += session.last_recall.stale
+    return times, stale
+
+
+async def _case(
+    memory: Memory, store: Path, case: Case, runs: int, think: float, mem_first: bool
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    user = f"ovh-{tag}"
+    bare = [SQLiteSession(f"bare-{tag}-{c}", store) for c in range(case.conversations)]
+    mem = [
+        Mem01Session(sid, user, inner=SQLiteSession(sid, store), memory=memory)
+        for sid in (f"mem-{tag}-{c}" for c in range(case.conversations))
+    ]
+    for _ in range(2):  # warm-up, untimed: the first runs pay for imports and connections
+        await _talk(bare, case.conversations, think)
+        await _talk(mem, case.conversations, think)
+    await mem[0].flush_memory(timeout=120)
+    for first in ("mem", "bare") if mem_first else ("bare", "mem"):
+        if first == "bare":
+            case.bare_ms, _ = await _talk(bare, runs, think)
+        else:
+            case.mem_ms, case.stale = await _talk(mem, runs, think)
+    await mem[0].flush_memory(timeout=120)  # untimed: no backlog leaks into the next case
+    for s in mem:
+        await s.aclose()
 
 
 async def run(
     server: Server,
     emb: PrecomputedEmbedder,
-    runs: int = 300,
-    trials: int = 3,
+    runs: int = 40,
     think: float = THINK_SECONDS,
+    delays: Sequence[float] = DELAYS,
 ) -> OverheadResult:
     set_tracing_disabled(True)
-    memory = await open_memory(server.database("o_mem01session"), emb)
+    started = time.perf_counter()
     store = Path(tempfile.mkdtemp(dir="/tmp")) / "t.sqlite"
-    user = f"ovh-{uuid.uuid4().hex[:6]}"
-    bare_ms: list[float] = []
-    drained_ms: list[float] = []
-    paired: list[float] = []
-    back_to_back_ms: list[float] = []
-    trial_medians: list[float] = []
-    try:
-        # One transcript per kind, each given the same runs: the SDK's own cost grows with
-        # the history, so unequal transcripts would be measured as memory overhead.
-        bare = SQLiteSession("bare", store)
-        drained = Mem01Session(
-            "mem-drained",
-            user + "-drained",  # its own user: the back-to-back backlog never delays it
-            inner=SQLiteSession("mem-drained", store),
-            memory=memory,
+    emb.prefill(TEXTS)
+    result = OverheadResult(runs=runs, think=think, recall_wait=2.0, cases=[])
+    for i, delay in enumerate(delays):
+        memory = await open_memory(
+            server.database(f"o_mem01session_{i}"), emb, extractor=DelayedExtractor(delay)
         )
-        back_to_back = Mem01Session("mem", user, inner=SQLiteSession("mem", store), memory=memory)
-        for i in range(20):  # warm-up
-            await _one(bare, TEXTS[i % len(TEXTS)])
-            await _one(drained, TEXTS[i % len(TEXTS)], drained.run_config())
-            await drained.flush_memory(timeout=60)
-            await _one(back_to_back, TEXTS[i % len(TEXTS)], back_to_back.run_config())
-        await back_to_back.flush_memory(timeout=60)
-        per_trial = max(1, runs // trials)
-        for _ in range(trials):
-            trial: list[float] = []
-            # Drained: pairs of one bare and one Mem01Session run with the same text, in
-            # alternating order, each after the same idle pause (the user typing); the
-            # worker is flushed, untimed, after each Mem01Session run. Drift, noise and the
-            # flush's after-effects fall on both sides of a pair alike.
-            for i in range(per_trial):
-                text = TEXTS[i % len(TEXTS)]
-                times: dict[str, float] = {}
-                for kind in ("bare", "mem") if i % 2 == 0 else ("mem", "bare"):
-                    await asyncio.sleep(think)
-                    if kind == "bare":
-                        times[kind] = await _one(bare, text)
-                    else:
-                        times[kind] = await _one(drained, text, drained.run_config())
-                        await drained.flush_memory(timeout=60)
-                bare_ms.append(times["bare"])
-                drained_ms.append(times["mem"])
-                trial.append(times["mem"] - times["bare"])
-            paired += trial
-            trial_medians.append(statistics.median(trial))
-            # Back-to-back: consecutive runs, so each recall waits at the barrier for the
-            # previous turn's extraction.
-            for i in range(per_trial):
-                text = TEXTS[i % len(TEXTS)]
-                back_to_back_ms.append(await _one(back_to_back, text, back_to_back.run_config()))
-            await back_to_back.flush_memory(timeout=60)  # untimed: no backlog leaks over
-    finally:
-        await memory.aclose()
-    q = statistics.quantiles
-    return OverheadResult(
-        runs=len(bare_ms),
-        bare_ms=statistics.median(bare_ms),
-        bare_p95=q(bare_ms, n=20)[18],
-        drained_ms=statistics.median(drained_ms),
-        drained_p95=q(drained_ms, n=20)[18],
-        paired_ms=statistics.median(paired),
-        back_to_back_ms=statistics.median(back_to_back_ms),
-        back_to_back_p95=q(back_to_back_ms, n=20)[18],
-        trials=trial_medians,
-    )
+        try:
+            for conversations in (1, 2):
+                case = Case(delay, conversations)
+                mem_first = (i + conversations) % 2 == 0
+                await _case(memory, store, case, runs, think, mem_first)
+                result.cases.append(case)
+        finally:
+            await memory.aclose()
+    result.seconds = time.perf_counter() - started
+    return result
 
 
 def table(r: OverheadResult) -> str:
-    trials = ", ".join(f"{t:.2f}" for t in r.trials)
-    return "\n".join(
-        [
-            "| session | median ms per run | p95 ms |",
-            "|---|---:|---:|",
-            f"| SQLiteSession (bare) | {r.bare_ms:.2f} | {r.bare_p95:.2f} |",
-            f"| Mem01Session, worker drained between runs | {r.drained_ms:.2f} "
-            f"| {r.drained_p95:.2f} |",
-            f"| Mem01Session, back-to-back runs | {r.back_to_back_ms:.2f} "
-            f"| {r.back_to_back_p95:.2f} |",
-            f"| **overhead (median of paired differences, drained)** | **{r.paired_ms:.2f}** | |",
-            f"| overhead per trial ({len(r.trials)} trials) | {trials} | |",
-            f"| overhead, back-to-back (difference of medians) "
-            f"| {r.back_to_back_overhead_ms:.2f} | |",
-        ]
-    )
+    rows = [
+        "| extractor delay | conversations | bare p50 ms | bare p95 ms | Mem01Session p50 ms "
+        "| Mem01Session p95 ms | added p50 ms | added p95 ms | recalls that gave up waiting |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in r.cases:
+        where = "one" if c.conversations == 1 else "two, alternating"
+        rows.append(
+            f"| {c.delay:.1f} s | {where} | {c.p50('bare'):.1f} | {c.p95('bare'):.1f} "
+            f"| {c.p50('mem'):.1f} | {c.p95('mem'):.1f} "
+            f"| **{c.p50('mem') - c.p50('bare'):.1f}** | {c.p95('mem') - c.p95('bare'):.1f} "
+            f"| {c.stale} |"
+        )
+    return "\n".join(rows)

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from mem01session.engine.recall import tsquery_terms
 
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.read import tsquery_terms
 from mem01session.tokens import default_token_counter
 
 from .common import PrecomputedEmbedder, Server, open_memory, vector_text

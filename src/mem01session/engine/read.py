@@ -282,7 +282,7 @@ async def read_block(
     """
     started = time.perf_counter()
     ranked, considered, probed = await _ranked(parts, user_id, request, POOL, probe)
-    block = render_block(ranked, parts.token_counter, request.max_tokens)
+    block = render_block(ranked, parts.token_counter, request.max_tokens, request.newer_turns)
     result = RecallResult(
         beliefs=block.packed,
         text=block.text,

@@ -22,7 +22,10 @@ class RecallRequest:
     ``query`` is the user's message (``""``: the most recent, confident beliefs);
     ``max_tokens`` the budget of the whole block; ``include_history`` brings superseded,
     invalidated and merged beliefs too; ``as_of`` asks what was true at that moment;
-    ``explain`` adds per-signal scores. A malformed field raises :class:`ConfigError`.
+    ``explain`` adds per-signal scores; ``newer_turns`` is how many recent turns of the
+    conversation asking are not reflected in the records yet (the block says so, so that a
+    record the conversation just made stale is not taken for the latest truth). A malformed
+    field raises :class:`ConfigError`.
     """
 
     query: str
@@ -30,6 +33,7 @@ class RecallRequest:
     include_history: bool = False
     as_of: datetime | None = None
     explain: bool = False
+    newer_turns: int = 0
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -37,6 +41,7 @@ class RecallRequest:
         elif not isinstance(self.query, str):
             raise ConfigError(f"query must be a string, got {type(self.query).__name__}")
         check_positive_int("max_tokens", self.max_tokens)
+        check_positive_int("newer_turns", self.newer_turns, minimum=0)
         if self.as_of is not None:
             object.__setattr__(self, "as_of", check_moment("as_of", self.as_of))
 

@@ -37,6 +37,17 @@ HEADER = (
     "superseded, invalidated and merged records are history, not current truth.\n"
 )
 FOOTER = CLOSE
+
+
+def newer_turns_note(count: int) -> str:
+    """The line that says the conversation holds turns these records do not reflect yet."""
+    turns = "turn" if count == 1 else "turns"
+    return (
+        f"The last {count} user {turns} of this conversation may be newer than these records "
+        "(still being remembered): where they differ, the conversation is current.\n"
+    )
+
+
 EVIDENCE_CHARS = 120
 SESSION_CHARS = 48
 
@@ -141,24 +152,29 @@ class Block:
 EMPTY = Block("", 0, ())
 
 
-@lru_cache(maxsize=16)
-def _frame_cost(counter: TokenCounter) -> int:
-    return counter.count(HEADER) + counter.count(FOOTER)
+@lru_cache(maxsize=64)
+def _frame(counter: TokenCounter, newer_turns: int) -> tuple[str, int]:
+    header = HEADER + (newer_turns_note(newer_turns) if newer_turns > 0 else "")
+    return header, counter.count(header) + counter.count(FOOTER)
 
 
 # Below this many free tokens no record can fit; stop trying smaller ones.
 _MIN_RECORD_TOKENS = 12
 
 
-def render_block(ranked: Sequence[ScoredBelief], counter: TokenCounter, max_tokens: int) -> Block:
+def render_block(
+    ranked: Sequence[ScoredBelief], counter: TokenCounter, max_tokens: int, newer_turns: int = 0
+) -> Block:
     """Pack the best records that fit and render the block; never exceeds ``max_tokens``.
 
     Records are taken in rank order; one that does not fit is skipped for smaller ones
     further down. The whole text (header, records, footer) is counted exactly at the end.
+    With ``newer_turns`` the header says that many recent turns of the conversation are
+    not reflected in the records yet (:func:`newer_turns_note`).
     """
     if not ranked:
         return EMPTY
-    used = _frame_cost(counter)
+    header, used = _frame(counter, newer_turns)
     if used > max_tokens:
         return EMPTY
     lines: list[str] = []
@@ -174,7 +190,7 @@ def render_block(ranked: Sequence[ScoredBelief], counter: TokenCounter, max_toke
             used += cost
     # Per-line counts are an estimate (BPE merges across joins); the exact count decides.
     while packed:
-        text = HEADER + "".join(lines) + FOOTER
+        text = header + "".join(lines) + FOOTER
         tokens = counter.count(text)
         if tokens <= max_tokens:
             return Block(text, tokens, tuple(packed))

@@ -46,7 +46,8 @@ class TurnBuffer:
         self._held_at: datetime | None = None
         self._unsent: deque[PendingTurn] = deque()
         self.dropped = 0
-        self.enqueued: list[int] = []  # job ids sent and not yet taken by the session
+        # Jobs sent and not yet taken by the session: id, and the turn's first user message.
+        self.enqueued: list[tuple[int, str]] = []
         # Turns refused (the failed job recording it, if any; why), not yet reported.
         self.refusals: list[tuple[int | None, str]] = []
 
@@ -85,7 +86,7 @@ class TurnBuffer:
             )
 
     async def send(self, jobs: JobStore) -> None:
-        """Enqueue completed turns, oldest first, adding their job ids to :attr:`enqueued`.
+        """Enqueue completed turns, oldest first, adding their jobs to :attr:`enqueued`.
 
         A turn the database refuses for its content (not for the connection) never blocks
         the ones behind it: it is recorded as a failed job without its text, and its reason
@@ -117,7 +118,8 @@ class TurnBuffer:
                 )
                 self.refusals.append((refused, reason))
             else:
-                self.enqueued.append(job_id)
+                first = next((m.text for m in turn.messages if m.role == "user"), "")
+                self.enqueued.append((job_id, first))
             self._unsent.popleft()
 
     def discard(self) -> int:

@@ -21,6 +21,7 @@ from ..memory import Memory
 from ..queue import JobStore, MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.turns import TurnMessage
+from .items import user_texts_newest_first
 
 log = get_logger(__name__)
 
@@ -52,6 +53,10 @@ class DurableTier:
         self._failures = 0  # failures recorded so far (to tell whether an operation had one)
         self._failed_since_flush: list[str] = []
         self._flushed_at = memory.now()
+        # This session's unfinished turns (job id -> first user message), and those the
+        # current run's model input holds: a run never waits for those to be extracted.
+        self._turn_texts: dict[int, str] = {}
+        self._visible: frozenset[int] = frozenset()
         memory.attach(self)
 
     async def engine_or_raise(self) -> BeliefEngine:
@@ -97,17 +102,34 @@ class DurableTier:
                 self._buffer.discard()
             raise
         finally:
-            self._watched += self._buffer.enqueued
+            for job_id, user_text in self._buffer.enqueued:
+                self._watched.append(job_id)
+                self._turn_texts[job_id] = user_text
             self._buffer.enqueued.clear()
             refusals, self._buffer.refusals = self._buffer.refusals, []
-        for job_id, reason in refusals:
-            if job_id is not None:
-                self._reported.add(job_id)  # reported here, not again as a failed job
+        for refused, reason in refusals:
+            if refused is not None:
+                self._reported.add(refused)  # reported here, not again as a failed job
             self._failed_since_flush.append(reason)
             self._record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
         (await self.memory.worker()).wake(after=ANSWER_GRACE_SECONDS)
+
+    def see_history(self, items: Sequence[object]) -> None:
+        """The inner session returned ``items`` for a run: note which of this session's
+        turns still being extracted the model will read there (a trimming or summarizing
+        inner session may have dropped some)."""
+        wanted: dict[str, list[int]] = {}
+        for job_id in self._watched:
+            if job_id in self._turn_texts:
+                wanted.setdefault(self._turn_texts[job_id], []).append(job_id)
+        visible: list[int] = []
+        for text in user_texts_newest_first(items):
+            if not wanted:
+                break
+            visible += wanted.pop(text, [])
+        self._visible = frozenset(visible)
 
     # -- reads and barriers --------------------------------------------------------------
 
@@ -115,6 +137,11 @@ class DurableTier:
         """Recall after the user's accepted jobs (waiting at most ``recall_wait``); None
         when memory is unavailable (strict: raises)."""
         mark = self._failures
+        # In a run, turns of this conversation that the model reads anyway are not waited
+        # for; the block says that many turns may be newer than its records.
+        visible = self._visible.intersection(self._watched) if during_run else frozenset()
+        if visible:
+            request = dataclasses.replace(request, newer_turns=len(visible))
         try:
             engine = await self.memory.engine()
             # In a run, the held input is the current turn: it is in the model input already,
@@ -125,11 +152,10 @@ class DurableTier:
             probe = JobStore.progress_probe(self._watched)
             result, progress = await engine.recall_probed(self.user_id, request, probe)
             fresh = True
-            if progress.unfinished:
+            waiting = progress.unfinished - visible
+            if waiting:
                 worker = await self.memory.worker()
-                fresh = await worker.wait_until_done(
-                    self.user_id, set(progress.unfinished), self.recall_wait
-                )
+                fresh = await worker.wait_until_done(self.user_id, set(waiting), self.recall_wait)
                 probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
                 result, progress = await engine.recall_probed(self.user_id, request, probe)
             self._report(progress.watched)
@@ -230,6 +256,8 @@ class DurableTier:
         failures |= {i: err for i, (status, err) in watched.items() if status == "failed"}
         self._watched = [i for i in self._watched if i in watched and watched[i][0] != "done"]
         self._watched = [i for i in self._watched if i not in failures]
+        for job_id in set(self._turn_texts).difference(self._watched):
+            del self._turn_texts[job_id]
         for job_id, last_error in sorted(failures.items()):
             if job_id in self._reported:
                 continue

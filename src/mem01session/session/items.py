@@ -9,7 +9,7 @@ treated like any other user.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from ..queue.turns import TurnMessage, storable_text
@@ -77,6 +77,13 @@ def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
             )
         )
     return out
+
+
+def user_texts_newest_first(items: Sequence[Any]) -> Iterator[str]:
+    """The user messages of ``items``, newest first, as :func:`turn_messages` stores them."""
+    for raw in reversed(items):
+        if isinstance(raw, Mapping) and not is_memory(raw) and _role(raw) == "user":
+            yield storable_text(item_text(raw)).strip()
 
 
 def last_user_text(items: Sequence[Any]) -> str:

@@ -162,7 +162,9 @@ class Mem01Session:
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         self._history_reads += 1
         self._run_open = True
-        return await self._inner.get_items(limit)
+        items = await self._inner.get_items(limit)
+        self._tier.see_history(items)  # what the model will read of this conversation
+        return items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Write the transcript first, then record the turn's text for extraction.
