@@ -47,7 +47,7 @@ def test_upgrade_records_the_default_embedder(env: str) -> None:
     assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
     with psycopg.connect(env) as conn:
         row = conn.execute("SELECT embedding_model, embedding_dim FROM memory_meta").fetchone()
-    assert row == ("mem01-offline-hash-v1-384", 384)
+    assert row == ("all-MiniLM-L6-v2", 384)  # the default embedder, with or without a key
 
 
 def test_bad_embedding_dim_is_refused(env: str) -> None:

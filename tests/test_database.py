@@ -1,4 +1,4 @@
-"""Opening a database: migrations required or automatic, embedding contract enforced."""
+"""Opening a database: migrations required or automatic; any embedder may open it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import text
 
 from mem01session.db import Database, migrate
-from mem01session.errors import MigrationRequiredError, SchemaMismatchError
+from mem01session.errors import MigrationRequiredError
 
 
 async def test_open_runs_queries_with_vectors(db: Database) -> None:
@@ -27,15 +27,10 @@ async def test_auto_migrate_upgrades_an_external_database(empty_db_url: str) -> 
     assert migrate.current(empty_db_url) == migrate.head_revision()
 
 
-async def test_other_dimension_is_refused_with_guidance(db_url: str) -> None:
-    with pytest.raises(SchemaMismatchError, match="MEM01_EMBEDDING_DIM"):
-        await Database.open(url=db_url, embedding_model="x", embedding_dim=999)
-
-
-async def test_other_model_of_same_dimension_is_refused(db_url: str, embedder: object) -> None:
-    dim = embedder.dim
-    with pytest.raises(SchemaMismatchError, match="cannot be compared"):
-        await Database.open(url=db_url, embedding_model="another-model", embedding_dim=dim)
+async def test_another_embedder_opens_the_same_database(db_url: str) -> None:
+    # Every vector names its model: a database is no longer bound to the one it began with.
+    db = await Database.open(url=db_url, embedding_model="another-model", embedding_dim=999)
+    await db.close()
 
 
 async def test_unreachable_server_is_a_clean_error() -> None:

@@ -1,4 +1,4 @@
-"""Embedders: the offline fallback, the OpenAI client at the HTTP boundary, the choice."""
+"""Embedders: feature hashing, the OpenAI client at the HTTP boundary, the choice."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ import httpx2
 import pytest
 
 from mem01session import Settings
-from mem01session.embeddings import HashingEmbedder, OpenAIEmbedder, default_embedder
+from mem01session.embeddings import (
+    HashingEmbedder,
+    MiniLMEmbedder,
+    OpenAIEmbedder,
+    default_embedder,
+)
 from mem01session.errors import ConfigError
 
 
@@ -69,28 +74,37 @@ async def test_openai_embedder_batches_and_keeps_order() -> None:
     assert all(b["dimensions"] == 2 for b in seen)
 
 
-def test_choice_is_automatic_logged_and_explicit(
+def test_the_choice_follows_the_model_name_and_is_logged_once(
     caplog: pytest.LogCaptureFixture, fresh_notices: None
 ) -> None:
     caplog.set_level(logging.INFO)
-    assert isinstance(default_embedder(Settings()), HashingEmbedder)
-    assert "offline" in caplog.text
-    caplog.clear()
-    default_embedder(Settings())
-    assert "offline" not in caplog.text  # said once per process, not per engine
-    keyed = Settings(openai_api_key="sk-test-unused-1111")
+    for settings in (Settings(), Settings(openai_api_key="sk-test-unused-1111")):
+        assert isinstance(default_embedder(settings), MiniLMEmbedder)  # key or not
+    assert caplog.text.count("all-MiniLM-L6-v2") == 1  # said once per process
+    hashing = default_embedder(Settings(embedding_model="mem01-offline-hash-v1-64"))
+    assert isinstance(hashing, HashingEmbedder) and hashing.dim == 64
+    keyed = Settings(openai_api_key="sk-test-unused-1111", embedding_model="text-embedding-3-small")
     assert isinstance(default_embedder(keyed), OpenAIEmbedder)
-    assert isinstance(default_embedder(keyed, kind="offline"), HashingEmbedder)
-    assert default_embedder(Settings(embedding_dim=64)).dim == 64
-    with pytest.raises(ConfigError, match="unknown embedder kind"):
-        default_embedder(Settings(), kind="magic")
 
 
-async def test_local_embedder_when_the_extra_is_installed() -> None:
-    pytest.importorskip("sentence_transformers", reason="the `local` extra is not installed")
-    emb = default_embedder(Settings(embedding_model="all-MiniLM-L6-v2"))
-    home, question, other = await emb.embed(
-        ["Lives in San Francisco", "Which city does the user live in?", "Owns a red bicycle"]
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (Settings(embedding_model="text-embedding-3-small"), "OPENAI_API_KEY"),
+        (Settings(embedding_model="nomic-embed-text"), "MEM01_EMBEDDING_BASE_URL"),
+        (Settings(embedding_model="mem01-offline-hash-v1-lots"), "ends with its dimension"),
+    ],
+)
+def test_a_model_that_cannot_be_served_is_a_clear_error(settings: Settings, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        default_embedder(settings)
+
+
+def test_a_compatible_server_serves_other_models() -> None:
+    settings = Settings(
+        embedding_model="nomic-embed-text",
+        embedding_base_url="http://127.0.0.1:11434/v1",
+        embedding_dim=768,
     )
-    assert emb.dim == len(home) == 384
-    assert cosine(home, question) > cosine(home, other)
+    emb = default_embedder(settings)
+    assert isinstance(emb, OpenAIEmbedder) and emb.name == "nomic-embed-text" and emb.dim == 768

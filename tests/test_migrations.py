@@ -42,16 +42,47 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert migrate.check(empty_db_url) == []
 
 
-def test_embedding_dimension_is_a_migration_parameter(empty_db_url: str) -> None:
-    migrate.upgrade(empty_db_url, embedding_dim=48, embedding_model="m-48")
-    with psycopg.connect(empty_db_url) as conn:
+def _column_type(conn: psycopg.Connection[tuple[object, ...]]) -> object:
+    row = conn.execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'beliefs'::regclass AND attname = 'embedding'"
+    ).fetchone()
+    return row[0] if row else None
+
+
+_BELIEF = (
+    "INSERT INTO beliefs (user_id, content, norm_content, valid_from, embedding{model_col}) "
+    "VALUES ('u', %s, %s, now(), %s::vector{model_val})"
+)
+
+
+def test_vectors_name_their_model_from_revision_0003(empty_db_url: str) -> None:
+    migrate.upgrade(empty_db_url, "0002", embedding_dim=48, embedding_model="m-48")
+    vec48 = "[" + ",".join(["0.1"] * 48) + "]"
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        assert _column_type(conn) == "vector(48)"  # one model, one dimension, until 0003
+        conn.execute(_BELIEF.format(model_col="", model_val=""), ("old", "old", vec48))
+
+    migrate.upgrade(empty_db_url)
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
         meta = conn.execute("SELECT embedding_model, embedding_dim FROM memory_meta").fetchone()
-        typmod = conn.execute(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = 'beliefs'::regclass AND attname = 'embedding'"
-        ).fetchone()
-    assert meta == ("m-48", 48)
-    assert typmod == ("vector(48)",)
+        assert meta == ("m-48", 48)  # what the database was created for
+        assert _column_type(conn) == "vector"  # any dimension now
+        tag = conn.execute("SELECT embedding_model FROM beliefs WHERE content = 'old'").fetchone()
+        assert tag == ("m-48",)  # existing vectors named after the recorded model
+        conn.execute(
+            _BELIEF.format(model_col=", embedding_model", model_val=", 'tiny'"),
+            ("new", "new", "[1,0,0]"),
+        )
+        with pytest.raises(psycopg.errors.CheckViolation):  # a vector always names its model
+            conn.execute(_BELIEF.format(model_col="", model_val=""), ("x", "x", "[1,0,0]"))
+
+    migrate.downgrade(empty_db_url, "0002")
+    with psycopg.connect(empty_db_url) as conn:
+        assert _column_type(conn) == "vector(48)"
+        rows = dict(conn.execute("SELECT content, embedding IS NOT NULL FROM beliefs").fetchall())
+    assert rows == {"old": True, "new": False}  # the 3-d vector could not stay; its text did
+    migrate.upgrade(empty_db_url)
 
 
 def test_check_reports_drift(db_url: str) -> None:

@@ -6,11 +6,14 @@ variable                   meaning
 ``MEM01_DATABASE_URL``     PostgreSQL URL (falls back to ``DATABASE_URL``); unset
                            means an embedded server under ``MEM01_HOME``
 ``MEM01_HOME``             data folder (transcripts, embedded PostgreSQL)
-``OPENAI_API_KEY``         enables the OpenAI embedder and extractor
-``OPENAI_BASE_URL``        any OpenAI-compatible server
+``OPENAI_API_KEY``         enables the OpenAI extractor (and OpenAI embedding models)
+``OPENAI_BASE_URL``        any OpenAI-compatible server for the chat models
 ``MEM01_LLM_MODEL``        extraction model (default ``gpt-4.1-mini``)
-``MEM01_EMBEDDING_MODEL``  embedding model (default ``text-embedding-3-small``)
-``MEM01_EMBEDDING_DIM``    embedding dimension (default: the embedder's own)
+``MEM01_EMBEDDING_MODEL``  embedding model (default ``all-MiniLM-L6-v2``, run locally)
+``MEM01_EMBEDDING_BASE_URL`` the server of a non-OpenAI embedding model
+``MEM01_EMBEDDING_DIM``    embedding dimension asked of a server (default: the model's)
+``MEM01_EMBEDDING_MODEL_PATH`` another copy of the local model's ``model.onnx``
+``MEM01_EMBEDDING_MODEL_VERIFY`` ``0`` skips the local model file's sha256 check
 =========================  ==========================================================
 """
 
@@ -57,6 +60,9 @@ class Settings:
     llm_model: str = DEFAULT_LLM_MODEL
     embedding_model: str | None = None
     embedding_dim: int | None = None
+    embedding_base_url: str | None = None
+    embedding_model_path: Path | None = None
+    embedding_model_verify: bool = True
 
     def __post_init__(self) -> None:
         register_secret(self.openai_api_key)
@@ -91,6 +97,10 @@ class Settings:
                     f"MEM01_EMBEDDING_DIM must be an integer, got {dim_text!r}"
                 ) from None
         home = get("MEM01_HOME")
+        model_path = get("MEM01_EMBEDDING_MODEL_PATH")
+        verify = (get("MEM01_EMBEDDING_MODEL_VERIFY") or "1").lower()
+        if verify not in ("0", "1", "true", "false", "yes", "no"):
+            raise ConfigError(f"MEM01_EMBEDDING_MODEL_VERIFY must be 1 or 0, got {verify!r}")
         return cls(
             database_url=get("MEM01_DATABASE_URL") or get("DATABASE_URL"),
             home=Path(home).expanduser() if home else default_home(),
@@ -99,6 +109,9 @@ class Settings:
             llm_model=get("MEM01_LLM_MODEL") or DEFAULT_LLM_MODEL,
             embedding_model=get("MEM01_EMBEDDING_MODEL"),
             embedding_dim=dim,
+            embedding_base_url=get("MEM01_EMBEDDING_BASE_URL"),
+            embedding_model_path=Path(model_path).expanduser() if model_path else None,
+            embedding_model_verify=verify in ("1", "true", "yes"),
         )
 
     @property
@@ -111,7 +124,8 @@ class Settings:
             f"Settings(database_url={self.safe_database_url!r}, home={str(self.home)!r}, "
             f"openai_api_key={'***' if self.openai_api_key else None!r}, "
             f"openai_base_url={self.openai_base_url!r}, llm_model={self.llm_model!r}, "
-            f"embedding_model={self.embedding_model!r}, embedding_dim={self.embedding_dim!r})"
+            f"embedding_model={self.embedding_model!r}, embedding_dim={self.embedding_dim!r}, "
+            f"embedding_base_url={self.embedding_base_url!r})"
         )
 
     __str__ = __repr__

@@ -24,8 +24,9 @@ class DatabaseError(Mem01Error):
     """PostgreSQL could not be reached or refused an operation."""
 
 
-class SchemaMismatchError(Mem01Error):
-    """The database was built for a different embedding model or dimension."""
+class EmbeddingError(Mem01Error):
+    """An embedder could not produce vectors: a model that cannot be loaded or was altered,
+    or a server that answered in a shape other than one vector per text."""
 
 
 class MigrationRequiredError(Mem01Error):

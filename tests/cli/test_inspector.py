@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 from mem01session import Memory
 from mem01session.cli import app
 from mem01session.config import Settings
+from mem01session.embeddings import HashingEmbedder
 from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
@@ -80,7 +81,7 @@ async def _seed() -> Seeded:
 @pytest.fixture
 def env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     monkeypatch.setenv("COLUMNS", "250")  # wide tables: no wrapped cells in assertions
     return db_url
 
@@ -332,7 +333,7 @@ def test_unreachable_database_never_shows_the_password(
     monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     monkeypatch.setenv("MEM01_DATABASE_URL", f"postgresql://u:{SENTINEL}@127.0.0.1:1/x")
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     monkeypatch.delenv("COLUMNS", raising=False)  # 80 columns: the message must not wrap
     result = runner.invoke(app, args)
     assert result.exit_code == 1

@@ -19,10 +19,10 @@ _INSERT_BELIEF = text(
     """
     INSERT INTO beliefs (user_id, content, norm_content, key, status, confidence, valid_from,
                          valid_to, created_at, updated_at, last_confirmed_at, superseded_by,
-                         embedding)
+                         embedding, embedding_model)
     VALUES (:user_id, :content, :norm, :key, :status, :confidence, :valid_from, :valid_to,
             :valid_from, :updated_at, :last_confirmed_at, :superseded_by,
-            CAST(:embedding AS vector))
+            CAST(:embedding AS vector), :embedding_model)
     RETURNING id
     """
 )
@@ -86,6 +86,7 @@ async def seed_belief(
                     "last_confirmed_at": last_confirmed_at,
                     "superseded_by": superseded_by,
                     "embedding": vector_literal(vec),
+                    "embedding_model": embedder.name,
                 },
             )
         ).scalar_one()

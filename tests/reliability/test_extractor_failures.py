@@ -152,7 +152,7 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
 
     # The operator sends it back; the model answers properly this time.
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     result = await cli("jobs", "retry", str(job_id))
     assert result.exit_code == 0, result.output
     assert f"job #{job_id}" in result.output and "pending" in result.output

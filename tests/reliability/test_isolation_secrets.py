@@ -94,7 +94,7 @@ async def test_user_b_never_reads_changes_or_erases_user_a(
 
     # CLI as B.
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     await engine.apply(B, [Op.add("Likes chess")], provenance=Provenance(extractor="test"))
     for args in (
         ("beliefs", "list", "--user", B, "--all", "--json"),
@@ -176,7 +176,7 @@ async def test_secrets_never_leak(
     texts += [str(info2.value), repr(info2.value)]
     # The CLI with the same secrets in its environment.
     monkeypatch.setenv("MEM01_DATABASE_URL", dsn)
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     for args in (
         ("beliefs", "list", "--user", "sam", "--all"),
         ("beliefs", "history", "--user", "sam"),

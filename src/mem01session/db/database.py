@@ -13,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..config import default_home
-from ..errors import DatabaseError, MigrationRequiredError, SchemaMismatchError
+from ..errors import DatabaseError, MigrationRequiredError
 from ..logs import describe, get_logger
 from ..redaction import redact_dsn
 from . import migrate
@@ -85,8 +85,8 @@ class Database:
         folder, see :func:`~mem01session.config.default_home`) is started and migrated
         automatically. An external
         database at an older revision raises :class:`MigrationRequiredError` unless
-        ``auto_migrate=True``. If ``embedding_model``/``embedding_dim`` are given and the
-        database was built for others, :class:`SchemaMismatchError` says how to proceed.
+        ``auto_migrate=True``. ``embedding_model``/``embedding_dim`` are recorded by a
+        database created here.
         """
         embedded = url is None
         home = home or default_home()
@@ -173,7 +173,9 @@ def prepare_schema(
     embedding_model: str | None,
     embedding_dim: int | None,
 ) -> SchemaInfo:
-    """Bring the schema to head (if allowed) and check the embedding contract."""
+    """Bring the schema to head (if allowed). A new database records ``embedding_model``
+    and ``embedding_dim`` as the ones it was created for; every vector names its own model,
+    so a database opened with another embedder keeps working (see ``reembed``)."""
     head = migrate.head_revision()
     info = read_schema_info(url)
     if info.revision != head:
@@ -187,41 +189,4 @@ def prepare_schema(
         log.info("migrating database from %s to %s", info.revision or "empty", head)
         migrate.upgrade(url, embedding_dim=embedding_dim, embedding_model=embedding_model)
         info = read_schema_info(url)
-    _check_embedding_contract(info, embedding_model, embedding_dim, url)
     return info
-
-
-def _check_embedding_contract(
-    info: SchemaInfo, model: str | None, dim: int | None, url: str
-) -> None:
-    if dim is not None and dim != info.embedding_dim:
-        raise SchemaMismatchError(
-            f"the database was built for {info.embedding_dim}-dimensional embeddings "
-            f"({info.embedding_model or 'model not recorded'}) but the embedder "
-            f"{model or ''} produces {dim}. Use the same embedder (set MEM01_EMBEDDING_MODEL/"
-            "MEM01_EMBEDDING_DIM), or point MEM01_DATABASE_URL/MEM01_HOME at a new database."
-        )
-    if model is None:
-        return
-    if info.embedding_model is None:
-        from sqlalchemy import create_engine
-
-        engine = create_engine(sqlalchemy_url(url))
-        try:
-            with engine.begin() as conn:
-                conn.execute(
-                    text(
-                        "UPDATE memory_meta SET embedding_model = :m "
-                        "WHERE id = 1 AND embedding_model IS NULL"
-                    ),
-                    {"m": model},
-                )
-        finally:
-            engine.dispose()
-    elif info.embedding_model != model:
-        raise SchemaMismatchError(
-            f"the database was built for embeddings from {info.embedding_model!r} but the "
-            f"embedder is {model!r}; vectors from different models cannot be compared. Use "
-            f"the same embedder (MEM01_EMBEDDING_MODEL={info.embedding_model}), or point "
-            "MEM01_DATABASE_URL/MEM01_HOME at a new database."
-        )

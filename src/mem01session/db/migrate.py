@@ -18,7 +18,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, MetaData, create_engine, text
+from sqlalchemy import Connection, MetaData, create_engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
@@ -139,16 +139,8 @@ def current(url: str) -> str | None:
 
 
 def target_metadata_for(conn: Connection) -> MetaData:
-    """The models, built for the embedding dimension this database was created with."""
-    dim = DEFAULT_EMBEDDING_DIM
-    try:
-        with conn.begin_nested():
-            row = conn.execute(text("SELECT embedding_dim FROM memory_meta WHERE id = 1")).first()
-        if row is not None:
-            dim = int(row[0])
-    except SQLAlchemyError:
-        pass
-    return build_metadata(dim)
+    """The models the database is compared with (the newest revision's)."""
+    return build_metadata()
 
 
 def check(url: str) -> list[str]:

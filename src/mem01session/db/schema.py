@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 
-DEFAULT_EMBEDDING_DIM = 1536
+DEFAULT_EMBEDDING_DIM = 384  # all-MiniLM-L6-v2, the default embedder
 BELIEF_STATUSES = ("active", "superseded", "invalidated", "merged")
 JOB_STATUSES = ("pending", "running", "done", "failed")
 # Tables keyed by user_id: erasing a user deletes their rows from each one.
@@ -42,8 +42,12 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-def build_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
-    """The full schema for a database whose embeddings have ``embedding_dim`` dimensions."""
+def build_metadata() -> MetaData:
+    """The full schema at the newest revision.
+
+    ``memory_meta`` records the model and dimension the database was created for;
+    each belief's vector names its own model (``embedding_model``), of any dimension.
+    """
     md = MetaData()
 
     Table(
@@ -85,7 +89,8 @@ def build_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         Column("version", Integer, nullable=False, server_default=text("1")),
         Column("superseded_by", BigInteger, nullable=True),
         Column("merged_into", BigInteger, nullable=True),
-        Column("embedding", Vector(embedding_dim), nullable=True),
+        Column("embedding", Vector(), nullable=True),  # any dimension: see embedding_model
+        Column("embedding_model", Text, nullable=True),
         Column(
             "tsv",
             TSVECTOR,
@@ -95,6 +100,9 @@ def build_metadata(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> MetaData:
         CheckConstraint(_in("status", BELIEF_STATUSES), name="beliefs_status_valid"),
         CheckConstraint("confidence >= 0 AND confidence <= 1", name="beliefs_confidence_range"),
         CheckConstraint("version >= 1", name="beliefs_version_positive"),
+        CheckConstraint(
+            "(embedding IS NULL) = (embedding_model IS NULL)", name="beliefs_embedding_model_named"
+        ),
         Index("beliefs_user_status_idx", "user_id", "status"),
         Index("beliefs_user_key_idx", "user_id", "key"),
         Index(

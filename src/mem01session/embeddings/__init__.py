@@ -1,20 +1,25 @@
-"""Embedders: one small protocol, several implementations, and the automatic choice.
+"""Embedders: one small protocol, three implementations, and the choice between them.
 
-* :class:`~.openai_embedder.OpenAIEmbedder`: the OpenAI API or a compatible server;
-* :class:`~.local.LocalEmbedder`: all-MiniLM-L6-v2 on torch (the ``local`` extra);
-* :class:`~.hashing.HashingEmbedder`: deterministic feature hashing, no dependencies.
+* :class:`~.minilm.MiniLMEmbedder`, the default: all-MiniLM-L6-v2 (int8 ONNX) on the CPU,
+  with or without an API key. Semantic recall offline, no network round trip and no cost
+  per query, and the same vectors on every machine.
+* :class:`~.openai_embedder.OpenAIEmbedder`: the OpenAI API or any compatible server, when
+  ``MEM01_EMBEDDING_MODEL`` names a model the library does not run itself.
+* :class:`~.hashing.HashingEmbedder`: deterministic feature hashing (words, not meaning),
+  only when asked for by name.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..config import DEFAULT_OPENAI_EMBEDDING_MODEL, Settings
+from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger, notice_once
 from .base import Embedder, Vector
-from .hashing import HashingEmbedder
-from .local import LocalEmbedder
+from .hashing import HASHING_PREFIX, HashingEmbedder
+from .minilm import MiniLMEmbedder
+from .minilm_model import MODEL_NAME as MINILM
 from .openai_embedder import OpenAIEmbedder
 
 log = get_logger(__name__)
@@ -22,65 +27,63 @@ log = get_logger(__name__)
 __all__ = [
     "Embedder",
     "HashingEmbedder",
-    "LocalEmbedder",
+    "MiniLMEmbedder",
     "OpenAIEmbedder",
     "Vector",
     "default_embedder",
 ]
 
+# Models of the OpenAI API: served at the chat base URL unless told otherwise.
+_OPENAI_PREFIX = "text-embedding-"
 
-def default_embedder(settings: Settings, *, kind: str | None = None) -> Embedder:
-    """Pick an embedder: ``kind`` ("openai", "local", "offline") or automatically.
 
-    Automatic: OpenAI when ``OPENAI_API_KEY`` is set, else offline. The local model is
-    used only when asked for (``kind="local"`` or ``MEM01_EMBEDDING_MODEL=all-MiniLM-L6-v2``)
-    since loading torch costs seconds.
+def default_embedder(settings: Settings) -> Embedder:
+    """The embedder ``settings`` name (``MEM01_EMBEDDING_MODEL``), MiniLM by default.
+
+    ``all-MiniLM-L6-v2`` (the default) runs here; ``mem01-offline-hash-v1-<dim>`` is the
+    hashing embedder; any other name is a model of an OpenAI-compatible server:
+    ``MEM01_EMBEDDING_BASE_URL``, which defaults to ``OPENAI_BASE_URL`` only for OpenAI's
+    own models (``text-embedding-*``). Which one was chosen is logged once per process.
     """
-    model = settings.embedding_model
-    if kind is None:
-        if model == "all-MiniLM-L6-v2":
-            kind = "local"
-        elif model and model.startswith("mem01-offline"):
-            kind = "offline"
-        elif settings.openai_api_key:
-            kind = "openai"
-        else:
-            kind = "offline"
-    if kind == "openai":
-        embedder: Embedder = OpenAIEmbedder(
-            model or DEFAULT_OPENAI_EMBEDDING_MODEL,
+    model = settings.embedding_model or MINILM
+    if model == MINILM:
+        embedder: Embedder = MiniLMEmbedder(
+            model_path=settings.embedding_model_path,
+            verify_sha256=settings.embedding_model_verify,
+        )
+        where = "local, onnxruntime"
+    elif model.startswith(HASHING_PREFIX):
+        embedder = HashingEmbedder.from_name(model)
+        where = "feature hashing: it matches words, not meaning"
+    else:
+        base_url = settings.embedding_base_url
+        if base_url is None and model.startswith(_OPENAI_PREFIX):
+            base_url = settings.openai_base_url
+        if base_url is None and not model.startswith(_OPENAI_PREFIX):
+            raise ConfigError(
+                f"MEM01_EMBEDDING_MODEL names {model!r}, which is neither all-MiniLM-L6-v2 "
+                "(run locally) nor an OpenAI model: set MEM01_EMBEDDING_BASE_URL to the "
+                "OpenAI-compatible server that serves it"
+            )
+        if base_url is None and not settings.openai_api_key:
+            raise ConfigError(
+                f"the embedding model {model!r} is OpenAI's: set OPENAI_API_KEY, or unset "
+                "MEM01_EMBEDDING_MODEL to embed locally with all-MiniLM-L6-v2"
+            )
+        embedder = OpenAIEmbedder(
+            model,
             dim=settings.embedding_dim,
             api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
+            base_url=base_url,
         )
-        notice_once(
-            log,
-            f"embedder:{embedder.name}",
-            logging.INFO,
-            "embeddings: OpenAI %s (%d-d)",
-            embedder.name,
-            embedder.dim,
-        )
-    elif kind == "local":
-        embedder = LocalEmbedder()
-        notice_once(
-            log,
-            f"embedder:{embedder.name}",
-            logging.INFO,
-            "embeddings: local %s (%d-d)",
-            embedder.name,
-            embedder.dim,
-        )
-    elif kind == "offline":
-        embedder = HashingEmbedder(settings.embedding_dim or 384)
-        notice_once(
-            log,
-            f"embedder:{embedder.name}",
-            logging.WARNING,
-            "embeddings: offline feature hashing (%s); no OPENAI_API_KEY set. It matches "
-            "words, not meaning.",
-            embedder.name,
-        )
-    else:
-        raise ConfigError(f"unknown embedder kind {kind!r}; use 'openai', 'local' or 'offline'")
+        where = f"server {base_url or 'api.openai.com'}"
+    notice_once(
+        log,
+        f"embedder:{embedder.name}",
+        logging.INFO,
+        "embeddings: %s (%d-d, %s)",
+        embedder.name,
+        embedder.dim,
+        where,
+    )
     return embedder

@@ -23,6 +23,9 @@ _STOP = frozenset(
 )
 
 
+HASHING_PREFIX = "mem01-offline-hash-v1"
+
+
 class HashingEmbedder:
     """Deterministic signed feature hashing of words, word bigrams and character trigrams.
 
@@ -31,12 +34,23 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 384) -> None:
         if dim < 8:
-            raise ConfigError(f"OfflineEmbedder dim must be at least 8, got {dim}")
+            raise ConfigError(f"HashingEmbedder dim must be at least 8, got {dim}")
         self._dim = dim
 
     @property
     def name(self) -> str:
-        return f"mem01-offline-hash-v1-{self._dim}"
+        return f"{HASHING_PREFIX}-{self._dim}"
+
+    @classmethod
+    def from_name(cls, name: str) -> HashingEmbedder:
+        """The embedder a model name such as ``mem01-offline-hash-v1-384`` stands for."""
+        _, _, dim = name.removeprefix(HASHING_PREFIX).partition("-")
+        if not dim.isdigit():
+            raise ConfigError(
+                f"a hashing embedder's name ends with its dimension, e.g. {HASHING_PREFIX}-384; "
+                f"got {name!r}"
+            )
+        return cls(int(dim))
 
     @property
     def dim(self) -> int:

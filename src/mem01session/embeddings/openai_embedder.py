@@ -34,6 +34,8 @@ class OpenAIEmbedder:
         self._dim = dim or _KNOWN_OPENAI_DIMS.get(model, 1536)
         self._send_dimensions = dim is not None
         self._batch_size = batch_size
+        if api_key is None and base_url is not None:
+            api_key = "no-key"  # local servers (Ollama, vLLM, llama.cpp) take any key
         self._client = client or AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )

@@ -60,14 +60,16 @@ class Batch:
         now: datetime,
         vectors: Mapping[str, str],
         record_as: str | None,
+        model: str,
     ) -> None:
         self.conn = conn
         self.user_id = user_id
         self.provenance = provenance
         self.now = now
         self.observed_at = aware(provenance.observed_at) if provenance.observed_at else now
-        self.vectors = vectors
+        self.vectors = vectors  # content -> vector literal, made by ``model``
         self.record_as = record_as
+        self.model = model
 
     async def apply(self, c: CheckedOp) -> Change:
         if c.kind == "ADD":
@@ -111,11 +113,17 @@ class Batch:
                     c.kind,
                     f"the new content restates active belief #{duplicate['id']}; use MERGE",
                 )
-            sets += ["content = :content", "norm_content = :norm", "embedding = CAST(:v AS vector)"]
+            sets += [
+                "content = :content",
+                "norm_content = :norm",
+                "embedding = CAST(:v AS vector)",
+                "embedding_model = :model",
+            ]
             params |= {
                 "content": c.content,
                 "norm": normalize_content(c.content),
                 "v": self.vectors[c.content],
+                "model": self.model,
             }
         if c.confidence is not None:
             sets.append("confidence = :confidence")
@@ -195,9 +203,10 @@ class Batch:
                 await self.conn.execute(
                     text(
                         "INSERT INTO beliefs (user_id, content, norm_content, key, status, "
-                        "confidence, valid_from, created_at, updated_at, version, embedding) "
+                        "confidence, valid_from, created_at, updated_at, version, embedding, "
+                        "embedding_model) "
                         "VALUES (:u, :content, :norm, :key, 'active', :confidence, :valid_from, "
-                        f":now, :now, 1, CAST(:v AS vector)) RETURNING {BELIEF_COLUMNS}"
+                        f":now, :now, 1, CAST(:v AS vector), :model) RETURNING {BELIEF_COLUMNS}"
                     ),
                     {
                         "u": self.user_id,
@@ -208,6 +217,7 @@ class Batch:
                         "valid_from": self._at(c),
                         "now": self.now,
                         "v": self.vectors[c.content],
+                        "model": self.model,
                     },
                 )
             )

@@ -10,6 +10,7 @@ from ..db import Database
 from ..embeddings import Embedder
 from ..tokens import TokenCounter, default_token_counter
 from . import erase, inspection, read, users, write
+from . import reembed as reembedding
 from .ops import Op, Provenance
 from .parts import Clock, EngineParts, utcnow
 from .read import SnapshotProbe
@@ -131,6 +132,24 @@ class BeliefEngine:
     async def user_version(self, user_id: str) -> int:
         """Monotonic counter bumped by every applied batch (0 for an unknown user)."""
         return await users.user_version(self.parts, user_id)
+
+    async def reembed(
+        self,
+        *,
+        user_id: str | None = None,
+        batch_size: int = 64,
+        progress: reembedding.Progress | None = None,
+    ) -> reembedding.ReembedReport:
+        """Give every belief whose vector another model made a vector of this engine's
+        embedder (safe while the application runs; resumable)."""
+        return await reembedding.reembed(
+            self.parts, user_id=user_id, batch_size=batch_size, progress=progress
+        )
+
+    async def count_other_model(self, user_id: str | None = None) -> int:
+        """Beliefs whose vectors another model made (found by full text only until
+        :meth:`reembed` converts them)."""
+        return await reembedding.count_other_model(self.parts, user_id)
 
     # -- read path --------------------------------------------------------------------
 

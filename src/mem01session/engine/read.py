@@ -12,6 +12,7 @@ here.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
@@ -21,6 +22,7 @@ from functools import cache
 from typing import Any, Generic, Literal, LiteralString, TypeVar
 
 from ..checks import check_id, check_positive_int, is_utf8
+from ..logs import get_logger, notice_once
 from . import scoring
 from .parts import EngineParts
 from .records import Belief, RecallRequest, RecallResult, ScoredBelief, Source
@@ -28,6 +30,7 @@ from .render import render_block
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
 
 T = TypeVar("T")
+log = get_logger(__name__)
 
 # Candidates fetched from each retriever; enough to fill any sensible memory block.
 POOL = 50
@@ -54,12 +57,13 @@ _SCOPES: dict[Scope, str] = {
 _COLS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 _OUT_COLS = ", ".join(f"c.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 
-# Candidates by similarity: an exact top-N over the user's rows found via (user_id, status).
+# Candidates by similarity: an exact top-N over the user's rows found via (user_id, status),
+# among the vectors of the query's model only (others are found by full text alone).
 _VECTOR_CTE = """
 vec AS (
   SELECT id, dist, row_number() OVER (ORDER BY dist, id DESC) AS rnk FROM (
     SELECT b.id, b.embedding <=> q.v AS dist FROM beliefs b, q
-    WHERE b.user_id = %(user_id)s AND {scope} AND b.embedding IS NOT NULL
+    WHERE b.user_id = %(user_id)s AND {scope} AND b.embedding_model = %(model)s
     ORDER BY 2, 1 DESC LIMIT %(pool)s) s
 )"""
 _TEXT_CTE = """
@@ -75,18 +79,21 @@ _RECENCY = (
     "power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM (%(now)s - GREATEST("
     "b.valid_from, b.last_confirmed_at, b.updated_at))) / 86400.0 / %(half_life)s)))"
 )
-# Pairs of same-status candidates that say the same thing (each pair once: d.id > a.id).
+# Pairs of same-status candidates that say the same thing (each pair once: d.id > a.id);
+# vectors are compared only when one model made both (CASE: never evaluated otherwise).
 _NEAR_CTE = """
 near AS (
   SELECT a.id, array_agg(d.id) AS near_ids FROM cand a JOIN cand d
     ON d.id > a.id AND d.status = a.status
    AND (d.norm_content = a.norm_content
-        OR ({angle_filter}(a.embedding <=> d.embedding) <= %(dup_distance)s))
+        OR CASE WHEN a.embedding_model = d.embedding_model
+                THEN {angle_filter}(a.embedding <=> d.embedding) <= %(dup_distance)s
+                ELSE false END)
   GROUP BY a.id
 )"""
 _TAIL = f"""
-SELECT {_OUT_COLS}, c.dist, v.rnk AS vector_rank, t.rnk AS text_rank, t.score AS text_score,
-       n.near_ids, s.src_session, s.src_item, s.src_evidence, s.src_observed,
+SELECT {_OUT_COLS}, c.embedding_model, c.dist, v.rnk AS vector_rank, t.rnk AS text_rank,
+       t.score AS text_score, n.near_ids, s.src_session, s.src_item, s.src_evidence, s.src_observed,
        s.src_extractor, s.src_job
 FROM cand c
 LEFT JOIN vec v ON v.id = c.id
@@ -135,7 +142,8 @@ def _statement(scope: Scope, kind: Kind, probe: str | None = None) -> str:
     if kind == "recent":
         body = f"""
 WITH cand AS MATERIALIZED (
-  SELECT {_COLS}, b.norm_content, b.embedding, NULL::float8 AS dist FROM beliefs b
+  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, NULL::float8 AS dist
+  FROM beliefs b
   WHERE b.user_id = %(user_id)s AND {where}
   ORDER BY {scoring.W_RECENCY} * {_RECENCY} + {scoring.W_CONFIDENCE} * b.confidence DESC,
            b.id DESC
@@ -154,10 +162,11 @@ WITH q AS MATERIALIZED (
 {text_cte.format(scope=where).strip()},
 ids AS (SELECT id FROM vec UNION SELECT id FROM txt),
 cand AS MATERIALIZED (
-  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding <=> q.v AS dist,
-         acos(greatest(-1.0, least(1.0, 1.0 - (b.embedding <=> q.v)))) AS angle
-  FROM beliefs b, q
-  WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)
+  SELECT c.*, acos(greatest(-1.0, least(1.0, 1.0 - c.dist))) AS angle FROM (
+    SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model,
+           CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END AS dist
+    FROM beliefs b, q
+    WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)) c
 ),
 {_NEAR_CTE.format(angle_filter="abs(a.angle - d.angle) <= %(dup_angle)s AND ").strip()}"""
     if probe is not None:
@@ -202,9 +211,9 @@ async def _ranked(
     request: RecallRequest,
     pool: int,
     probe: SnapshotProbe[Any] | None,
-) -> tuple[list[ScoredBelief], int, Any]:
-    """All candidates, scored, best first, near-duplicates dropped; how many there were;
-    and the probe's value, read in the same snapshot."""
+) -> tuple[list[ScoredBelief], int, int, Any]:
+    """All candidates, scored, best first, near-duplicates dropped; how many there were, and
+    how many of them have vectors of another model; the probe's value (same snapshot)."""
     user_id = check_id("user_id", user_id)
     # The query is the user's message: cleaned (control characters, lone surrogates) and
     # clipped rather than refused, so that odd input never breaks a conversation.
@@ -217,7 +226,13 @@ async def _ranked(
     else:
         scope = "history" if request.include_history else "active"
     now = as_of or parts.now()
-    params: dict[str, Any] = {"user_id": user_id, "pool": pool, "dup_distance": _DUP_DISTANCE}
+    model = parts.embedder.name
+    params: dict[str, Any] = {
+        "user_id": user_id,
+        "pool": pool,
+        "dup_distance": _DUP_DISTANCE,
+        "model": model,
+    }
     if probe is not None:
         params.update(probe.params)
     if as_of is not None:
@@ -249,13 +264,24 @@ async def _ranked(
                 vector_similarity=None if dist is None else 1.0 - float(dist),
                 text_rank=row["text_rank"],
                 text_score=None if row["text_score"] is None else float(row["text_score"]),
+                other_model=row["embedding_model"] != model,
             )
         )
         for other in row["near_ids"] or ():
             near.setdefault(belief.id, []).append(other)
             near.setdefault(other, []).append(belief.id)
     ranked = scoring.score(candidates, now, as_of=as_of is not None, explain=request.explain)
-    return scoring.drop_near_duplicates(ranked, near), len(candidates), probed
+    others = sum(c.other_model for c in candidates)
+    if others:
+        notice_once(
+            log,
+            f"other-model:{model}",
+            logging.WARNING,
+            "recall: some beliefs have vectors from another embedding model than %s and are "
+            "found by full text only; run `mem01session reembed` to convert them",
+            model,
+        )
+    return scoring.drop_near_duplicates(ranked, near), len(candidates), others, probed
 
 
 async def rank(
@@ -264,7 +290,7 @@ async def rank(
     """The ``limit`` best beliefs for the request, ranked as :func:`read_block` ranks them
     (its ``max_tokens`` is not used)."""
     check_positive_int("limit", limit)
-    ranked, _, _ = await _ranked(parts, user_id, request, max(POOL, limit), None)
+    ranked, _, _, _ = await _ranked(parts, user_id, request, max(POOL, limit), None)
     return ranked[:limit]
 
 
@@ -281,7 +307,7 @@ async def read_block(
     belief is found or none fits, the text is ``""`` and ``tokens`` is 0.
     """
     started = time.perf_counter()
-    ranked, considered, probed = await _ranked(parts, user_id, request, POOL, probe)
+    ranked, considered, others, probed = await _ranked(parts, user_id, request, POOL, probe)
     block = render_block(ranked, parts.token_counter, request.max_tokens, request.newer_turns)
     result = RecallResult(
         beliefs=block.packed,
@@ -290,6 +316,7 @@ async def read_block(
         tokenizer=parts.token_counter.name,
         max_tokens=request.max_tokens,
         candidates=considered,
+        other_model_candidates=others,
         latency_ms=(time.perf_counter() - started) * 1000.0,
         stale=False,
     )

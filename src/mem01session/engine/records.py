@@ -150,6 +150,9 @@ class RecallResult:
     candidates: int
     latency_ms: float
     stale: bool = False
+    other_model_candidates: int = 0
+    """Candidates whose vectors another embedding model made: they were found by full
+    text only (``mem01session reembed`` converts them)."""
 
     @property
     def empty(self) -> bool:

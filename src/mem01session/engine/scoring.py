@@ -40,6 +40,7 @@ class Candidate:
     vector_similarity: float | None  # cosine similarity to the query embedding
     text_rank: int | None  # 1-based rank among the full-text matches
     text_score: float | None  # ts_rank
+    other_model: bool = False  # its vector came from another embedding model: text only
 
 
 def recency(belief: Belief, now: datetime, half_life_days: float = HALF_LIFE_DAYS) -> float:
@@ -84,6 +85,7 @@ def score(
                 "recency": rec,
                 "confidence": conf,
                 "fused": fused,
+                "other_model": float(c.other_model),
             }
         out.append(ScoredBelief(c.belief, fused, signals))
     out.sort(key=lambda s: (-s.score, -s.belief.id))

@@ -100,7 +100,7 @@ async def _apply(
         now = parts.now()
         version = await open_user(conn, user_id, now)
         await check_targets(conn, user_id, checked)
-        batch = Batch(conn, user_id, provenance, now, literals, record_as)
+        batch = Batch(conn, user_id, provenance, now, literals, record_as, parts.embedder.name)
         changes = tuple([await batch.apply(c) for c in checked])
         if changes:
             version = await bump_version(conn, user_id, now)

@@ -21,9 +21,13 @@ _NUMBERS = {
     )
 } | {"a": 1, "an": 1}
 
+# Northern-hemisphere season starts, by month; "last spring" is the last one that ended.
+_SEASON_STARTS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+
 _WHEN = re.compile(
     r",?\s+(?:"
     r"(?P<rel>yesterday|today|this\s+morning|last\s+(?:weekend|week|month|year))"
+    r"|last\s+(?P<season>spring|summer|autumn|fall|winter)"
     r"|(?P<n>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+"
     r"(?P<unit>day|week|month|year)s?\s+ago"
     r"|(?:in|since|back\s+in)\s+(?P<month>January|February|March|April|May|June|July|August"
@@ -42,6 +46,11 @@ def _midnight(moment: datetime) -> datetime:
 def _months_back(moment: datetime, months: int) -> datetime:
     index = moment.year * 12 + moment.month - 1 - months
     return _midnight(moment).replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
+def _months_forward(moment: datetime, months: int) -> datetime:
+    total = moment.year * 12 + moment.month - 1 + months
+    return moment.replace(year=total // 12, month=total % 12 + 1)
 
 
 def parse_when(clause: str, observed_at: datetime) -> tuple[str, datetime | None]:
@@ -69,6 +78,13 @@ def parse_when(clause: str, observed_at: datetime) -> tuple[str, datetime | None
             when = _months_back(observed_at, 1)
         else:
             when = day.replace(year=day.year - 1, month=1, day=1)
+    elif m["season"]:
+        start = _SEASON_STARTS[m["season"].lower()]
+        when = day.replace(
+            year=day.year if start <= day.month else day.year - 1, month=start, day=1
+        )
+        if _months_forward(when, 3) > day:  # that season is still going on: the one before
+            when = when.replace(year=when.year - 1)
     elif m["unit"]:
         n = int(m["n"]) if m["n"].isdigit() else _NUMBERS[m["n"].lower()]
         unit = m["unit"].lower()

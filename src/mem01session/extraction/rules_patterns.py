@@ -12,6 +12,7 @@ import re
 from .rules_vocab import (
     ANIMAL,
     ANIMALS,
+    BREEDS,
     COUNT,
     DIET,
     DIET_CONTENT,
@@ -164,18 +165,19 @@ def _married(m: re.Match[str]) -> list[Fact]:
 def _pet(m: re.Match[str]) -> list[Fact]:
     word = m["animal"].lower()
     animal, count = ANIMALS[word], (m.groupdict().get("count") or "a").lower()
+    shown = word if word in BREEDS else animal
     name = m.groupdict().get("name")
     if name:
         return [
             Fact(
                 f"pets.{animal}",
-                f"Has {article(animal)} {animal} named {name}",
+                f"Has {article(shown)} {shown} named {name}",
                 value=name,
-                generic=f"Has {article(animal)} {animal}",
+                generic=f"Has {article(shown)} {shown}",
             )
         ]
     if count in ("a", "an", "one", "1"):
-        return [Fact(f"pets.{animal}", f"Has {article(animal)} {animal}")]
+        return [Fact(f"pets.{animal}", f"Has {article(shown)} {shown}")]
     return [Fact(f"pets.{animal}", f"Has {count} {word if word.endswith('s') else word + 's'}")]
 
 

