@@ -64,3 +64,28 @@ def test_unreachable_database_is_a_clean_error(monkeypatch: pytest.MonkeyPatch) 
     assert "error" in result.output
     assert "cli-SENTINEL-pw" not in result.output
     assert "Traceback" not in result.output
+
+
+# -- errors are one line (issue 14, finding 5) ------------------------------------------
+
+
+def one_error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), output
+    assert "Traceback" not in output
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["db", "downgrade", "nonsense"], "cannot downgrade to 'nonsense'"),
+        (["db", "upgrade", "0009", "--embedding-dim", "8"], "cannot upgrade to '0009'"),
+    ],
+)
+def test_unknown_revision_is_one_line(env: str, args: list[str], expected: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    line = one_error_line(result.output)
+    assert line.startswith(f"error: {expected}") and "revisions: base, 0001" in line
+    assert migrate.current(env) is None

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from ..engine import BeliefEngine
-from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallRequest, RecallResult
-from . import _render as render
-from ._common import console
-from ._engine import check_positive, die, parse_id, require_belief, require_user, with_engine
+from ._args import check_positive, parse_id
+from ._console import console
+from ._errors import fail
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..engine import BeliefEngine
+    from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallResult
 
 User = Annotated[str, typer.Option("--user", "-u", help="The user whose memory to use.")]
 
@@ -37,6 +39,10 @@ def recall(
     Example: mem01session recall --user alice "where do I live?" --explain
     """
     check_positive("--budget", budget)
+    from rich.text import Text
+
+    from ..engine.records import RecallRequest
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> RecallResult:
         await require_user(engine, user)
@@ -46,13 +52,13 @@ def recall(
 
     result = with_engine(work)
     if result.text:
-        console.rule("memory block")
+        console().rule("memory block")
         # Text, not markup: the block's "[active, ...]" must print as it is.
-        console.print(Text(result.text), soft_wrap=True)
-        console.rule()
+        console().print(Text(result.text), soft_wrap=True)
+        console().rule()
     else:
-        console.print(Text("no memory block: nothing recalled fits or matches"))
-    console.print(
+        console().print(Text("no memory block: nothing recalled fits or matches"))
+    console().print(
         Text(
             f"tokens: {result.tokens} of {result.max_tokens} (tokenizer {result.tokenizer}); "
             f"{len(result.beliefs)} of {result.candidates} candidates packed; "
@@ -60,10 +66,15 @@ def recall(
         )
     )
     if explain and result.beliefs:
-        console.print(_signals_table(result))
+        console().print(_signals_table(result))
 
 
 def _signals_table(result: RecallResult) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import _render as render
+
     table = Table(title="per-signal scores (fused = 0.80 relevance + 0.12 recency + 0.08 conf)")
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("belief")
@@ -93,13 +104,17 @@ def forget(
     """
     bid = parse_id(belief_id)
     if not reason.strip():
-        die("--reason must not be empty")
+        fail("--reason must not be empty")
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_belief, require_user, with_engine
 
     async def work(engine: BeliefEngine) -> tuple[Belief, ApplyResult]:
         await require_user(engine, user)
         belief = await require_belief(engine, user, bid)
         if belief.status != "active":
-            die(f"belief #{bid} is already {belief.status}; only active beliefs can be forgotten")
+            fail(f"belief #{bid} is already {belief.status}; only active beliefs can be forgotten")
         return belief, await engine.forget(user, bid, reason)
 
     belief, result = with_engine(work)
@@ -108,7 +123,7 @@ def forget(
     line.append(" (now ")
     line += render.status("invalidated")
     line.append(f"); reason: {reason}; memory version {result.user_version}")
-    console.print(line)
+    console().print(line)
 
 
 def erase(
@@ -122,7 +137,13 @@ def erase(
     Example: mem01session erase --user alice --yes
     """
     if not yes:
-        die(f"erase deletes all durable memory of user {user!r} for good; add --yes to confirm")
+        fail(f"erase deletes all durable memory of user {user!r} for good; add --yes to confirm")
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> EraseReceipt:
         await require_user(engine, user)
@@ -135,8 +156,8 @@ def erase(
     for name, count in receipt.deleted.items():
         table.add_row(name, str(count))
     table.add_row(Text("total", style="bold"), Text(str(receipt.total), style="bold"))
-    console.print(table)
-    console.print(
+    console().print(table)
+    console().print(
         Text(
             f"erased at {render.when(receipt.erased_at)}; new writes for this user are refused "
             "until it is reinstated"

@@ -18,11 +18,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import RevisionError
+from alembic.util import CommandError
 from sqlalchemy import Connection, MetaData, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from ..errors import DatabaseError
+from ..errors import ConfigError, DatabaseError
 from .schema import DEFAULT_EMBEDDING_DIM, build_metadata
 from .urls import sqlalchemy_url
 
@@ -92,9 +94,21 @@ def _connect(url: str) -> Iterator[Connection]:
             yield conn
     except SQLAlchemyError as exc:
         detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise DatabaseError(f"migration failed: {type(exc).__name__}: {detail}") from None
+        raise DatabaseError(f"database error: {type(exc).__name__}: {detail}") from None
     finally:
         engine.dispose()
+
+
+@contextmanager
+def _target(action: str, revision: str) -> Iterator[None]:
+    """Alembic's complaint about a revision (unknown, not reachable) as a ConfigError."""
+    try:
+        yield
+    except (CommandError, RevisionError) as exc:
+        known = ", ".join(["base", *(r.revision for r in history())])
+        raise ConfigError(
+            f"cannot {action} to {revision!r}: {str(exc).rstrip('.')} (revisions: {known})"
+        ) from None
 
 
 def upgrade(
@@ -115,14 +129,15 @@ def upgrade(
             embedding_dim=embedding_dim or DEFAULT_EMBEDDING_DIM,
             embedding_model=embedding_model,
         )
-        command.upgrade(cfg, revision)
+        with _target("upgrade", revision):
+            command.upgrade(cfg, revision)
         conn.commit()
         return _current(conn)
 
 
 def downgrade(url: str, revision: str) -> str | None:
     """Downgrade to ``revision`` (``base`` removes every table)."""
-    with _connect(url) as conn:
+    with _connect(url) as conn, _target("downgrade", revision):
         command.downgrade(_config(conn), revision)
         conn.commit()
         return _current(conn)
