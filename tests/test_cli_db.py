@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from alembic.script import ScriptDirectory
 from typer.testing import CliRunner
 
 from mem01session.cli import app
@@ -36,7 +37,7 @@ def test_fresh_database_upgrade_current_check_history(env: str) -> None:
     result = runner.invoke(app, ["db", "history"])
     assert result.exit_code == 0 and head in result.output
 
-    result = runner.invoke(app, ["db", "downgrade", "base"])
+    result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
     assert result.exit_code == 0 and "base" in result.output
     assert migrate.current(env) is None
 
@@ -66,7 +67,7 @@ def test_unreachable_database_is_a_clean_error(monkeypatch: pytest.MonkeyPatch) 
     assert "Traceback" not in result.output
 
 
-# -- errors are one line (issue 14, finding 5) ------------------------------------------
+# -- downgrades that delete data need --yes; bad revisions (issue 14, finding 5) ---------
 
 
 def one_error_line(output: str) -> str:
@@ -76,11 +77,52 @@ def one_error_line(output: str) -> str:
     return lines[0]
 
 
+def test_downgrade_to_base_needs_yes(env: str) -> None:
+    assert runner.invoke(app, ["db", "upgrade", "--embedding-dim", "8"]).exit_code == 0
+    head = migrate.head_revision()
+
+    refused = runner.invoke(app, ["db", "downgrade", "base"])
+    assert refused.exit_code == 1
+    line = one_error_line(refused.output)
+    assert "0001" in line and "drops tables" in line and "--yes" in line
+    assert migrate.current(env) == head  # nothing was undone
+
+    result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert migrate.current(env) is None
+
+
+def test_downgrade_that_only_drops_an_index_needs_no_yes(env: str) -> None:
+    assert runner.invoke(app, ["db", "upgrade", "--embedding-dim", "8"]).exit_code == 0
+    result = runner.invoke(app, ["db", "downgrade", "0001"])
+    assert result.exit_code == 0, result.output
+    assert migrate.current(env) == "0001"
+    # One more step (written as alembic's relative "-1") reaches base: refused.
+    refused = runner.invoke(app, ["db", "downgrade", "-1"])
+    assert refused.exit_code == 1
+    assert "--yes" in one_error_line(refused.output)
+    assert migrate.current(env) == "0001"
+
+
+def test_empty_database_downgrade_to_base_has_nothing_to_confirm(env: str) -> None:
+    result = runner.invoke(app, ["db", "downgrade", "base"])
+    assert result.exit_code == 0, result.output
+
+
+def test_only_the_initial_migration_deletes_data_when_undone() -> None:
+    """The rule behind --yes, applied to every shipped migration: a new migration whose
+    downgrade drops a table or column joins this set (and this test says so)."""
+    script = ScriptDirectory(str(migrate.migrations_dir()))
+    lossy = {s.revision for s in script.walk_revisions() if migrate.deletes_data(s)}
+    assert lossy == {"0001"}
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["db", "downgrade", "nonsense"], "cannot downgrade to 'nonsense'"),
         (["db", "upgrade", "0009", "--embedding-dim", "8"], "cannot upgrade to '0009'"),
+        (["db", "downgrade", "-5"], "cannot downgrade to '-5'"),
     ],
 )
 def test_unknown_revision_is_one_line(env: str, args: list[str], expected: str) -> None:

@@ -42,17 +42,37 @@ def upgrade(
     console().print(f"upgraded {where} to [bold]{rev}[/]", highlight=False)
 
 
-@app.command()
+# ``-1`` (one step down) is a revision here, not an unknown option.
+@app.command(context_settings={"ignore_unknown_options": True})
 def downgrade(
-    revision: Annotated[str, typer.Argument(help="Target revision; 'base' drops every table.")],
+    revision: Annotated[
+        str, typer.Argument(help="Target revision ('base': no tables at all; '-1': one step).")
+    ],
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm a downgrade that deletes data.")
+    ] = False,
 ) -> None:
     """Downgrade the schema to REVISION.
 
-    Example: mem01session db downgrade base
+    A downgrade that undoes a migration whose downgrade drops tables or columns (or
+    deletes rows) loses data, and is refused without --yes. Today that is 0001, the
+    initial schema: any downgrade to 'base' drops every table, beliefs included.
+    Undoing 0002 only drops an index.
+
+    Example: mem01session db downgrade base --yes
     """
     from ..db import migrate
 
     url, _ = database_url(load_settings())
+    lossy = [step for step in migrate.downgrade_plan(url, revision) if step.deletes_data]
+    if lossy and not yes:
+        undone = ", ".join(
+            f"{s.revision} ({s.doc.rstrip('.')})" if s.doc else s.revision for s in lossy
+        )
+        fail(
+            f"downgrading to {revision!r} undoes {undone}, which drops tables and the data "
+            "in them; add --yes to confirm"
+        )
     rev = migrate.downgrade(url, revision)
     console().print(f"downgraded to [bold]{rev or 'base'}[/]", highlight=False)
 
