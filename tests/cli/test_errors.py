@@ -52,6 +52,7 @@ COMMANDS = [
     ["db", "downgrade", "base"],
     ["beliefs", "list", "--user", "alice"],
     ["erase", "--user", "alice", "--yes"],
+    ["reinstate", "--user", "alice"],
     ["jobs", "list"],
 ]
 
@@ -118,7 +119,7 @@ def test_database_down_is_one_line_without_the_password(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEM01_DATABASE_URL", "postgresql://u:pw@127.0.0.1:1/db")
-    for args in (["db", "current"], ["db", "downgrade", "base"], ["erase", "--user", "a", "--yes"]):
+    for args in (["db", "current"], ["db", "downgrade", "base"], ["reinstate", "--user", "a"]):
         line = fails(*args)
         assert "connect" in line or "Connection refused" in line, line
         assert ":pw@" not in line

@@ -51,6 +51,7 @@ def loaded_after(args: list[str]) -> list[str]:
         ["beliefs", "list", "--help"],
         ["recall", "--help"],
         ["erase", "--help"],
+        ["reinstate", "--help"],
         ["jobs", "retry", "--help"],
         ["demo", "--help"],
     ],

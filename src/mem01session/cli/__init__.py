@@ -16,7 +16,7 @@ from .beliefs import app as beliefs_app
 from .db import app as db_app
 from .demo import demo
 from .jobs import app as jobs_app
-from .memory import erase, forget, recall
+from .memory import erase, forget, recall, reinstate
 
 app = typer.Typer(
     name="mem01session",
@@ -46,6 +46,7 @@ app.add_typer(beliefs_app, name="beliefs")
 app.command()(recall)
 app.command()(forget)
 app.command()(erase)
+app.command()(reinstate)
 app.add_typer(jobs_app, name="jobs")
 
 

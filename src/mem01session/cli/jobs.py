@@ -74,6 +74,8 @@ def retry_cmd(
 ) -> None:
     """Send a failed job back to the queue (pending, attempts reset).
 
+    A job of a user whose memory is erased is refused (exit 1): erased means no new writes.
+
     Example: mem01session jobs retry 17
     """
     jid = parse_id(job_id, "job")
@@ -81,8 +83,15 @@ def retry_cmd(
 
     from ..queue.jobs import JobStore
     from ._engine import with_engine
+    from ._jobs import failed_job_owner
 
     async def work(engine: BeliefEngine) -> Job | None:
+        owner = await failed_job_owner(engine.db, jid)
+        if owner is None:
+            return None
+        if await engine.erased_at(owner) is not None:
+            fail(f"job #{jid} belongs to user {owner!r}, whose memory is erased; not retried")
+        # An erase from here on deletes the job, so the retry below finds nothing.
         return await JobStore(engine.db).retry(jid, now=engine.clock())
 
     job = with_engine(work)

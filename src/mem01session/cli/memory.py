@@ -1,7 +1,9 @@
-"""``mem01session recall | forget | erase``: read the block, retire a belief, delete a user."""
+"""``mem01session recall | forget | erase | reinstate``: read the block, retire a belief,
+delete a user's memory, accept writes for an erased user again."""
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -11,6 +13,8 @@ from ._console import console
 from ._errors import fail
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rich.table import Table
 
     from ..engine import BeliefEngine
@@ -157,9 +161,32 @@ def erase(
         table.add_row(name, str(count))
     table.add_row(Text("total", style="bold"), Text(str(receipt.total), style="bold"))
     console().print(table)
+    line = Text(f"erased at {render.when(receipt.erased_at)}; new writes for this user are ")
+    line.append(f"refused until: mem01session reinstate --user {shlex.quote(user)}")
+    console().print(line)
+
+
+def reinstate(user: User) -> None:
+    """Accept new writes for an erased user again; what was erased does not come back.
+
+    Exits 1 if the user is not erased (never erased, already reinstated, or unknown).
+
+    Example: mem01session reinstate --user alice
+    """
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import with_engine
+
+    async def work(engine: BeliefEngine) -> datetime | None:
+        return await engine.reinstate_user(user)
+
+    erased_at = with_engine(work)
+    if erased_at is None:
+        fail(f"user {user!r} is not erased; nothing to reinstate")
     console().print(
         Text(
-            f"erased at {render.when(receipt.erased_at)}; new writes for this user are refused "
-            "until it is reinstated"
+            f"reinstated user {user!r} (erased at {render.when(erased_at)}); new writes for "
+            "this user are accepted again"
         )
     )
