@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from alembic.script import ScriptDirectory
 from typer.testing import CliRunner
 
 from mem01session.cli import app
@@ -36,7 +37,7 @@ def test_fresh_database_upgrade_current_check_history(env: str) -> None:
     result = runner.invoke(app, ["db", "history"])
     assert result.exit_code == 0 and head in result.output
 
-    result = runner.invoke(app, ["db", "downgrade", "base"])
+    result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
     assert result.exit_code == 0 and "base" in result.output
     assert migrate.current(env) is None
 
@@ -64,3 +65,73 @@ def test_unreachable_database_is_a_clean_error(monkeypatch: pytest.MonkeyPatch) 
     assert "error" in result.output
     assert "cli-SENTINEL-pw" not in result.output
     assert "Traceback" not in result.output
+
+
+# -- downgrades that delete data need --yes; bad revisions (issue 14, finding 5) ---------
+
+
+def one_error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), output
+    assert "Traceback" not in output
+    return lines[0]
+
+
+def test_downgrade_to_base_needs_yes(env: str) -> None:
+    assert runner.invoke(app, ["db", "upgrade", "--embedding-dim", "8"]).exit_code == 0
+    head = migrate.head_revision()
+
+    refused = runner.invoke(app, ["db", "downgrade", "base"])
+    assert refused.exit_code == 1
+    line = one_error_line(refused.output)
+    assert "0001" in line and "drops tables" in line and "--yes" in line
+    assert migrate.current(env) == head  # nothing was undone
+
+    result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert migrate.current(env) is None
+
+
+def test_downgrade_that_only_drops_an_index_needs_no_yes(env: str) -> None:
+    assert runner.invoke(app, ["db", "upgrade", "--embedding-dim", "8"]).exit_code == 0
+    refused = runner.invoke(app, ["db", "downgrade", "0002"])  # 0003 drops a column
+    assert refused.exit_code == 1 and "--yes" in one_error_line(refused.output)
+    result = runner.invoke(app, ["db", "downgrade", "0002", "--yes"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["db", "downgrade", "0001"])  # 0002 only drops an index
+    assert result.exit_code == 0, result.output
+    assert migrate.current(env) == "0001"
+    # One more step (written as alembic's relative "-1") reaches base: refused.
+    refused = runner.invoke(app, ["db", "downgrade", "-1"])
+    assert refused.exit_code == 1
+    assert "--yes" in one_error_line(refused.output)
+    assert migrate.current(env) == "0001"
+
+
+def test_empty_database_downgrade_to_base_has_nothing_to_confirm(env: str) -> None:
+    result = runner.invoke(app, ["db", "downgrade", "base"])
+    assert result.exit_code == 0, result.output
+
+
+def test_the_migrations_that_delete_data_when_undone_are_known() -> None:
+    """The rule behind --yes, applied to every shipped migration: a new migration whose
+    downgrade drops a table or column joins this set (and this test says so)."""
+    script = ScriptDirectory(str(migrate.migrations_dir()))
+    lossy = {s.revision for s in script.walk_revisions() if migrate.deletes_data(s)}
+    assert lossy == {"0001", "0003"}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["db", "downgrade", "nonsense"], "cannot downgrade to 'nonsense'"),
+        (["db", "upgrade", "0009", "--embedding-dim", "8"], "cannot upgrade to '0009'"),
+        (["db", "downgrade", "-5"], "cannot downgrade to '-5'"),
+    ],
+)
+def test_unknown_revision_is_one_line(env: str, args: list[str], expected: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    line = one_error_line(result.output)
+    assert line.startswith(f"error: {expected}") and "revisions: base, 0001" in line
+    assert migrate.current(env) is None

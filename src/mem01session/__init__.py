@@ -8,26 +8,53 @@ application object the sessions of one application share.
 Errors are in :mod:`mem01session.errors`, embedders in :mod:`mem01session.embeddings`,
 extractors in :mod:`mem01session.extraction`, short-term sessions in
 :mod:`mem01session.shortterm`.
+
+The public names are imported on first use (PEP 562), so that ``import mem01session.cli``
+(the command line) does not load the Agents SDK, SQLAlchemy or psycopg before it needs to.
 """
 
-from .config import Settings
-from .engine import (
-    ApplyResult,
-    Belief,
-    BeliefEngine,
-    EraseReceipt,
-    LedgerEvent,
-    Op,
-    Provenance,
-    RecallRequest,
-    RecallResult,
-    Source,
-)
-from .errors import Mem01Error
-from .memory import Memory
-from .session import Mem01Session
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .engine import (
+        ApplyResult,
+        Belief,
+        BeliefEngine,
+        EraseReceipt,
+        LedgerEvent,
+        Op,
+        Provenance,
+        RecallRequest,
+        RecallResult,
+        Source,
+    )
+    from .errors import Mem01Error
+    from .memory import Memory
+    from .session import Mem01Session
 
 __version__ = "0.2.0.dev0"
+
+# Each public name and the module that defines it (relative to this package).
+_HOMES = {
+    "ApplyResult": ".engine",
+    "Belief": ".engine",
+    "BeliefEngine": ".engine",
+    "EraseReceipt": ".engine",
+    "LedgerEvent": ".engine",
+    "Mem01Error": ".errors",
+    "Mem01Session": ".session",
+    "Memory": ".memory",
+    "Op": ".engine",
+    "Provenance": ".engine",
+    "RecallRequest": ".engine",
+    "RecallResult": ".engine",
+    "Settings": ".config",
+    "Source": ".engine",
+}
 
 __all__ = [
     "ApplyResult",
@@ -45,3 +72,17 @@ __all__ = [
     "Settings",
     "Source",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it as a module attribute."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -69,7 +69,8 @@ async def test_erase_deletes_everything_and_returns_counts(engine: BeliefEngine)
 
 async def test_writes_are_refused_after_erase_until_reinstated(engine: BeliefEngine) -> None:
     await populate(engine, U)
-    await engine.erase_user(U)
+    receipt = await engine.erase_user(U)
+    assert await engine.erased_at(U) == receipt.erased_at
     before = await table_rows(engine, U)
     with pytest.raises(UserErasedError, match="erased"):
         await engine.apply(U, [Op.add("Likes tea")], provenance=PROV)
@@ -77,7 +78,9 @@ async def test_writes_are_refused_after_erase_until_reinstated(engine: BeliefEng
         await engine.apply(U, [], provenance=PROV)
     assert await table_rows(engine, U) == before
 
-    await engine.reinstate_user(U)
+    assert await engine.reinstate_user(U) == receipt.erased_at  # the erase it lifted
+    assert await engine.erased_at(U) is None
+    assert await engine.reinstate_user(U) is None  # nothing left to lift
     result = await engine.apply(U, [Op.add("Likes tea")], provenance=PROV)
     assert result.changes[0].op == "ADD"  # a fresh start, not a confirmation
     assert [b.content for b in await engine.history(U)] == ["Likes tea"]
@@ -94,6 +97,7 @@ async def test_erasing_an_unknown_user_leaves_a_tombstone(engine: BeliefEngine) 
 async def test_reinstating_a_user_who_was_never_erased_is_harmless(engine: BeliefEngine) -> None:
     await populate(engine, U)
     before = await table_rows(engine, U)
-    await engine.reinstate_user(U)
-    await engine.reinstate_user("ghost")
+    assert await engine.reinstate_user(U) is None
+    assert await engine.reinstate_user("ghost") is None
+    assert await engine.erased_at("ghost") is None
     assert await table_rows(engine, U) == before

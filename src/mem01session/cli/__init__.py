@@ -1,28 +1,52 @@
-"""The ``mem01session`` command."""
+"""The ``mem01session`` command.
+
+Startup is kept light: this package and the command modules import only typer at module
+level; each command imports the engine, the database drivers, Alembic, the Agents SDK
+and rich's tables when it runs. ``mem01session --help`` therefore loads none of them.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from ._errors import OneLineErrors
 from .beliefs import app as beliefs_app
 from .db import app as db_app
 from .demo import demo
 from .jobs import app as jobs_app
-from .memory import erase, forget, recall
+from .memory import erase, forget, recall, reinstate
 
 app = typer.Typer(
     name="mem01session",
-    help="Two-tier memory for OpenAI Agents SDK sessions.",
+    cls=OneLineErrors,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def root(
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="On an error, show the full traceback instead of one line."),
+    ] = False,
+) -> None:
+    """Two-tier memory for OpenAI Agents SDK sessions.
+
+    Every error is one line on stderr and exit code 1 (with --debug: the traceback).
+    """
+
+
 app.add_typer(db_app, name="db")
 app.command()(demo)
 app.add_typer(beliefs_app, name="beliefs")
 app.command()(recall)
 app.command()(forget)
 app.command()(erase)
+app.command()(reinstate)
 app.add_typer(jobs_app, name="jobs")
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.text import Text
 
-from ..engine import BeliefEngine
-from ..engine.records import Belief, LedgerEvent
-from . import _render as render
-from ._common import console
-from ._engine import check_positive, parse_id, require_belief, require_user, with_engine
+from ._args import check_positive, parse_id
+from ._console import console
+
+if TYPE_CHECKING:
+    from ..engine import BeliefEngine
+    from ..engine.records import Belief, LedgerEvent
 
 app = typer.Typer(help="Inspect a user's long-term beliefs.", no_args_is_help=True)
 
@@ -33,6 +33,10 @@ def list_beliefs(
     Example: mem01session beliefs list --user alice
     """
     check_positive("--limit", limit)
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> list[Belief]:
         await require_user(engine, user)
@@ -44,9 +48,9 @@ def list_beliefs(
         return
     if not beliefs:
         what = "beliefs" if show_all else "current beliefs"
-        console.print(Text(f"no {what} for user {user!r}"))
+        console().print(Text(f"no {what} for user {user!r}"))
         return
-    console.print(render.beliefs_table(beliefs, show_all=show_all))
+    console().print(render.beliefs_table(beliefs, show_all=show_all))
 
 
 @app.command()
@@ -56,6 +60,10 @@ def history(user: User, limit: Limit = 200) -> None:
     Example: mem01session beliefs history --user alice
     """
     check_positive("--limit", limit)
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> list[LedgerEvent]:
         await require_user(engine, user)
@@ -63,9 +71,9 @@ def history(user: User, limit: Limit = 200) -> None:
 
     events = with_engine(work)
     if not events:
-        console.print(Text(f"no ledger events for user {user!r}"))
+        console().print(Text(f"no ledger events for user {user!r}"))
         return
-    console.print(render.ledger_table(events, title=f"ledger of {user}"))
+    console().print(render.ledger_table(events, title=f"ledger of {user}"))
 
 
 @app.command()
@@ -78,6 +86,10 @@ def show(
     Example: mem01session beliefs show 42 --user alice
     """
     bid = parse_id(belief_id)
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_belief, require_user, with_engine
 
     async def work(engine: BeliefEngine) -> tuple[Belief, list[LedgerEvent]]:
         await require_user(engine, user)
@@ -87,7 +99,7 @@ def show(
     belief, events = with_engine(work)
     head = Text(f"#{belief.id} ", style="bold")
     head.append(belief.content)
-    console.print(head)
+    console().print(head)
     facts = [
         ("status", render.status(belief.status) + Text(f" {render.link(belief)}".rstrip())),
         ("valid", Text(render.validity(belief))),
@@ -99,9 +111,9 @@ def show(
         ("confirmed", Text(render.when(belief.last_confirmed_at))),
     ]
     for name, value in facts:
-        console.print(Text(f"  {name:<11}") + value)
+        console().print(Text(f"  {name:<11}") + value)
     if belief.sources:
-        console.print(render.sources_table(belief.sources))
+        console().print(render.sources_table(belief.sources))
     else:
-        console.print(Text("no recorded sources"))
-    console.print(render.ledger_table(events, title="versions"))
+        console().print(Text("no recorded sources"))
+    console().print(render.ledger_table(events, title="versions"))

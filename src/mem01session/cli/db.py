@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from ..config import Settings
-from ..db import migrate
-from ..embeddings import default_embedder
-from ._common import console, database_url, fail, friendly_errors
+from ._console import console
+from ._errors import fail
+from ._settings import database_url, load_settings
 
 app = typer.Typer(help="Create and migrate the PostgreSQL schema.", no_args_is_help=True)
 
@@ -27,32 +25,56 @@ def upgrade(
 
     Example: mem01session db upgrade
     """
-    with friendly_errors():
-        settings = Settings.from_env()
-        url, embedded = database_url(settings)
-        model: str | None = None
-        if embedding_dim is None:
-            embedder = default_embedder(settings)
-            embedding_dim, model = embedder.dim, embedder.name
-        if embedding_dim < 1 or embedding_dim > 16000:
-            fail(f"--embedding-dim must be between 1 and 16000, got {embedding_dim}")
-        rev = migrate.upgrade(url, revision, embedding_dim=embedding_dim, embedding_model=model)
-        where = "embedded PostgreSQL" if embedded else settings.safe_database_url
-        console.print(f"upgraded {where} to [bold]{rev}[/]", highlight=False)
+    from ..db import migrate
+
+    settings = load_settings()
+    model: str | None = None
+    if embedding_dim is None:
+        from ..embeddings import default_embedder
+
+        embedder = default_embedder(settings)
+        embedding_dim, model = embedder.dim, embedder.name
+    if embedding_dim < 1 or embedding_dim > 16000:
+        fail(f"--embedding-dim must be between 1 and 16000, got {embedding_dim}")
+    url, embedded = database_url(settings)
+    rev = migrate.upgrade(url, revision, embedding_dim=embedding_dim, embedding_model=model)
+    where = "embedded PostgreSQL" if embedded else settings.safe_database_url
+    console().print(f"upgraded {where} to [bold]{rev}[/]", highlight=False)
 
 
-@app.command()
+# ``-1`` (one step down) is a revision here, not an unknown option.
+@app.command(context_settings={"ignore_unknown_options": True})
 def downgrade(
-    revision: Annotated[str, typer.Argument(help="Target revision; 'base' drops every table.")],
+    revision: Annotated[
+        str, typer.Argument(help="Target revision ('base': no tables at all; '-1': one step).")
+    ],
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm a downgrade that deletes data.")
+    ] = False,
 ) -> None:
     """Downgrade the schema to REVISION.
 
-    Example: mem01session db downgrade base
+    A downgrade that undoes a migration whose downgrade drops tables or columns (or
+    deletes rows) loses data, and is refused without --yes. Today that is 0001, the
+    initial schema: any downgrade to 'base' drops every table, beliefs included.
+    Undoing 0002 only drops an index.
+
+    Example: mem01session db downgrade base --yes
     """
-    with friendly_errors():
-        url, _ = database_url(Settings.from_env())
-        rev = migrate.downgrade(url, revision)
-        console.print(f"downgraded to [bold]{rev or 'base'}[/]", highlight=False)
+    from ..db import migrate
+
+    url, _ = database_url(load_settings())
+    lossy = [step for step in migrate.downgrade_plan(url, revision) if step.deletes_data]
+    if lossy and not yes:
+        undone = ", ".join(
+            f"{s.revision} ({s.doc.rstrip('.')})" if s.doc else s.revision for s in lossy
+        )
+        fail(
+            f"downgrading to {revision!r} undoes {undone}, which drops tables and the data "
+            "in them; add --yes to confirm"
+        )
+    rev = migrate.downgrade(url, revision)
+    console().print(f"downgraded to [bold]{rev or 'base'}[/]", highlight=False)
 
 
 @app.command()
@@ -61,12 +83,13 @@ def current() -> None:
 
     Example: mem01session db current
     """
-    with friendly_errors():
-        url, _ = database_url(Settings.from_env())
-        rev = migrate.current(url)
-        head = migrate.head_revision()
-        suffix = " (head)" if rev == head else f" (head is {head})"
-        console.print(f"{rev or 'base'}{suffix}", highlight=False)
+    from ..db import migrate
+
+    url, _ = database_url(load_settings())
+    rev = migrate.current(url)
+    head = migrate.head_revision()
+    suffix = " (head)" if rev == head else f" (head is {head})"
+    console().print(f"{rev or 'base'}{suffix}", highlight=False)
 
 
 @app.command()
@@ -75,11 +98,15 @@ def history() -> None:
 
     Example: mem01session db history
     """
+    from rich.table import Table
+
+    from ..db import migrate
+
     table = Table("revision", "revises", "description")
     for rev in migrate.history():
         label = f"{rev.revision} (head)" if rev.is_head else rev.revision
         table.add_row(label, rev.down_revision or "-", rev.doc.splitlines()[0] if rev.doc else "")
-    console.print(table)
+    console().print(table)
 
 
 @app.command()
@@ -88,11 +115,12 @@ def check() -> None:
 
     Example: mem01session db check
     """
-    with friendly_errors():
-        url, _ = database_url(Settings.from_env())
-        diffs = migrate.check(url)
+    from ..db import migrate
+
+    url, _ = database_url(load_settings())
+    diffs = migrate.check(url)
     if diffs:
         for d in diffs:
-            console.print(f"drift: {d}", highlight=False)
+            console().print(f"drift: {d}", highlight=False)
         raise typer.Exit(1)
-    console.print("models and migrations are in sync")
+    console().print("models and migrations are in sync")

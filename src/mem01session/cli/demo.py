@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
-from ..demo import DemoReport, run_demo
-from ..demo.run import dump_json
-from ._common import console, friendly_errors
+from ._console import console as _console
+from ._settings import load_settings
+
+if TYPE_CHECKING:
+    from ..demo import DemoReport
 
 
 def show(report: DemoReport) -> None:
     """Print the report: one screen per day, the comparison, the evidence."""
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
     console.print(
         Panel.fit(
             "\n".join(f"[bold]{part}[/]: {escape(what)}" for part, what in report.offline.items()),
@@ -75,11 +78,15 @@ def demo(
 
     Example: mem01session demo --check
     """
-    with friendly_errors():
-        report = asyncio.run(run_demo(keep=keep))
+    import asyncio
+
+    from ..demo import run_demo
+    from ..demo.run import dump_json
+
+    report = asyncio.run(run_demo(keep=keep, settings=load_settings()))
     show(report)
     if json_path is not None:
         dump_json(report, json_path)
-        console.print(f"evidence written to {json_path}")
+        _console().print(f"evidence written to {json_path}")
     if check and not report.passed:
         raise typer.Exit(1)

@@ -1,22 +1,26 @@
-"""``mem01session jobs``: the extraction job queue: list jobs, send failed ones back."""
+"""``mem01session jobs``: the extraction job queue: list jobs, send failed ones back.
+
+The list shows a job's ids, state and error, never the turn it carries.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from ..engine import BeliefEngine
-from ..queue.jobs import Job, JobStore
-from . import _render as render
-from ._common import console
-from ._engine import check_positive, die, parse_id, require_user, with_engine
+from ._args import check_positive, parse_id
+from ._console import console
+from ._errors import fail
+
+if TYPE_CHECKING:
+    from ..engine import BeliefEngine
+    from ..queue.jobs import Job
 
 app = typer.Typer(help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
 JOB_STYLE = {"pending": "cyan", "running": "magenta", "done": "green", "failed": "red"}
+COLUMNS = ("id", "user", "session", "status", "tries", "created", "updated", "last error")
 
 
 @app.command("list")
@@ -25,11 +29,17 @@ def list_cmd(
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
 ) -> None:
-    """List extraction jobs, newest first.
+    """List extraction jobs, newest first (never the text of their turns).
 
     Example: mem01session jobs list --failed
     """
     check_positive("--limit", limit)
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..queue.jobs import JobStore
+    from . import _render as render
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> list[Job]:
         if user is not None:
@@ -39,12 +49,12 @@ def list_cmd(
 
     jobs = with_engine(work)
     if not jobs:
-        console.print(Text("no failed jobs" if failed else "no jobs"))
+        console().print(Text("no failed jobs" if failed else "no jobs"))
         return
     table = Table(title="failed jobs" if failed else "jobs", expand=False)
-    for name in ("id", "user", "session", "status", "tries", "created", "updated", "last error"):
+    for name in COLUMNS:
         table.add_column(name, no_wrap=name in {"id", "status", "tries"})
-    for j in jobs:
+    for j in jobs:  # j.payload (the turn's text) is never shown
         table.add_row(
             f"#{j.id}",
             Text(j.user_id),
@@ -55,7 +65,7 @@ def list_cmd(
             render.when(j.updated_at),
             Text(j.last_error or "", style="red"),
         )
-    console.print(table)
+    console().print(table)
 
 
 @app.command("retry")
@@ -64,17 +74,34 @@ def retry_cmd(
 ) -> None:
     """Send a failed job back to the queue (pending, attempts reset).
 
+    A job of a user whose memory is erased is refused (exit 1): erased means no new writes.
+
     Example: mem01session jobs retry 17
     """
     jid = parse_id(job_id, "job")
+    from rich.text import Text
+
+    from ..queue.jobs import REFUSED, JobStore
+    from ._engine import with_engine
 
     async def work(engine: BeliefEngine) -> Job | None:
-        return await JobStore(engine.db).retry(jid, now=engine.clock())
+        store = JobStore(engine.db)
+        found = await store.get(jid)
+        if found is None or found.status != "failed":
+            return None
+        if await engine.erased_at(found.user_id) is not None:
+            fail(
+                f"job #{jid} belongs to user {found.user_id!r}, whose memory is erased; not retried"
+            )
+        if REFUSED in found.payload:
+            fail(f"job #{jid} records a turn that was never stored; there is nothing to retry")
+        # The retry statement checks both again, atomically (an erase may come in between).
+        return await store.retry(jid, now=engine.clock())
 
     job = with_engine(work)
     if job is None:
-        die(f"no failed job #{jid}")
+        fail(f"no failed job #{jid}")
     line = Text(f"job #{job.id} of user ")
     line.append(job.user_id)
     line.append(f" is {job.status} again; a running worker will pick it up")
-    console.print(line)
+    console().print(line)

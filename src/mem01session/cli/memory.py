@@ -1,18 +1,24 @@
-"""``mem01session recall | forget | erase``: read the block, retire a belief, delete a user."""
+"""``mem01session recall | forget | erase | reinstate``: read the block, retire a belief,
+delete a user's memory, accept writes for an erased user again."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import shlex
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from ..engine import BeliefEngine
-from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallRequest, RecallResult
-from . import _render as render
-from ._common import console
-from ._engine import check_positive, die, parse_id, require_belief, require_user, with_engine
+from ._args import check_positive, parse_id
+from ._console import console
+from ._errors import fail
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from rich.table import Table
+
+    from ..engine import BeliefEngine
+    from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallResult
 
 User = Annotated[str, typer.Option("--user", "-u", help="The user whose memory to use.")]
 
@@ -37,6 +43,10 @@ def recall(
     Example: mem01session recall --user alice "where do I live?" --explain
     """
     check_positive("--budget", budget)
+    from rich.text import Text
+
+    from ..engine.records import RecallRequest
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> RecallResult:
         await require_user(engine, user)
@@ -46,13 +56,13 @@ def recall(
 
     result = with_engine(work)
     if result.text:
-        console.rule("memory block")
+        console().rule("memory block")
         # Text, not markup: the block's "[active, ...]" must print as it is.
-        console.print(Text(result.text), soft_wrap=True)
-        console.rule()
+        console().print(Text(result.text), soft_wrap=True)
+        console().rule()
     else:
-        console.print(Text("no memory block: nothing recalled fits or matches"))
-    console.print(
+        console().print(Text("no memory block: nothing recalled fits or matches"))
+    console().print(
         Text(
             f"tokens: {result.tokens} of {result.max_tokens} (tokenizer {result.tokenizer}); "
             f"{len(result.beliefs)} of {result.candidates} candidates packed; "
@@ -60,10 +70,15 @@ def recall(
         )
     )
     if explain and result.beliefs:
-        console.print(_signals_table(result))
+        console().print(_signals_table(result))
 
 
 def _signals_table(result: RecallResult) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import _render as render
+
     table = Table(title="per-signal scores (fused = 0.80 relevance + 0.12 recency + 0.08 conf)")
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("belief")
@@ -93,13 +108,17 @@ def forget(
     """
     bid = parse_id(belief_id)
     if not reason.strip():
-        die("--reason must not be empty")
+        fail("--reason must not be empty")
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_belief, require_user, with_engine
 
     async def work(engine: BeliefEngine) -> tuple[Belief, ApplyResult]:
         await require_user(engine, user)
         belief = await require_belief(engine, user, bid)
         if belief.status != "active":
-            die(f"belief #{bid} is already {belief.status}; only active beliefs can be forgotten")
+            fail(f"belief #{bid} is already {belief.status}; only active beliefs can be forgotten")
         return belief, await engine.forget(user, bid, reason)
 
     belief, result = with_engine(work)
@@ -108,7 +127,7 @@ def forget(
     line.append(" (now ")
     line += render.status("invalidated")
     line.append(f"); reason: {reason}; memory version {result.user_version}")
-    console.print(line)
+    console().print(line)
 
 
 def erase(
@@ -122,7 +141,13 @@ def erase(
     Example: mem01session erase --user alice --yes
     """
     if not yes:
-        die(f"erase deletes all durable memory of user {user!r} for good; add --yes to confirm")
+        fail(f"erase deletes all durable memory of user {user!r} for good; add --yes to confirm")
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import require_user, with_engine
 
     async def work(engine: BeliefEngine) -> EraseReceipt:
         await require_user(engine, user)
@@ -135,10 +160,33 @@ def erase(
     for name, count in receipt.deleted.items():
         table.add_row(name, str(count))
     table.add_row(Text("total", style="bold"), Text(str(receipt.total), style="bold"))
-    console.print(table)
-    console.print(
+    console().print(table)
+    line = Text(f"erased at {render.when(receipt.erased_at)}; new writes for this user are ")
+    line.append(f"refused until: mem01session reinstate --user {shlex.quote(user)}")
+    console().print(line)
+
+
+def reinstate(user: User) -> None:
+    """Accept new writes for an erased user again; what was erased does not come back.
+
+    Exits 1 if the user is not erased (never erased, already reinstated, or unknown).
+
+    Example: mem01session reinstate --user alice
+    """
+    from rich.text import Text
+
+    from . import _render as render
+    from ._engine import with_engine
+
+    async def work(engine: BeliefEngine) -> datetime | None:
+        return await engine.reinstate_user(user)
+
+    erased_at = with_engine(work)
+    if erased_at is None:
+        fail(f"user {user!r} is not erased; nothing to reinstate")
+    console().print(
         Text(
-            f"erased at {render.when(receipt.erased_at)}; new writes for this user are refused "
-            "until it is reinstated"
+            f"reinstated user {user!r} (erased at {render.when(erased_at)}); new writes for "
+            "this user are accepted again"
         )
     )

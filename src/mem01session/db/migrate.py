@@ -6,6 +6,8 @@ Works from an installed wheel (the migrations ship inside the package as
 
 from __future__ import annotations
 
+import inspect
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,12 +19,14 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from alembic.script import Script, ScriptDirectory
+from alembic.script.revision import RevisionError
+from alembic.util import CommandError
 from sqlalchemy import Connection, MetaData, create_engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from ..errors import DatabaseError
+from ..errors import ConfigError, DatabaseError
 from .schema import DEFAULT_EMBEDDING_DIM, build_metadata
 from .urls import sqlalchemy_url
 
@@ -92,9 +96,21 @@ def _connect(url: str) -> Iterator[Connection]:
             yield conn
     except SQLAlchemyError as exc:
         detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise DatabaseError(f"migration failed: {type(exc).__name__}: {detail}") from None
+        raise DatabaseError(f"database error: {type(exc).__name__}: {detail}") from None
     finally:
         engine.dispose()
+
+
+@contextmanager
+def _target(action: str, revision: str) -> Iterator[None]:
+    """Alembic's complaint about a revision (unknown, not reachable) as a ConfigError."""
+    try:
+        yield
+    except (CommandError, RevisionError) as exc:
+        known = ", ".join(["base", *(r.revision for r in history())])
+        raise ConfigError(
+            f"cannot {action} to {revision!r}: {str(exc).rstrip('.')} (revisions: {known})"
+        ) from None
 
 
 def upgrade(
@@ -115,17 +131,70 @@ def upgrade(
             embedding_dim=embedding_dim or DEFAULT_EMBEDDING_DIM,
             embedding_model=embedding_model,
         )
-        command.upgrade(cfg, revision)
+        with _target("upgrade", revision):
+            command.upgrade(cfg, revision)
         conn.commit()
         return _current(conn)
 
 
 def downgrade(url: str, revision: str) -> str | None:
-    """Downgrade to ``revision`` (``base`` removes every table)."""
-    with _connect(url) as conn:
+    """Downgrade to ``revision`` (``base`` removes every table).
+
+    :func:`downgrade_plan` says beforehand which migrations this undoes and whether any
+    of them deletes data.
+    """
+    with _connect(url) as conn, _target("downgrade", revision):
         command.downgrade(_config(conn), revision)
         conn.commit()
         return _current(conn)
+
+
+@dataclass(frozen=True)
+class DowngradeStep:
+    """One migration a downgrade would undo."""
+
+    revision: str
+    doc: str
+    deletes_data: bool
+    """Its downgrade drops a table or a column, truncates, or deletes rows."""
+
+
+# What a downgrade function must not do without the user's consent, in SQL or Alembic ops.
+# (``DROP TABLE`` and ``op.drop_table`` alike.)
+_DATA_LOSS = re.compile(
+    r"\bdrop[_\s]+(table|column|schema)\b|\btruncate\b|\bdelete\s+from\b", re.IGNORECASE
+)
+
+
+def deletes_data(script: Script) -> bool:
+    """Whether undoing ``script`` loses data, read from its ``downgrade`` source.
+
+    Undoing the first migration (down to ``base``) always does; so does a migration whose
+    source cannot be read.
+    """
+    if script.down_revision is None:
+        return True
+    try:
+        source = inspect.getsource(script.module.downgrade)
+    except (OSError, TypeError, AttributeError):
+        return True
+    return _DATA_LOSS.search(source) is not None
+
+
+def downgrade_plan(url: str, revision: str) -> list[DowngradeStep]:
+    """The migrations a downgrade of the database at ``url`` to ``revision`` would undo,
+    newest first (nothing is changed). A bad target raises :class:`ConfigError`."""
+    with _connect(url) as conn:
+        at = _current(conn)
+    script = ScriptDirectory.from_config(_config())
+    with _target("downgrade", revision):
+        scripts = list(script.iterate_revisions(at, revision, select_for_downgrade=True))
+    return [DowngradeStep(s.revision, _summary(s.doc), deletes_data(s)) for s in scripts]
+
+
+def _summary(doc: str | None) -> str:
+    lines = (doc or "").strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _current(conn: Connection) -> str | None:

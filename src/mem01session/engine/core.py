@@ -103,9 +103,17 @@ class BeliefEngine:
         """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
         return await erase.erase_user(self.parts, user_id)
 
-    async def reinstate_user(self, user_id: str) -> None:
-        """Lift an erase tombstone so that new writes for the user are accepted again."""
-        await erase.reinstate_user(self.parts, user_id)
+    async def reinstate_user(self, user_id: str) -> datetime | None:
+        """Lift an erase tombstone so that new writes for the user are accepted again.
+
+        Returns when the lifted erase happened; None (nothing changed) if the user was not
+        erased. The erased memory does not come back.
+        """
+        return await erase.reinstate_user(self.parts, user_id)
+
+    async def erased_at(self, user_id: str) -> datetime | None:
+        """When the user's memory was erased, while writes are refused; else None."""
+        return await users.erased_at(self.parts, user_id)
 
     # -- inspection -------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import text
 
 from ..checks import check_id
@@ -44,15 +46,18 @@ async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
     return EraseReceipt(user_id=user_id, erased_at=now, deleted=deleted)
 
 
-async def reinstate_user(parts: EngineParts, user_id: str) -> None:
-    """Lift the erase tombstone; a no-op for a user that was never erased."""
+async def reinstate_user(parts: EngineParts, user_id: str) -> datetime | None:
+    """Lift the erase tombstone; returns when the lifted erase happened, or None (and
+    changes nothing) for a user that is not erased."""
     user_id = check_id("user_id", user_id)
     async with parts.db.sa_engine.begin() as conn:
         await lock_user(conn, user_id)
-        await conn.execute(
+        erased_at: datetime | None = await conn.scalar(
             text(
-                "UPDATE memory_users SET erased_at = NULL, updated_at = :now "
-                "WHERE user_id = :u AND erased_at IS NOT NULL"
+                "UPDATE memory_users m SET erased_at = NULL, updated_at = :now "
+                "FROM memory_users prior WHERE m.user_id = :u AND prior.user_id = m.user_id "
+                "AND prior.erased_at IS NOT NULL RETURNING prior.erased_at"
             ),
             {"u": user_id, "now": parts.now()},
         )
+    return erased_at

@@ -67,3 +67,13 @@ async def user_version(parts: EngineParts, user_id: str) -> int:
             text("SELECT version FROM memory_users WHERE user_id = :u"), {"u": user_id}
         )
     return int(version or 0)
+
+
+async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:
+    """When the user's memory was erased, if it is (the tombstone is not lifted); else None."""
+    user_id = check_id("user_id", user_id)
+    async with parts.db.sa_engine.connect() as conn:
+        moment: datetime | None = await conn.scalar(
+            text("SELECT erased_at FROM memory_users WHERE user_id = :u"), {"u": user_id}
+        )
+    return moment

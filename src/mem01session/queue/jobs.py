@@ -387,6 +387,20 @@ class JobStore:
             ).mappings()
             return [_job(r) for r in rows]
 
+    async def get(self, job_id: int) -> Job | None:
+        """One job by id, of whichever user (the operator's tools look jobs up by id)."""
+        async with self.db.sa_engine.connect() as conn:
+            row = (
+                (
+                    await conn.execute(
+                        text(f"SELECT {_COLUMNS} FROM memory_jobs WHERE id = :id"), {"id": job_id}
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        return _job(row) if row else None
+
     async def retry(self, job_id: int, *, now: datetime) -> Job | None:
         """Send a failed job back to the queue; None if no failed job has that id, if it
         records a turn that was never stored, or if its user was erased."""

@@ -1,0 +1,91 @@
+"""``mem01session --help`` starts fast because it imports nothing heavy (issue 14, finding 9).
+
+What is checked is what gets imported, in a fresh interpreter: a timing assertion would
+be flaky, and the figures live in the report of the change that made startup lazy.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import mem01session
+
+HEAVY = ("sqlalchemy", "alembic", "agents", "openai", "psycopg", "psycopg_pool", "pgvector")
+
+# Runs the console entry point with ARGS, then prints which heavy packages got imported.
+PROBE = """
+import json, sys
+sys.argv = ["mem01session", *json.loads(sys.argv[1])]
+from mem01session.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)))
+"""
+
+
+def loaded_after(args: list[str]) -> list[str]:
+    code = PROBE.replace("HEAVY", repr(HEAVY))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        [],  # no command: the help, too
+        ["db", "--help"],
+        ["db", "downgrade", "--help"],
+        ["beliefs", "list", "--help"],
+        ["recall", "--help"],
+        ["erase", "--help"],
+        ["reinstate", "--help"],
+        ["jobs", "retry", "--help"],
+        ["demo", "--help"],
+    ],
+)
+def test_help_imports_no_heavy_package(args: list[str]) -> None:
+    assert loaded_after(args) == []
+
+
+def test_the_probe_sees_heavy_imports() -> None:
+    """The check above can fail: a command that runs does import them."""
+    loaded = loaded_after(["db", "history"])
+    assert "alembic" in loaded and "sqlalchemy" in loaded
+
+
+def test_public_names_are_imported_on_first_use() -> None:
+    code = (
+        "import sys, mem01session\n"
+        "assert 'sqlalchemy' not in sys.modules and 'agents' not in sys.modules\n"
+        "from mem01session import Memory, Mem01Session, Settings\n"
+        "print(Memory.__module__, Mem01Session.__module__, Settings.__module__)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [
+        "mem01session.memory",
+        "mem01session.session.session",
+        "mem01session.config",
+    ]
+
+
+def test_every_public_name_resolves() -> None:
+    assert sorted(mem01session.__all__) == sorted(mem01session._HOMES)
+    for name in mem01session.__all__:
+        assert getattr(mem01session, name).__name__ == name
+        assert name in dir(mem01session)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = mem01session.nope  # type: ignore[attr-defined]
