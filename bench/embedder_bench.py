@@ -1,7 +1,10 @@
 """Micro-benchmark of the local embedder (all-MiniLM-L6-v2 int8 ONNX); prints JSON.
 
-    python bench/embedder_bench.py [--queries 200] [--sentences 384] [--rounds 3]
+    python -m bench.embedder_bench [--queries 200] [--sentences 384] [--rounds 3]
                                    [--locomo PATH] [--shapes]
+
+(``python -m bench embedder`` runs it in a fresh process and writes its section of
+docs/benchmarks.md.)
 
 Measures, in this order, in one fresh process:
 
@@ -187,9 +190,9 @@ def _shapes(embedder: Any, rounds: int) -> list[dict[str, float]]:
     """CPU per token and RSS by batch shape, smallest activation footprint first."""
     import numpy as np
 
-    from mem01session.embeddings import minilm
+    from mem01session.embeddings import minilm, minilm_model
 
-    runtime = minilm._runtime(embedder._key)
+    runtime = minilm_model.runtime(embedder._key)
     shapes = [(b, n) for n in (16, 32, 64, 128, 256) for b in (1, 4, 8, 16, 32, 64)]
     shapes = sorted((s for s in shapes if s[0] * s[1] <= 8192), key=lambda s: s[0] * s[1] ** 2)
     rows = []
@@ -232,9 +235,9 @@ async def main() -> None:
     load_s = first.load()
     first_load_s = time.perf_counter() - start
     rss_after_load = _proc_status("VmRSS")
-    from mem01session.embeddings import minilm
+    from mem01session.embeddings import minilm, minilm_model
 
-    tokenizer = minilm._runtime(first._key).tokenizer
+    tokenizer = minilm_model.runtime(first._key).tokenizer
     query_tokens = [len(tokenizer.encode(q).ids) for q in queries]
     sentence_tokens = [len(tokenizer.encode(s).ids) for s in sentences]
 

@@ -17,6 +17,7 @@ from .db import app as db_app
 from .demo import demo
 from .jobs import app as jobs_app
 from .memory import erase, forget, recall, reinstate
+from .reembed import reembed
 
 app = typer.Typer(
     name="mem01session",
@@ -47,6 +48,7 @@ app.command()(recall)
 app.command()(forget)
 app.command()(erase)
 app.command()(reinstate)
+app.command()(reembed)
 app.add_typer(jobs_app, name="jobs")
 
 

@@ -1,0 +1,61 @@
+"""``mem01session reembed``: give beliefs whose vectors another model made a current one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ._args import check_positive
+from ._console import console
+
+if TYPE_CHECKING:
+    from ..engine import BeliefEngine
+    from ..engine.reembed import ReembedReport
+
+
+def reembed(
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="Only this user's beliefs.")
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Beliefs embedded per batch.")] = 64,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only count the beliefs to convert.")
+    ] = False,
+) -> None:
+    """Re-embed beliefs whose vectors another embedding model made (after changing
+    MEM01_EMBEDDING_MODEL), with the configured model. Until then recall finds them by
+    full text only. Safe while the application runs; stop it at any time and run it again
+    to finish.
+
+    Example: mem01session reembed --user alice
+    """
+    check_positive("--batch", batch)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from ._engine import with_engine
+
+    async def work(engine: BeliefEngine) -> tuple[str, int, ReembedReport | None]:
+        todo = await engine.count_other_model(user)
+        if dry_run or not todo:
+            return engine.embedder.name, todo, None
+        columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console(), transient=True) as bar:
+            task = bar.add_task(f"re-embedding with {engine.embedder.name}", total=todo)
+            report = await engine.reembed(
+                user_id=user, batch_size=batch, progress=lambda n: bar.advance(task, n)
+            )
+        return engine.embedder.name, todo, report
+
+    model, todo, report = with_engine(work)
+    whose = f"of user {user!r} " if user is not None else ""
+    if report is None:
+        verb = "would be re-embedded" if todo else "need re-embedding"
+        count = todo if todo else "no"
+        console().print(f"{count} belief(s) {whose}{verb} with {model}", highlight=False)
+        return
+    console().print(
+        f"re-embedded {report.converted} belief(s) {whose}with {model}"
+        + (f"; {report.skipped} revised meanwhile, already current" if report.skipped else ""),
+        highlight=False,
+    )
