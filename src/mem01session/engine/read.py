@@ -26,7 +26,7 @@ from ..logs import get_logger, notice_once
 from . import scoring
 from .parts import EngineParts
 from .records import Belief, RecallRequest, RecallResult, ScoredBelief, Source
-from .render import render_block
+from .render import Style, asks_when, render_block
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
 
 T = TypeVar("T")
@@ -308,7 +308,10 @@ async def read_block(
     """
     started = time.perf_counter()
     ranked, considered, others, probed = await _ranked(parts, user_id, request, POOL, probe)
-    block = render_block(ranked, parts.token_counter, request.max_tokens, request.newer_turns)
+    style = Style(dates=asks_when(request.query), provenance=request.provenance)
+    block = render_block(
+        ranked, parts.token_counter, request.max_tokens, request.newer_turns, style
+    )
     result = RecallResult(
         beliefs=block.packed,
         text=block.text,
