@@ -9,6 +9,7 @@ from .db import app as db_app
 from .demo import demo
 from .jobs import app as jobs_app
 from .memory import erase, forget, recall
+from .ui import ui
 
 app = typer.Typer(
     name="mem01session",
@@ -24,6 +25,7 @@ app.command()(recall)
 app.command()(forget)
 app.command()(erase)
 app.add_typer(jobs_app, name="jobs")
+app.command()(ui)
 
 
 def main() -> None:
