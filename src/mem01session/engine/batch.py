@@ -1,8 +1,9 @@
 """Applying checked ops, in order, inside the batch's open transaction.
 
-Each op writes a ledger row; each belief it creates, revises or confirms gets a
-provenance row. A restatement of an active belief never creates a duplicate: ADD
-confirms it, SUPERSEDE and MERGE hand over to it, UPDATE is rejected.
+Each op writes a ledger row (its ``after`` snapshot names the provenance's extractor);
+each belief it creates, revises or confirms gets a provenance row. A restatement of an
+active belief never creates a duplicate: ADD confirms it, SUPERSEDE and MERGE hand over
+to it, UPDATE is rejected.
 """
 
 from __future__ import annotations
@@ -338,6 +339,10 @@ class Batch:
         extra: Mapping[str, object] | None = None,
     ) -> None:
         after = snapshot(belief) | dict(extra or {})
+        if self.provenance.extractor:
+            # Who made the change: an INVALIDATE or FORGET writes no provenance row, and a
+            # correction has no job, so the ledger itself must say (see LedgerEvent.source).
+            after["extractor"] = self.provenance.extractor
         await self.conn.execute(
             text(
                 "INSERT INTO belief_events (user_id, op, belief_id, related_ids, before, after, "

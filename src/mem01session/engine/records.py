@@ -102,6 +102,39 @@ class LedgerEvent:
     job_id: int | None
     created_at: datetime
 
+    @property
+    def source(self) -> str | None:
+        """Who made the change: the extractor named by the batch's provenance (``"rules-v1"``,
+        ``"correction"``, ``"inspector"``…); None for events recorded before it was kept."""
+        value = (self.after or {}).get("extractor")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """A user as an inspector lists them: memory version, erase tombstone, belief counts."""
+
+    user_id: str
+    version: int
+    erased_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    """The last applied batch, erase or reinstatement."""
+    beliefs: dict[str, int] = field(default_factory=dict)
+    """How many beliefs the user has in each status (absent statuses: none)."""
+
+    @property
+    def erased(self) -> bool:
+        return self.erased_at is not None
+
+    @property
+    def active(self) -> int:
+        return self.beliefs.get("active", 0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.beliefs.values())
+
 
 @dataclass(frozen=True)
 class Change:

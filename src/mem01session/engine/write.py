@@ -65,12 +65,23 @@ async def correct(
         raise BeliefNotFoundError(f"cannot correct: {exc.reason}") from None
 
 
-async def forget(parts: EngineParts, user_id: str, belief_id: int, reason: str) -> ApplyResult:
+async def forget(
+    parts: EngineParts,
+    user_id: str,
+    belief_id: int,
+    reason: str,
+    provenance: Provenance | None = None,
+) -> ApplyResult:
     """Mark an active belief as no longer true: an INVALIDATE recorded as ``FORGET``."""
     op = Op.invalidate(belief_id, reason)
     try:
         return await _apply(
-            parts, user_id, [op], Provenance(extractor="forget"), None, record_as="FORGET"
+            parts,
+            user_id,
+            [op],
+            provenance or Provenance(extractor="forget"),
+            None,
+            record_as="FORGET",
         )
     except TargetNotFoundError as exc:
         raise BeliefNotFoundError(f"cannot forget: {exc.reason}") from None
