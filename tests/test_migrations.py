@@ -14,6 +14,7 @@ TABLES = {
     "beliefs",
     "belief_events",
     "belief_sources",
+    "belief_terms",
     "memory_jobs",
     "memory_users",
     "memory_meta",

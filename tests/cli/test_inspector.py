@@ -216,15 +216,18 @@ def test_erase_needs_yes_then_prints_the_receipt(seeded: Seeded) -> None:
 
     out = ok("erase", "--user", ALICE, "--yes")
     counts = dict(
-        re.findall(r"(beliefs|belief_events|belief_sources|memory_jobs)\s*\S\s*(\d+)", out)
+        re.findall(
+            r"(beliefs|belief_events|belief_sources|belief_terms|memory_jobs)\s*\S\s*(\d+)", out
+        )
     )
+    terms = int(counts.pop("belief_terms"))  # the words of the two active beliefs
     assert counts == {
         "beliefs": "3",
         "belief_events": "3",
         "belief_sources": "3",
         "memory_jobs": "1",
     }
-    assert re.search(r"total\s*\S\s*10", out)
+    assert terms > 0 and re.search(rf"total\s*\S\s*{10 + terms}\b", out)
     assert "refused until: mem01session reinstate --user alice" in " ".join(out.split())
     assert "no beliefs for user 'alice'" in ok("beliefs", "list", "--user", ALICE, "--all")
     assert json.loads(ok("beliefs", "list", "--user", ALICE, "--all", "--json")) == []

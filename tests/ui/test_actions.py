@@ -158,14 +158,15 @@ def test_erase_needs_the_typed_user_id_then_shows_the_receipt(
     status, text = post(client, "/erase", csrf, u=ALICE, confirm=ALICE)
     assert status == 200 and "Receipt" in text
     receipt = dict(re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td></tr>", text))
+    terms = int(receipt.pop("belief_terms"))  # the words of the active beliefs
     assert receipt == {
         "beliefs": "4",
         "belief_events": "4",
         "belief_sources": "4",
         "memory_jobs": "1",
     }
-    assert "<b>13</b>" in text
-    for table in ("beliefs", "belief_events", "belief_sources", "memory_jobs"):
+    assert terms > 0 and f"<b>{13 + terms}</b>" in text
+    for table in ("beliefs", "belief_events", "belief_sources", "belief_terms", "memory_jobs"):
         assert rows(env, f"SELECT count(*) FROM {table} WHERE user_id = %s", ALICE) == [(0,)]
     [(erased_at,)] = rows(env, "SELECT erased_at FROM memory_users WHERE user_id = %s", ALICE)
     assert erased_at is not None

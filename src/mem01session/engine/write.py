@@ -113,6 +113,7 @@ async def _apply(
         await check_targets(conn, user_id, checked)
         batch = Batch(conn, user_id, provenance, now, literals, record_as, parts.embedder.name)
         changes = tuple([await batch.apply(c) for c in checked])
+        await batch.finish()
         if changes:
             version = await bump_version(conn, user_id, now)
         if hook is not None:
