@@ -126,16 +126,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             fr = await fusion.run(server, emb, args.locomo)
             sections["Choosing the fusion"] = _section(
                 "Choosing the fusion", f"python -m bench fusion --locomo {args.locomo}", facts,
-                fusion.table(fr) + f"\n\nLoCoMo {fr.conversation} only: {fr.facts} observation "
-                f"facts as one user's beliefs, each stated on its session's date (so recency "
-                f"varies), and the {fr.queries} questions of categories 1-4 that have evidence. "
-                "Each question's candidates are fetched once per word cutoff (as many as the "
-                "library fetches for each budget) and ranked, near-duplicates dropped and packed by each "
-                "variant; @5/@10 come from the ranked list, \"in block\" from the packed block "
-                "at each token budget. Evidence any observation covers at all (the ceiling): "
-                f"{fr.ceiling:.3f}. One question is {1 / fr.queries:.4f}: small differences are "
-                "one or two questions. The variant in bold is the library's default. "
-                f"Took {time.perf_counter() - t:.0f} s.",
+                fusion.table(fr) + fusion.note(fr) + f" Took {time.perf_counter() - t:.0f} s.",
             )  # fmt: skip
         if "tokens" in which:
             tk = await tokens_bench.run(server, emb)

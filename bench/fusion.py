@@ -161,3 +161,17 @@ def table(r: FusionResult, highlight: Sequence[str] = (CHOSEN,)) -> str:
         cells = " | ".join(f"{row.in_block[b]:.3f}" for b in BUDGETS)
         lines.append(f"| {name} | {row.at5:.3f} | {row.at10:.3f} | {cells} |")
     return "\n".join(lines)
+
+
+def note(r: FusionResult) -> str:
+    return (
+        f"\n\nLoCoMo {r.conversation} only: {r.facts} observation facts as one user's "
+        "beliefs, each stated on its session's date (so recency varies), and the "
+        f"{r.queries} questions of categories 1-4 that have evidence. Each question's "
+        "candidates are fetched once per word cutoff (as many as the library fetches for "
+        "each budget) and ranked, near-duplicates dropped and packed by each variant; "
+        '@5/@10 come from the ranked list, "in block" from the packed block at each token '
+        f"budget. Evidence any observation covers at all (the ceiling): {r.ceiling:.3f}. "
+        f"One question is {1 / r.queries:.4f}: small differences are one or two questions. "
+        "The variant in bold is the library's default."
+    )
