@@ -198,3 +198,12 @@ def test_read_json_finds_the_object(text: str, value: object) -> None:
 def test_read_json_without_an_object_says_so() -> None:
     with pytest.raises(ExtractionError, match="not valid JSON"):
         read_json("I could not find anything durable.")
+
+
+async def test_a_refusal_said_only_in_the_body_is_quoted(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mem01session")
+    detail = {"detail": [{"loc": ["body", "response_format"], "msg": "Input should be 'text'"}]}
+    server = FakeServer(httpx2.Response(422, json=detail), good())
+    await server.extractor().extract(TURN, CANDIDATES, NOW)
+    (warning,) = [r.getMessage() for r in caplog.records if "falling back" in r.getMessage()]
+    assert "HTTP 422: Error code: 422 - {'detail'" in warning and "Input should be" in warning

@@ -231,8 +231,10 @@ class OpenAIExtractor:
 
 def _brief(exc: openai.APIError) -> str:
     status = getattr(exc, "status_code", None)
-    message = " ".join(str(exc.message).split())[:300]
-    return f"HTTP {status}: {message}" if status else message
+    message = " ".join(str(exc.message).split())
+    if status and message == f"Error code: {status}" and exc.body:  # said only in the body
+        message += f" - {exc.body}"
+    return f"HTTP {status}: {message[:300]}" if status else message[:300]
 
 
 def _delay(exc: openai.APIError, base: float, attempt: int) -> float:

@@ -33,6 +33,7 @@ from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 from agents.run_config import ModelInputData
 
 from ..logs import get_logger
+from ..redaction import redact
 from .placement import Placement, strip
 
 log = get_logger(__name__)
@@ -123,12 +124,12 @@ class BlockFallback:
         ):
             call.retried = True
             strip(call.data, call.instructions)
-            reason = (
-                f"the model API refused the input with the memory block (placement "
-                f"{call.placement!r}; MEM01_MEMORY_PLACEMENT chooses another): "
-                f"HTTP {context.normalized.status_code}: "
-                f"{' '.join(str(context.normalized.message or '').split())[:200]}; "
-                "answered without memory"
+            said = " ".join(str(context.normalized.message or "").split())[:200]
+            reason = redact(
+                f"injection refused: the model API rejected the input with the memory block "
+                f"(placement {call.placement!r}; MEM01_MEMORY_PLACEMENT chooses another): "
+                f"HTTP {context.normalized.status_code}: {said}; the call was made again "
+                "without it"
             )
             log.info("memory: %s", reason)
             self._rejected(reason)
