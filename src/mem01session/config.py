@@ -158,8 +158,8 @@ class Settings:
     def model_api(self) -> str:
         """The API the answering model speaks, ``responses`` or ``chat``:
         ``MEM01_OPENAI_API``, else ``responses`` for OpenAI's own API and ``chat`` for any
-        other server at ``OPENAI_BASE_URL`` (vLLM, Ollama, llama.cpp and LM Studio serve
-        Chat Completions; few serve ``/v1/responses``)."""
+        other server at ``OPENAI_BASE_URL`` (vLLM, Ollama, llama.cpp and LM Studio all
+        speak Chat Completions; not all serve ``/v1/responses``)."""
         if self.openai_api is not None:
             return self.openai_api
         return "responses" if _is_openai(self.openai_base_url) else "chat"
