@@ -210,15 +210,35 @@ async def test_a_refused_placement_is_retried_once_without_the_block(
     assert f"placement {placement!r}" in (session.last_memory_error or "")
 
 
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (401, "Incorrect API key provided (role: user)"),
+        (400, "Invalid schema for response_format 'final_output': content missing"),
+        (500, "CUDA out of memory"),
+    ],
+)
 async def test_a_refusal_that_is_not_about_the_input_is_not_retried(
-    make_session: Make, engine: BeliefEngine
+    make_session: Make, engine: BeliefEngine, status: int, message: str
 ) -> None:
     await remember(engine, "user-1", "Lives in Lisbon")
-    session = make_session("conv-auth", memory_placement="system")
-    model = FlakyModel(status_error(401, "Incorrect API key provided (role: user)"))
+    session = make_session("conv-other", memory_placement="system")
+    model = FlakyModel(status_error(status, message))
     with pytest.raises(openai.APIStatusError):
         await run(session, model, "Where do I live?")
     assert len(model.inputs) == 1
+    assert session.last_memory_error is None
+
+
+async def test_a_block_beyond_the_context_size_is_retried_without_it(
+    make_session: Make, engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Lives in Lisbon")
+    session = make_session("conv-ctx")  # auto: unknown model API, a system message
+    too_long = status_error(400, "This model's maximum context length is 2048 tokens.")
+    result = await run(session, FlakyModel(too_long), "Where do I live?")
+    assert result.final_output == "Done."
+    assert "placement 'system'" in (session.last_memory_error or "")
 
 
 async def test_without_memory_nothing_is_retried(make_session: Make) -> None:

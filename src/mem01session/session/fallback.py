@@ -3,8 +3,9 @@
 The SDK offers one hook that re-issues a failed model call: the runner's retry policy
 (``ModelSettings.retry``). The memory filter installs one on the ``RunConfig`` it makes.
 When a call that carried the block fails with a 4xx/5xx whose text names message roles,
-the chat template or the content format ("Conversation roles must alternate
-user/assistant/...", "content must be a string"), the policy takes the block out of the
+the chat template, the content format or the context size ("Conversation roles must
+alternate user/assistant/...", "content must be a string", "maximum context length is
+2048 tokens"), the policy takes the block out of the
 ``ModelInputData`` the filter returned (the runner reads that object again for the retry)
 and asks for one immediate retry. The session records why (``last_memory_error``) and the
 rest of the run goes without memory. With ``strict=True`` nothing is retried: the error is
@@ -51,16 +52,25 @@ _PLACEMENT_WORDS = (
     "content",
     "format",
     "concatenate",
+    # A block that pushes the prompt past a small model's context is refused as well.
+    "context length",
+    "context size",
+    "context window",
 )
+# About the agent's own output format or tools, not about the input the block is in.
+_NOT_PLACEMENT_WORDS = ("response_format", "json_schema")
 
 
 def rejects_placement(context: RetryPolicyContext) -> bool:
-    """Whether a failed call's error names message roles, the template or the format."""
+    """Whether a failed call's error names message roles, the template, the content
+    format or the context size."""
     status = context.normalized.status_code
     if not isinstance(status, int) or status < 400 or status in _SKIPPED_STATUSES:
         return False
     body = getattr(context.error, "body", None)
     text = f"{context.normalized.message or context.error} {body!r}".lower()
+    if any(word in text for word in _NOT_PLACEMENT_WORDS):
+        return False
     return any(word in text for word in _PLACEMENT_WORDS)
 
 

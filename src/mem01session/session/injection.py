@@ -128,11 +128,11 @@ def memory_run_config(
     fallback = BlockFallback(base.model_settings if base else None, strict=strict, rejected=refused)
 
     async def on_model_input(data: CallModelData[Any]) -> ModelInputData:
+        fallback.begin(data.agent)  # a new call: nothing of an earlier one can be retried
         query = last_user_text(data.model_data.input)
         model_data = data.model_data
         if caller_filter is not None:
             model_data = await _resolve(caller_filter(data))
-        fallback.begin(data.agent)
         block = await memory.block(query)
         if not block:
             return model_data
