@@ -57,7 +57,7 @@ _PLACEMENT_WORDS = (
     "context size",
     "context window",
 )
-# About the agent's own output format or tools, not about the input the block is in.
+# About the agent's own output format, not about the input the block is in.
 _NOT_PLACEMENT_WORDS = ("response_format", "json_schema")
 
 
