@@ -272,6 +272,10 @@ class DurableTier:
         """Record a failure (strict: raise it as :class:`Mem01MemoryError`)."""
         self._record(f"{kind} failed: {describe(exc)}", kind)
 
+    def record(self, message: str, kind: str) -> None:
+        """Record a failure described by ``message`` (strict: raise it)."""
+        self._record(message, kind)
+
     def _record(self, message: str, kind: str) -> None:
         self._failures += 1
         self.last_error = message
