@@ -139,7 +139,8 @@ def baseline(rev: str) -> Scrub:
             text=True,
             check=True,
         ).stdout
-        module = types.ModuleType(f"baseline_{name}")
+        module = types.ModuleType(f"bench_scrub_baseline_{name}")
+        sys.modules[module.__name__] = module  # dataclasses look their module up there
         exec(compile(source, f"{rev}:{name}.py", "exec"), module.__dict__)
         modules[name] = module
     old_redact = modules["redaction"].redact
@@ -204,9 +205,14 @@ def table(rows: list[Row], rev: str | None, timeout: float) -> str:
     return "\n".join(lines)
 
 
-def section(rows: list[Row], command: str, runs: int, rev: str | None, timeout: float) -> str:
+def load_average() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def section(
+    rows: list[Row], command: str, runs: int, rev: str | None, timeout: float, load: float
+) -> str:
     machine = f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     notes = (
         f"Median of {runs} runs of `redact_secrets(redact(text))` (what "
         "`mem01session.queue.jobs.scrub` does to each message before a turn is stored "
@@ -255,8 +261,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     command = " ".join(["python -m bench.scrub", *(sys.argv[1:] if argv is None else argv)])
     old = baseline(args.baseline) if args.baseline else None
+    load = load_average()
     rows = run(args.runs, old, args.timeout)
-    text = section(rows, command, args.runs, args.baseline, args.timeout)
+    text = section(rows, command, args.runs, args.baseline, args.timeout, load)
     print(text)
     if not args.no_doc:
         write(args.out, text)

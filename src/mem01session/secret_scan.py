@@ -155,8 +155,10 @@ def _cards(text: str, ascii_text: bool, lo: int, hi: int) -> Iterator[tuple[int,
         if luhn(text[start:end]):
             yield start, end, rank
             continue
+        if end - start > 19 + 6:  # more than 7 groups: single separators, 19 digits at most
+            continue
         breaks = list(_GROUP_BREAK.finditer(text, start, end))
-        if not breaks or len(breaks) > 6:
+        if not breaks:
             continue
         ends = [b.start() for b in reversed(breaks)]
         starts = [b.end() for b in breaks]
