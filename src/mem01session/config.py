@@ -27,6 +27,7 @@ variable                   meaning
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ from typing import Any
 import platformdirs
 
 from .errors import ConfigError
-from .redaction import redact_dsn, register_secret
+from .redaction import dsn_secrets, redact_dsn, register_secret
 
 DEFAULT_LLM_MODEL = "gpt-4.1-mini"
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
@@ -86,8 +87,8 @@ class Settings:
             _register_dsn_password(self.database_url)
             if not self.database_url.startswith(("postgresql", "postgres")):
                 raise ConfigError(
-                    "MEM01_DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@"
-                    f"host:port/db), got {redact_dsn(self.database_url)!r}"
+                    "MEM01_DATABASE_URL must be a PostgreSQL URL such as "
+                    f"postgresql://user:password@host:5432/dbname; {_shape(self.database_url)}"
                 )
         if self.embedding_dim is not None and not 1 <= self.embedding_dim <= 16000:
             raise ConfigError(
@@ -214,16 +215,15 @@ def _is_openai(base_url: str | None) -> bool:
 
 
 def _register_dsn_password(dsn: str) -> None:
-    from urllib.parse import unquote, urlsplit
+    """Register every reading of ``dsn``'s password (see :func:`dsn_secrets`)."""
+    for secret in dsn_secrets(dsn):
+        register_secret(secret)
 
-    try:
-        password = urlsplit(dsn).password
-    except ValueError:
-        password = None
-    if password:
-        register_secret(password)
-        register_secret(unquote(password))
-    for part in dsn.replace("?", "&").split("&"):
-        key, _, value = part.partition("=")
-        if key.strip().lower() == "password" and value:
-            register_secret(value)
+
+def _shape(value: str) -> str:
+    """What ``value`` looks like, without any of its text beyond a URL scheme: the value
+    may be a password pasted into the wrong variable."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.\-]{0,30})://", value)
+    if scheme:
+        return f"got a {scheme.group(1)}:// URL"
+    return f"got a value of {len(value)} characters that is not a URL"
