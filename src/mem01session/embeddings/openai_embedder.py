@@ -44,9 +44,15 @@ class OpenAIEmbedder:
         self._where = base_url or "the OpenAI API"
         if api_key is None and base_url is not None:
             api_key = "no-key"  # local servers (Ollama, vLLM, llama.cpp) take any key
+        self._owns_client = client is None
         self._client = client or AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this embedder made (not one it was given)."""
+        if self._owns_client:
+            await self._client.close()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self._model!r}, dim={self._dim})"

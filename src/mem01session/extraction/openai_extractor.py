@@ -107,6 +107,7 @@ class OpenAIExtractor:
         self._prompt = load_prompt(prompt_version)
         self.mode = Mode.STRUCTURED  # moves down when the server refuses it, and stays
         self._tokens_field = "max_tokens"  # or max_completion_tokens, if the server says so
+        self._owns_client = client is None and http_client is None
         if client is None:
             api_key = settings.openai_api_key
             if not api_key and not settings.openai_base_url:
@@ -125,6 +126,11 @@ class OpenAIExtractor:
     @property
     def name(self) -> str:
         return f"openai:{self.model}:{self.prompt_version}"
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this extractor made (not one it was given)."""
+        if self._owns_client:
+            await self._client.close()
 
     @property
     def json_mode(self) -> bool:
