@@ -25,7 +25,8 @@ from ..errors import EmbeddingError, InvalidOpError, UserErasedError
 from ..logs import describe, get_logger
 from ..redaction import redact
 from .extractor import Candidate, Extractor
-from .jobs import Job, JobLostError, JobStore
+from .job_records import Job
+from .jobs import JobLostError, JobStore
 
 log = get_logger(__name__)
 
