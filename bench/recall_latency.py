@@ -122,18 +122,18 @@ def copy_rows(url: str, embedder: PrecomputedEmbedder, rows: Sequence[Row]) -> i
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(
             "COPY beliefs (user_id, content, norm_content, status, confidence, valid_from, "
-            "valid_to, updated_at, embedding) FROM STDIN (FORMAT BINARY)"
+            "valid_to, updated_at, embedding, embedding_model) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(
                 ["text", "text", "text", "text", "float8", "timestamptz", "timestamptz",
-                 "timestamptz", "bytea"]
+                 "timestamptz", "bytea", "text"]
             )  # fmt: skip
             for user_id, text, status, conf, start, end in rows:
                 embedder.prefill([text])
                 vec = vector_binary(embedder.cache[text])
                 copy.write_row(
                     (user_id, text, normalize_content(text), status, conf, start, end,
-                     end or start, vec)
+                     end or start, vec, embedder.name)
                 )  # fmt: skip
         cur.execute(
             "INSERT INTO belief_sources (user_id, belief_id, session_id, evidence, observed_at,"
@@ -141,9 +141,22 @@ def copy_rows(url: str, embedder: PrecomputedEmbedder, rows: Sequence[Row]) -> i
             " b.valid_from, 'bench' FROM beliefs b WHERE NOT EXISTS (SELECT 1 FROM belief_sources"
             " s WHERE s.user_id = b.user_id AND s.belief_id = b.id)"
         )
+        # The word counts the write path keeps (recall weighs words by them), recounted.
+        cur.execute("DELETE FROM belief_terms")
+        cur.execute(
+            "INSERT INTO belief_terms (user_id, lexeme, beliefs) SELECT b.user_id, t.lexeme,"
+            " count(*) FROM beliefs b, unnest(tsvector_to_array(b.tsv)) AS t(lexeme)"
+            " WHERE b.status = 'active' GROUP BY b.user_id, t.lexeme"
+        )
+        cur.execute(
+            "INSERT INTO memory_users (user_id, active_beliefs) SELECT user_id, count(*)"
+            " FROM beliefs WHERE status = 'active' GROUP BY user_id ON CONFLICT (user_id)"
+            " DO UPDATE SET active_beliefs = EXCLUDED.active_beliefs"
+        )
         conn.commit()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM (ANALYZE) beliefs")
+        conn.execute("VACUUM (ANALYZE) belief_terms")
         conn.execute("VACUUM (ANALYZE) belief_sources")
     return len(rows)
 

@@ -41,10 +41,11 @@ def upgrade() -> None:
         "unnest(tsvector_to_array(b.tsv)) AS t(lexeme) "
         "WHERE b.status = 'active' GROUP BY b.user_id, t.lexeme"
     )
+    # Every user with active beliefs gets a row: a missing one would read as one belief.
     op.execute(
-        "UPDATE memory_users u SET active_beliefs = c.n FROM ("
-        "SELECT user_id, count(*) AS n FROM beliefs WHERE status = 'active' GROUP BY user_id) c "
-        "WHERE u.user_id = c.user_id"
+        "INSERT INTO memory_users (user_id, active_beliefs) "
+        "SELECT user_id, count(*) FROM beliefs WHERE status = 'active' GROUP BY user_id "
+        "ON CONFLICT (user_id) DO UPDATE SET active_beliefs = EXCLUDED.active_beliefs"
     )
 
 
