@@ -52,21 +52,29 @@ class Row:
     tokens: dict[int, float] = field(default_factory=dict)
 
 
-CHOSEN = "rank fusion + coverage, common words out, recency 0.04 (chosen)"
-_OLD = {"use_coverage": False, "w_recency": 0.12}
+CHOSEN = "same, k=60 (chosen)"
+_SUM = {"combine": "sum", "min_coverage": 0.0}
+_OLD = {**_SUM, "use_coverage": False, "w_recency": 0.12}
 VARIANTS = [
-    Variant("rank fusion, every word, recency 0.12 (before)", Fusion("rrf", 10, **_OLD), 1.01),
-    Variant("rank fusion, common words out, recency 0.12", Fusion("rrf", 10, **_OLD), 0.5),
-    Variant("rank fusion + coverage, common words out, recency 0.12",
-            Fusion("rrf", 10, w_recency=0.12), 0.5),
-    Variant(CHOSEN, Fusion("rrf", 10), 0.5),
-    Variant("rank fusion + coverage, common words out, no recency",
-            Fusion("rrf", 10, w_recency=0.0), 0.5),
-    Variant("rank fusion + coverage, words in 30% left out", Fusion("rrf", 10), 0.3),
-    Variant("rank fusion + coverage, k=60", Fusion("rrf", 60), 0.5),
-    Variant("stronger list + 0.5 x weaker, k=20, coverage", Fusion("max", 20, agreement=0.5), 0.5),
-    Variant("stronger list + 1.0 x weaker, k=20, coverage", Fusion("max", 20, agreement=1.0), 0.5),
-    Variant("vector ranking alone", Fusion("rrf", 10, text_weight=0.0), 0.5),
+    Variant("rank fusion, every word, recency 0.12 added (before)",
+            Fusion("rrf", 10, **_OLD), 1.01),
+    Variant("rank fusion, common words out, recency 0.12 added",
+            Fusion("rrf", 10, **_OLD), 0.5),
+    Variant("rank fusion + coverage, common words out, recency 0.04 added",
+            Fusion("rrf", 10, **_SUM), 0.5),
+    Variant("same, text matches under 20% of the query's weight out",
+            Fusion("rrf", 10, combine="sum"), 0.5),
+    Variant("same, recency scales relevance (k=10)", Fusion(k=10), 0.5),
+    Variant(CHOSEN, Fusion(), 0.5),
+    Variant("chosen, no recency", Fusion(w_recency=0.0), 0.5),
+    Variant("chosen, recency 0.12", Fusion(w_recency=0.12), 0.5),
+    Variant("chosen, every text match", Fusion(min_coverage=0.0), 0.5),
+    Variant("chosen, words in 30% left out", Fusion(), 0.3),
+    Variant("chosen, k=20", Fusion(k=20), 0.5),
+    Variant("stronger list + 0.5 x weaker, k=20", Fusion("max", 20, agreement=0.5), 0.5),
+    Variant("vector ranking alone, recency scales it", Fusion(text_weight=0.0), 0.5),
+    Variant("vector ranking alone, nothing else",
+            Fusion(text_weight=0.0, w_recency=0.0, w_confidence=0.0), 0.5),
 ]  # fmt: skip
 
 

@@ -267,8 +267,8 @@ async def test_empty_query_ranks_by_recency_and_confidence(
     db: Database, embedder: HashingEmbedder
 ) -> None:
     engine = make_engine(db, embedder)
+    # Seeded in neither id order nor its reverse, so the order is the scoring's.
     old = await seed_belief(db, embedder, "u1", "Old fact", valid_from=NOW - timedelta(days=400))
-    new = await seed_belief(db, embedder, "u1", "New fact", valid_from=NOW - timedelta(days=1))
     confirmed = await seed_belief(
         db,
         embedder,
@@ -278,6 +278,7 @@ async def test_empty_query_ranks_by_recency_and_confidence(
         last_confirmed_at=NOW,
         confidence=1.0,
     )
+    new = await seed_belief(db, embedder, "u1", "New fact", valid_from=NOW - timedelta(days=1))
     for query in ("", "   ", "\x00"):
         ranked = await engine.search("u1", query)
         assert [s.belief.id for s in ranked] == [confirmed, new, old]

@@ -177,7 +177,8 @@ WITH cand AS MATERIALIZED (
   SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, NULL::float8 AS dist
   FROM beliefs b
   WHERE b.user_id = %(user_id)s AND {where}
-  ORDER BY {scoring.W_RECENCY} * {_RECENCY} + {scoring.W_CONFIDENCE} * b.confidence DESC,
+  ORDER BY (1.0 - {scoring.W_RECENCY} + {scoring.W_RECENCY} * {_RECENCY})
+           * (1.0 - {scoring.W_CONFIDENCE} + {scoring.W_CONFIDENCE} * b.confidence) DESC,
            b.id DESC
   LIMIT %(pool)s
 ),

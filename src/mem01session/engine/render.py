@@ -164,6 +164,13 @@ def _frame(counter: TokenCounter, newer_turns: int) -> tuple[str, int]:
     return header, counter.count(header) + counter.count(FOOTER)
 
 
+@lru_cache(maxsize=1 << 16)
+def _line_cost(counter: TokenCounter, line: str) -> int:
+    """A record line's token count, remembered: the same beliefs come back turn after
+    turn, and counting is most of what packing costs."""
+    return counter.count(line)
+
+
 # Below this many free tokens no record can fit; stop trying smaller ones.
 _MIN_RECORD_TOKENS = 4
 
@@ -195,7 +202,7 @@ def render_block(
         if not escape(item.belief.content):
             continue  # nothing printable to say
         line = format_record(item.belief, style) + "\n"
-        cost = counter.count(line)
+        cost = _line_cost(counter, line)
         if used + cost <= max_tokens:
             lines.append(line)
             packed.append(item)

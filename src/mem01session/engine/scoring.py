@@ -2,20 +2,23 @@
 
 Pure functions over candidates already fetched by :mod:`.candidates`; no I/O.
 
-``fused = (1 - 0.04 - 0.08) * relevance + 0.04 * recency + 0.08 * confidence`` (times 0.9
+``fused = relevance * (0.96 + 0.04 * recency) * (0.92 + 0.08 * confidence)`` (times 0.9
 for a belief that is no longer active, outside ``as_of`` queries), where
 
 * ``relevance`` fuses the vector and the full-text rankings: each list gives a belief
-  ``(k + 1) / (k + rank)`` (k = 10), the full-text one scaled by the share of the query's
-  word weight the belief covers (rare words weigh more: see :mod:`.candidates`), and the
-  two are averaged: 1.0 for the top of both lists, 0 when the query is empty. Ranks, not
-  raw scores, so any embedder's similarity scale works; the coverage keeps a match on a
-  word the user says all the time from outranking a strong vector hit.
+  ``(k + 1) / (k + rank)`` (k = 60, the customary constant), the full-text one scaled by
+  the share of the query's word weight the belief covers (rare words weigh more: see
+  :mod:`.candidates`) and left out below 20% of it, and the two are averaged: 1.0 for the
+  top of both lists, 0 when the query is empty. Ranks, not raw scores, so any embedder's
+  similarity scale works; the coverage keeps a match on one word of a long question from
+  outranking a strong vector hit.
 * ``recency`` is ``0.5 ** (age / half_life)`` with age measured from the latest of
   ``valid_from``, ``last_confirmed_at`` and ``updated_at`` to the reference time.
 * ``confidence`` is the belief's stored confidence in [0, 1].
 
-The choice (rank fusion with coverage, and the small recency weight) and the
+Recency and confidence scale relevance rather than add to it, so that among weakly
+relevant beliefs (the tail of a large block) they reorder neighbours, not whole stretches
+of the ranking, and an irrelevant belief never rises for being recent. The choice and the
 alternatives it was measured against are in docs/benchmarks.md, "Choosing the fusion"
 (``python -m bench fusion``, on LoCoMo conversation 26 only).
 """
@@ -28,7 +31,8 @@ from datetime import datetime
 
 from .records import Belief, ScoredBelief
 
-RRF_K = 10
+RRF_K = 60
+MIN_COVERAGE = 0.2
 W_RECENCY = 0.04
 W_CONFIDENCE = 0.08
 INACTIVE_FACTOR = 0.9
@@ -40,9 +44,11 @@ class Fusion:
 
     Each list gives a belief ``(k + 1) / (k + rank)`` (1 for its top belief); a full-text
     match's is scaled by ``text_weight`` and by how much of the query's word weight it
-    covers (``text_score``, when the statement gives one). ``mode="rrf"`` adds the two and
-    halves the sum; ``mode="max"`` takes the stronger one plus ``agreement`` times the
-    weaker, over ``1 + agreement``, so a strong hit in one list alone is never halved.
+    covers (``text_score``, when the statement gives one), and dropped when that share is
+    under ``min_coverage``. ``mode="rrf"`` adds the two and halves the sum; ``mode="max"``
+    takes the stronger one plus ``agreement`` times the weaker, over ``1 + agreement``, so
+    a strong hit in one list alone is never halved. ``combine="product"`` scales relevance
+    by recency and confidence; ``"sum"`` adds them with their weights.
     """
 
     mode: str = "rrf"
@@ -50,6 +56,8 @@ class Fusion:
     text_weight: float = 1.0
     agreement: float = 1.0
     use_coverage: bool = True
+    min_coverage: float = MIN_COVERAGE
+    combine: str = "product"
     w_recency: float = W_RECENCY
     w_confidence: float = W_CONFIDENCE
 
@@ -92,7 +100,7 @@ def relevance(
     t = (k + 1) / (k + text_rank) if text_rank is not None else 0.0
     t *= fusion.text_weight
     if fusion.use_coverage and text_score is not None:
-        t *= text_score
+        t = t * text_score if text_score >= fusion.min_coverage else 0.0
     if fusion.mode == "max":
         return (max(v, t) + fusion.agreement * min(v, t)) / (1.0 + fusion.agreement)
     return (v + t) / 2.0
@@ -112,8 +120,17 @@ def score(
         rel = relevance(c.vector_rank, c.text_rank, fusion, c.text_score)
         rec = recency(c.belief, now)
         conf = c.belief.confidence
-        w_rel = 1.0 - fusion.w_recency - fusion.w_confidence
-        fused = w_rel * rel + fusion.w_recency * rec + fusion.w_confidence * conf
+        if fusion.combine == "product":
+            # Without a query (no rank in either list) recency and confidence alone order.
+            base = rel if c.vector_rank is not None or c.text_rank is not None else 1.0
+            fused = (
+                base
+                * (1.0 - fusion.w_recency + fusion.w_recency * rec)
+                * (1.0 - fusion.w_confidence + fusion.w_confidence * conf)
+            )
+        else:
+            w_rel = 1.0 - fusion.w_recency - fusion.w_confidence
+            fused = w_rel * rel + fusion.w_recency * rec + fusion.w_confidence * conf
         if not as_of and c.belief.status != "active":
             fused *= INACTIVE_FACTOR
         signals: dict[str, float] = {}

@@ -1,0 +1,58 @@
+"""Fusion of the read path's signals: pure functions, no database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from mem01session.engine.records import Belief
+from mem01session.engine.scoring import Candidate, Fusion, relevance, score
+from tests.engine.seed import NOW
+
+
+def belief(bid: int, *, age_days: float = 0.0, confidence: float = 0.8) -> Belief:
+    at = NOW - timedelta(days=age_days)
+    return Belief(bid, "u", f"b{bid}", None, "active", confidence, at, None, at, at, 1)
+
+
+def test_the_top_of_both_lists_is_fully_relevant() -> None:
+    assert relevance(1, 1, Fusion(), text_score=1.0) == pytest.approx(1.0)
+    assert relevance(None, None, Fusion()) == 0.0
+
+
+def test_a_text_match_on_a_small_share_of_the_query_adds_nothing() -> None:
+    fusion = Fusion(min_coverage=0.2)
+    assert relevance(5, 1, fusion, text_score=0.1) == relevance(5, None, fusion)
+    assert relevance(5, 1, fusion, text_score=0.3) > relevance(5, None, fusion)
+
+
+def test_a_fuller_text_match_counts_for_more() -> None:
+    fuller, partial = (relevance(None, 1, Fusion(), text_score=s) for s in (0.9, 0.4))
+    assert fuller > partial
+
+
+def test_recency_reorders_near_neighbours_but_not_distant_ranks() -> None:
+    fresh, stale = belief(1), belief(2, age_days=3650)
+    neighbours = [
+        Candidate(fresh, vector_rank=41, vector_similarity=None, text_rank=None, text_score=None),
+        Candidate(stale, vector_rank=40, vector_similarity=None, text_rank=None, text_score=None),
+    ]
+    assert [s.belief.id for s in score(neighbours, NOW)] == [1, 2]
+    distant = [
+        Candidate(fresh, vector_rank=90, vector_similarity=None, text_rank=None, text_score=None),
+        Candidate(stale, vector_rank=2, vector_similarity=None, text_rank=None, text_score=None),
+    ]
+    assert [s.belief.id for s in score(distant, NOW)] == [2, 1]
+
+
+def test_without_a_query_recency_and_confidence_alone_order() -> None:
+    candidates = [
+        Candidate(belief(1, age_days=400), None, None, None, None),
+        Candidate(belief(2, age_days=1), None, None, None, None),
+        Candidate(belief(3, age_days=1, confidence=0.3), None, None, None, None),
+    ]
+    ranked = score(candidates, NOW)
+    order = [s.belief.id for s in ranked]
+    assert order[0] == 2  # newer than 1, more confident than 3
+    assert all(s.score > 0 for s in ranked)
