@@ -92,11 +92,11 @@ async def open_memory(
 
 
 def make_embedder(kind: str, dim: int = 384) -> PrecomputedEmbedder:
-    """``offline`` (default) or ``local`` (MiniLM; needs the ``local`` extra)."""
-    if kind == "local":
-        from mem01session.embeddings import LocalEmbedder
+    """``minilm`` (the library's default embedder) or ``hashing`` (feature hashing)."""
+    if kind == "minilm":
+        from mem01session.embeddings import MiniLMEmbedder
 
-        return PrecomputedEmbedder(LocalEmbedder())
+        return PrecomputedEmbedder(MiniLMEmbedder())
     return PrecomputedEmbedder(HashingEmbedder(dim))
 
 

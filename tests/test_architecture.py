@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"extraction"},
     {"memory"},
     {"session"},
-    {"shortterm", "demo"},
+    {"shortterm", "demo", "ui"},
     {"cli"},
     {"__main__"},
 ]

@@ -14,6 +14,7 @@ TABLES = {
     "beliefs",
     "belief_events",
     "belief_sources",
+    "belief_terms",
     "memory_jobs",
     "memory_users",
     "memory_meta",
@@ -183,10 +184,10 @@ def _new_ids(url: str, user: str) -> dict[str, int]:
         }
 
 
-def test_ids_come_from_sequences_from_revision_0004(empty_db_url: str) -> None:
+def test_ids_come_from_sequences_from_revision_0005(empty_db_url: str) -> None:
     url = empty_db_url
-    migrate.upgrade(url, "0003", embedding_dim=8)
-    assert {kind for _, kind, _ in _id_columns(url)} == {"a"}  # identity columns until 0004
+    migrate.upgrade(url, "0004", embedding_dim=8)
+    assert {kind for _, kind, _ in _id_columns(url)} == {"a"}  # identity columns until 0005
     first = _new_ids(url, "u")
     second = _new_ids(url, "u")
     with psycopg.connect(url, autocommit=True) as conn:
@@ -199,7 +200,7 @@ def test_ids_come_from_sequences_from_revision_0004(empty_db_url: str) -> None:
     third = _new_ids(url, "u")
     assert all(third[t] > second[t] > first[t] for t in ID_TABLES), (first, second, third)
 
-    migrate.downgrade(url, "0003")
+    migrate.downgrade(url, "0004")
     assert {kind for _, kind, _ in _id_columns(url)} == {"a"}
     fourth = _new_ids(url, "u")
     assert all(fourth[t] > third[t] for t in ID_TABLES)

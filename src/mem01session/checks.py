@@ -38,6 +38,17 @@ def check_id(name: str, value: object) -> str:
     return value
 
 
+def check_filter(name: str, value: object) -> str | None:
+    """A text filter (``contains=``) a query can take: None when missing or blank, NUL
+    bytes dropped; anything but a UTF-8 string is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not is_utf8(value):
+        raise ConfigError(f"{name} must be a UTF-8 string")
+    cleaned = value.replace("\x00", "")
+    return cleaned if cleaned.strip() else None
+
+
 def check_positive_int(name: str, value: object, *, minimum: int = 1) -> int:
     """An ``int`` (not a ``bool``) of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

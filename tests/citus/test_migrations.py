@@ -1,4 +1,4 @@
-"""Migrations on a Citus coordinator: revision 0005 distributes, its downgrade undoes it.
+"""Migrations on a Citus coordinator: revision 0006 distributes, its downgrade undoes it.
 
 The plain suite's migration tests run here too (upgrade, downgrade to base and back,
 drift check, concurrent upgrades from three processes, revision 0003 on distributed
@@ -15,7 +15,14 @@ from tests.citus.reuse import reuse
 
 reuse(test_migrations, globals())
 
-USER_TABLES = ("beliefs", "belief_events", "belief_sources", "memory_users", "memory_jobs")
+USER_TABLES = (
+    "beliefs",
+    "belief_events",
+    "belief_sources",
+    "belief_terms",
+    "memory_users",
+    "memory_jobs",
+)
 ID_TABLES = ("beliefs", "belief_events", "belief_sources", "memory_jobs")
 
 
@@ -49,6 +56,7 @@ def _seed(conn: psycopg.Connection[tuple[object, ...]], user: str) -> None:
         "INSERT INTO belief_events (user_id, op, belief_id) VALUES (%s, 'ADD', %s)", (user, bid)
     )
     conn.execute("INSERT INTO belief_sources (user_id, belief_id) VALUES (%s, %s)", (user, bid))
+    conn.execute("INSERT INTO belief_terms (user_id, lexeme, beliefs) VALUES (%s, 'x', 1)", (user,))
     conn.execute(
         "INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key) "
         "VALUES (%s, 's', '{}', %s)",
@@ -66,7 +74,7 @@ def _rows(url: str) -> dict[str, list[tuple[object, ...]]]:
 
 def test_rows_move_into_the_shards_and_back(empty_db_url: str) -> None:
     url = empty_db_url
-    migrate.upgrade(url, "0003", embedding_dim=8)
+    migrate.upgrade(url, "0004", embedding_dim=8)
     with psycopg.connect(url, autocommit=True) as conn:
         for user in ("ann", "bob", "cyd"):
             _seed(conn, user)
@@ -89,7 +97,7 @@ def test_rows_move_into_the_shards_and_back(empty_db_url: str) -> None:
         [(_, new_id)] = [r for r in after[table] if r[0] == "dee"]
         assert new_id > max(int(i) for _, i in before[table])  # type: ignore[call-overload]
 
-    # A shard count change, which identity columns made impossible (revision 0004).
+    # A shard count change, which identity columns made impossible (revision 0005).
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             "SELECT alter_distributed_table('beliefs', shard_count := 6, "
@@ -97,7 +105,7 @@ def test_rows_move_into_the_shards_and_back(empty_db_url: str) -> None:
         )
     assert _rows(url) == after
 
-    migrate.downgrade(url, "0003")
+    migrate.downgrade(url, "0004")
     assert placement(url) == {}
     assert _rows(url) == after
     with psycopg.connect(url) as conn:

@@ -6,9 +6,8 @@ from typing import Any
 
 from sqlalchemy import text
 
+from mem01session.db.schema import USER_TABLES as TABLES
 from mem01session.engine import BeliefEngine
-
-TABLES = ("beliefs", "belief_events", "belief_sources", "memory_jobs", "memory_users")
 
 
 async def table_rows(engine: BeliefEngine, user_id: str | None = None) -> dict[str, list[str]]:
@@ -17,7 +16,9 @@ async def table_rows(engine: BeliefEngine, user_id: str | None = None) -> dict[s
     async with engine.db.sa_engine.connect() as conn:
         for table in TABLES:
             where = "" if user_id is None else "WHERE user_id = :u"
-            order = "user_id" if table == "memory_users" else "user_id, id"
+            order = {"memory_users": "user_id", "belief_terms": "user_id, lexeme"}.get(
+                table, "user_id, id"
+            )
             # The whole row as text: comparable, embedding included.
             rows = await conn.scalars(
                 text(f"SELECT CAST(t AS text) FROM {table} t {where} ORDER BY {order}"),

@@ -45,15 +45,18 @@ async def test_erase_deletes_everything_and_returns_counts(engine: BeliefEngine)
         "beliefs": 3,
         "belief_events": 3,
         "belief_sources": 3,
+        "belief_terms": before["belief_terms"],
         "memory_jobs": 2,
     }
     assert receipt.deleted == {t: before[t] for t in receipt.deleted}
-    assert receipt.total == 11
+    assert before["belief_terms"] > 0
+    assert receipt.total == 11 + before["belief_terms"]
     after = await counts(engine, U)
     assert {t: n for t, n in after.items() if t != "memory_users"} == {
         "beliefs": 0,
         "belief_events": 0,
         "belief_sources": 0,
+        "belief_terms": 0,
         "memory_jobs": 0,
     }
     assert await engine.history(U) == [] and await engine.ledger(U) == []
@@ -89,7 +92,13 @@ async def test_writes_are_refused_after_erase_until_reinstated(engine: BeliefEng
 async def test_erasing_an_unknown_user_leaves_a_tombstone(engine: BeliefEngine) -> None:
     receipt = await engine.erase_user("ghost")
     assert receipt.total == 0
-    assert set(receipt.deleted) == {"beliefs", "belief_events", "belief_sources", "memory_jobs"}
+    assert set(receipt.deleted) == {
+        "beliefs",
+        "belief_events",
+        "belief_sources",
+        "belief_terms",
+        "memory_jobs",
+    }
     with pytest.raises(UserErasedError):
         await engine.apply("ghost", [Op.add("Likes tea")], provenance=PROV)
 

@@ -130,3 +130,41 @@ async def test_nothing_crosses_users(engine: BeliefEngine, uid: str) -> None:
 async def test_get_unknown_ids(engine: BeliefEngine, uid: str, bad: object) -> None:
     with pytest.raises(BeliefNotFoundError):
         await engine.get(uid, bad)  # type: ignore[arg-type]
+
+
+async def test_history_filters_by_text_ignoring_case(engine: BeliefEngine, uid: str) -> None:
+    await lifecycle(engine, uid)
+    assert [b.content for b in await engine.history(uid, contains="LIVES in")] == [
+        "Lives in Paris",
+        "Lives in Rome",
+    ]
+    current = await engine.history(uid, include_inactive=False, contains="lives")
+    assert [b.content for b in current] == ["Lives in Rome"]
+    # Wildcards are plain text; a blank filter is no filter.
+    assert await engine.history(uid, contains="%") == []
+    assert await engine.history(uid, contains="_") == []
+    assert len(await engine.history(uid, contains="  ")) == 4
+    with pytest.raises(ConfigError, match="contains"):
+        await engine.history(uid, contains="\ud800")
+
+
+async def test_users_list_counts_each_users_beliefs(engine: BeliefEngine, uid: str) -> None:
+    await lifecycle(engine, uid)
+    other = uid + "-other"
+    await engine.apply(other, [Op.add("Likes opera")], provenance=PROV)
+    await engine.erase_user(other)
+
+    listed = await engine.users(contains=uid.upper())
+    assert [u.user_id for u in listed] == [other, uid]  # most recently changed first
+    erased, mine = listed
+    assert (erased.erased, erased.total, erased.beliefs) == (True, 0, {})
+    assert not mine.erased
+    assert mine.beliefs == {"active": 2, "superseded": 1, "invalidated": 1}
+    assert (mine.active, mine.total, mine.version) == (2, 4, 2)
+    assert mine.updated_at >= mine.created_at
+    assert [u.user_id for u in await engine.users(contains=uid, limit=1)] == [other]
+
+    assert await engine.user(uid) == mine
+    assert await engine.user(uid + "-nobody") is None
+    with pytest.raises(ConfigError, match="limit"):
+        await engine.users(limit=0)

@@ -334,6 +334,26 @@ async def test_forget_is_an_invalidate_recorded_as_forget(engine: BeliefEngine, 
     assert (await engine.ledger(uid))[-1].op == "FORGET"
 
 
+async def test_the_ledger_names_who_made_each_change(engine: BeliefEngine, uid: str) -> None:
+    bid = await add(engine, uid, "Likes tea")
+    other = await add(engine, uid, "Lives in Paris")
+    inspector = Provenance(extractor="inspector")
+    await engine.forget(uid, bid, "wrong", provenance=inspector)
+    fixed = await engine.correct(uid, other, "Lives in Lyon", provenance=inspector)
+    new = fixed.changes[0].belief_id
+    await engine.forget(uid, new, "moved again")  # the default source is kept
+    events = await engine.ledger(uid)
+    assert [(e.op, e.source) for e in events] == [
+        ("ADD", "test"),
+        ("ADD", "test"),
+        ("FORGET", "inspector"),
+        ("CORRECT", "inspector"),
+        ("FORGET", "forget"),
+    ]
+    assert [s.extractor for s in (await engine.get(uid, new)).sources] == ["inspector"]
+    assert (await engine.get(uid, bid)).status == "invalidated"
+
+
 @pytest.mark.parametrize("method", ["correct", "forget"])
 async def test_correct_and_forget_need_an_active_belief_of_the_user(
     engine: BeliefEngine, uid: str, method: str

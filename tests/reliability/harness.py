@@ -24,10 +24,11 @@ from agents.testing import ScriptedModel, assistant_message
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from mem01session.db.schema import USER_TABLES
 from mem01session.session import Mem01Session
 
 ROOT = Path(__file__).resolve().parents[2]
-USER_TABLES = ("beliefs", "belief_events", "belief_sources", "memory_jobs", "memory_users")
+
 SINGLE_VALUED = ("home.city",)
 
 
@@ -59,7 +60,9 @@ async def snapshot(pool: AsyncEngine, user_id: str | None = None) -> dict[str, l
     out: dict[str, list[str]] = {}
     async with pool.connect() as conn:
         for table in USER_TABLES:
-            order = "user_id" if table == "memory_users" else "user_id, id"
+            order = {"memory_users": "user_id", "belief_terms": "user_id, lexeme"}.get(
+                table, "user_id, id"
+            )
             rows = await conn.scalars(
                 text(f"SELECT CAST(t AS text) FROM {table} t {where} ORDER BY {order}"),
                 {"u": user_id},
@@ -110,9 +113,38 @@ async def check_invariants(
       retired by a *later* ledger event (merges do not have to stay active forever);
     * the ledger replays to the final state: each belief's status is what the last
       ledger event touching it says, and an active belief's content is what the last
-      event with it as subject recorded.
+      event with it as subject recorded;
+    * the user's term counts (recall's word rarity) are what the active beliefs hold.
     """
     async with pool.connect() as conn:
+        counted = dict(
+            (
+                await conn.execute(
+                    text("SELECT lexeme, beliefs FROM belief_terms WHERE user_id = :u"),
+                    {"u": user_id},
+                )
+            ).all()
+        )
+        recounted = dict(
+            (
+                await conn.execute(
+                    text(
+                        "SELECT t.lexeme, count(*) FROM beliefs b, "
+                        "unnest(tsvector_to_array(b.tsv)) AS t(lexeme) "
+                        "WHERE b.user_id = :u AND b.status = 'active' GROUP BY t.lexeme"
+                    ),
+                    {"u": user_id},
+                )
+            ).all()
+        )
+        assert {k: v for k, v in counted.items() if v} == recounted, "term counts drifted"
+        active = await conn.scalar(
+            text("SELECT active_beliefs FROM memory_users WHERE user_id = :u"), {"u": user_id}
+        )
+        assert (active or 0) == await conn.scalar(
+            text("SELECT count(*) FROM beliefs WHERE user_id = :u AND status = 'active'"),
+            {"u": user_id},
+        ), "active belief count drifted"
         rows = [
             Row(*r)
             for r in await conn.execute(

@@ -141,6 +141,7 @@ async def test_erase_while_jobs_are_in_flight(db: Database, embedder: HashingEmb
                 "beliefs": 0,
                 "belief_events": 0,
                 "belief_sources": 0,
+                "belief_terms": 0,
                 "memory_jobs": 0,
                 "memory_users": 1,  # the tombstone (or the reinstated, empty user)
             }

@@ -2,7 +2,7 @@
 
 It still waits (at most ``recall_wait``) for turns the model cannot see: those of other
 conversations of the user, and those a trimming inner session dropped. Meanwhile the block
-says that recent turns of the conversation may be newer than its records.
+says that recent turns of the conversation are newer than its records.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mem01session.shortterm import TrimmingSession
 from tests.reliability.harness import say
 from tests.session.conftest import MemoryFactory, ScriptedExtractor
 
-NOTE = "may be newer than these records"
+NOTE = "Not in these notes yet"
 
 
 class GatedExtractor(ScriptedExtractor):
@@ -74,7 +74,7 @@ async def test_monday_new_york_wednesday_moved_and_asked_at_once(
     seen = model.calls[0].input
     block = block_of(seen)
     assert "Lives in New York City" in block  # the record the pending turn will supersede…
-    assert NOTE in block and "The last 1 user turn" in block  # …is marked as possibly older
+    assert NOTE in block and "last turn here" in block  # …is marked as possibly older
     said = [item_text(i) for i in seen if not isinstance(i, MemoryItem)]
     assert "I moved to San Francisco last weekend" in said  # the newer truth, in view
     assert said.index("I moved to San Francisco last weekend") < said.index("Where do I live now?")
@@ -132,6 +132,6 @@ async def test_turns_a_trimming_session_dropped_are_not_visible_and_are_waited_f
     model = await say(session, "Where do I live?")
     assert session.last_recall is not None and session.last_recall.stale  # waited, then gave up
     block = block_of(model.calls[0].input)
-    assert "Lives in Oslo" in block and "The last 1 user turn" in block  # only one is in view
+    assert "Lives in Oslo" in block and "last turn here" in block  # only one is in view
     extractor.gate.set()
     assert await session.flush_memory(timeout=30)

@@ -18,6 +18,7 @@ from .demo import demo
 from .jobs import app as jobs_app
 from .memory import erase, forget, recall, reinstate
 from .reembed import reembed
+from .ui import ui
 
 app = typer.Typer(
     name="mem01session",
@@ -50,6 +51,7 @@ app.command()(erase)
 app.command()(reinstate)
 app.command()(reembed)
 app.add_typer(jobs_app, name="jobs")
+app.command()(ui)
 
 
 def main() -> None:

@@ -31,14 +31,21 @@ DEFAULT_EMBEDDING_DIM = 384  # all-MiniLM-L6-v2, the default embedder
 BELIEF_STATUSES = ("active", "superseded", "invalidated", "merged")
 JOB_STATUSES = ("pending", "running", "done", "failed")
 # Tables keyed by user_id: erasing a user deletes their rows from each one.
-USER_TABLES = ("memory_users", "beliefs", "belief_events", "belief_sources", "memory_jobs")
+USER_TABLES = (
+    "memory_users",
+    "beliefs",
+    "belief_events",
+    "belief_sources",
+    "belief_terms",
+    "memory_jobs",
+)
 OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
 
 _NOW = text("now()")
 
 
 def _id(table: str) -> Column[int]:
-    """A row id from the table's own bigint sequence (revision 0004: not an identity
+    """A row id from the table's own bigint sequence (revision 0005: not an identity
     column, which Citus could not undistribute or reshard)."""
     return Column(
         "id",
@@ -79,7 +86,18 @@ def build_metadata() -> MetaData:
         Column("erased_at", DateTime(timezone=True), nullable=True),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("active_beliefs", Integer, nullable=False, server_default=text("0")),
         PrimaryKeyConstraint("user_id", name="memory_users_pkey"),
+    )
+
+    Table(
+        "belief_terms",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("lexeme", Text, nullable=False),
+        Column("beliefs", Integer, nullable=False),
+        PrimaryKeyConstraint("user_id", "lexeme", name="belief_terms_pkey"),
+        CheckConstraint("beliefs >= 0", name="belief_terms_beliefs_nonnegative"),
     )
 
     Table(

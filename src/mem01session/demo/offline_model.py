@@ -62,8 +62,9 @@ def compose_answer(items: list[TResponseInputItem]) -> str:
     lines: list[str] = []
     for record in (r for b in blocks for r in parse_block(b)):
         if relevant(record.content):
-            label = "current" if record.status == "active" else f"{record.status}, history"
-            lines.append(f"{record.content} ({label}; {record.validity}; memory #{record.id})")
+            label = "current" if record.status == "active" else "no longer current"
+            note = f"; {record.note}" if record.note else ""
+            lines.append(f"{record.content} ({label}{note})")
     for text in earlier:
         if relevant(text):
             lines.append(f'you said earlier in this conversation: "{text}"')

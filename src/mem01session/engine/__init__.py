@@ -20,6 +20,7 @@ from .records import (
     RecallResult,
     ScoredBelief,
     Source,
+    UserSummary,
 )
 from .write import TransactionHook
 
@@ -38,4 +39,5 @@ __all__ = [
     "SnapshotProbe",
     "Source",
     "TransactionHook",
+    "UserSummary",
 ]

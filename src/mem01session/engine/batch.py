@@ -1,8 +1,9 @@
 """Applying checked ops, in order, inside the batch's open transaction.
 
-Each op writes a ledger row; each belief it creates, revises or confirms gets a
-provenance row. A restatement of an active belief never creates a duplicate: ADD
-confirms it, SUPERSEDE and MERGE hand over to it, UPDATE is rejected.
+Each op writes a ledger row (its ``after`` snapshot names the provenance's extractor);
+each belief it creates, revises or confirms gets a provenance row. A restatement of an
+active belief never creates a duplicate: ADD confirms it, SUPERSEDE and MERGE hand over
+to it, UPDATE is rejected.
 """
 
 from __future__ import annotations
@@ -27,6 +28,22 @@ DEFAULT_CONFIDENCE = 0.8
 CONFIRM_BOOST = 0.05
 
 Row = Mapping[Any, Any]
+
+
+# Lexemes as the full-text column makes them, counted once per statement.
+_LEXEMES = (
+    "SELECT l.lexeme, count(*) AS n FROM unnest(CAST(:texts AS text[])) AS t(body), "
+    "unnest(tsvector_to_array(to_tsvector('english', t.body))) AS l(lexeme) GROUP BY l.lexeme"
+)
+_COUNT_TERMS_UP = text(
+    f"INSERT INTO belief_terms (user_id, lexeme, beliefs) SELECT :u, c.lexeme, c.n "
+    f"FROM ({_LEXEMES}) c ON CONFLICT (user_id, lexeme) "
+    "DO UPDATE SET beliefs = belief_terms.beliefs + EXCLUDED.beliefs"
+)
+_COUNT_TERMS_DOWN = text(
+    f"UPDATE belief_terms b SET beliefs = greatest(0, b.beliefs - c.n) FROM ({_LEXEMES}) c "
+    "WHERE b.user_id = :u AND b.lexeme = c.lexeme"
+)
 
 
 def snapshot(row: Row) -> dict[str, object]:
@@ -70,6 +87,10 @@ class Batch:
         self.vectors = vectors  # content -> vector literal, made by ``model``
         self.record_as = record_as
         self.model = model
+        # Statements that became active, and that stopped being active: the user's term
+        # counts follow them (see finish()).
+        self._activated: list[str] = []
+        self._deactivated: list[str] = []
 
     async def apply(self, c: CheckedOp) -> Change:
         if c.kind == "ADD":
@@ -132,6 +153,9 @@ class Batch:
             sets.append("key = :key")
             params["key"] = c.key
         new = await self._update_row(c.target, ", ".join(sets), params)
+        if c.content is not None:
+            self._deactivated.append(str(old["content"]))
+            self._activated.append(c.content)
         await self._add_source(c.target, c.evidence)
         await self._ledger("UPDATE", new, (), snapshot(old), c.reason)
         return Change("UPDATE", c.target)
@@ -224,6 +248,7 @@ class Batch:
             .mappings()
             .one()
         )
+        self._activated.append(c.content)
         await self._add_source(int(row["id"]), c.evidence)
         return row
 
@@ -251,13 +276,34 @@ class Batch:
     ) -> None:
         # valid_to never precedes valid_from, whatever time the op claims.
         link = f", {link_sql}" if link_sql else ""
-        await self.conn.execute(
+        retired = await self.conn.execute(
             text(
                 "UPDATE beliefs SET status = :status, valid_to = GREATEST(:at, valid_from), "
-                f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))"
+                f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[])) "
+                "RETURNING content"
             ),
             {"u": self.user_id, "ids": ids, "status": status, "at": at, "now": self.now}
             | dict(link_params),
+        )
+        self._deactivated += [str(row.content) for row in retired]  # every target was active
+
+    async def finish(self) -> None:
+        """Bring the user's term counts (what recall's word rarity rests on) up to date with
+        the statements this batch made active and retired; call once, after the ops."""
+        if not self._activated and not self._deactivated:
+            return
+        if self._activated:
+            await self.conn.execute(_COUNT_TERMS_UP, {"u": self.user_id, "texts": self._activated})
+        if self._deactivated:
+            await self.conn.execute(
+                _COUNT_TERMS_DOWN, {"u": self.user_id, "texts": self._deactivated}
+            )
+        await self.conn.execute(
+            text(
+                "UPDATE memory_users SET active_beliefs = greatest(0, active_beliefs + :n) "
+                "WHERE user_id = :u"
+            ),
+            {"u": self.user_id, "n": len(self._activated) - len(self._deactivated)},
         )
 
     async def _active_with_content(self, content: str, *, exclude: Sequence[int]) -> Row | None:
@@ -338,6 +384,10 @@ class Batch:
         extra: Mapping[str, object] | None = None,
     ) -> None:
         after = snapshot(belief) | dict(extra or {})
+        if self.provenance.extractor:
+            # Who made the change: an INVALIDATE or FORGET writes no provenance row, and a
+            # correction has no job, so the ledger itself must say (see LedgerEvent.source).
+            after["extractor"] = self.provenance.extractor
         await self.conn.execute(
             text(
                 "INSERT INTO belief_events (user_id, op, belief_id, related_ids, before, after, "

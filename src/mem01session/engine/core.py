@@ -22,6 +22,7 @@ from .records import (
     RecallRequest,
     RecallResult,
     ScoredBelief,
+    UserSummary,
 )
 from .write import TransactionHook
 
@@ -94,10 +95,19 @@ class BeliefEngine:
         return await write.correct(self.parts, user_id, belief_id, content, reason, provenance)
 
     async def forget(
-        self, user_id: str, belief_id: int, reason: str = "forgotten on request"
+        self,
+        user_id: str,
+        belief_id: int,
+        reason: str = "forgotten on request",
+        *,
+        provenance: Provenance | None = None,
     ) -> ApplyResult:
-        """Mark a belief as no longer true (an INVALIDATE); its text is kept in history."""
-        return await write.forget(self.parts, user_id, belief_id, reason)
+        """Mark a belief as no longer true (an INVALIDATE); its text is kept in history.
+
+        ``provenance`` says who asked (its ``extractor`` is recorded in the ledger);
+        default ``Provenance(extractor="forget")``.
+        """
+        return await write.forget(self.parts, user_id, belief_id, reason, provenance)
 
     async def erase_user(self, user_id: str) -> EraseReceipt:
         """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
@@ -122,10 +132,16 @@ class BeliefEngine:
         return await inspection.get_belief(self.parts, user_id, belief_id)
 
     async def history(
-        self, user_id: str, *, include_inactive: bool = True, limit: int = 100
+        self,
+        user_id: str,
+        *,
+        include_inactive: bool = True,
+        limit: int = 100,
+        contains: str | None = None,
     ) -> list[Belief]:
-        """The user's beliefs, oldest first (``valid_from``, then id)."""
-        return await inspection.history(self.parts, user_id, include_inactive, limit)
+        """The user's beliefs, oldest first (``valid_from``, then id); with ``contains``,
+        only those whose statement contains it (ignoring case)."""
+        return await inspection.history(self.parts, user_id, include_inactive, limit, contains)
 
     async def keyed(self, user_id: str, *, limit: int = 50) -> list[Belief]:
         """Active beliefs with a key (``home.city``…), newest first: extractor candidates."""
@@ -136,6 +152,15 @@ class BeliefEngine:
     ) -> list[LedgerEvent]:
         """Ledger events, oldest first, optionally for one belief."""
         return await inspection.ledger(self.parts, user_id, belief_id, limit)
+
+    async def users(self, *, contains: str | None = None, limit: int = 200) -> list[UserSummary]:
+        """Users with durable memory, erased ones included, most recently changed first
+        (the one read across users); with ``contains``, only user ids containing it."""
+        return await inspection.users(self.parts, contains, limit)
+
+    async def user(self, user_id: str) -> UserSummary | None:
+        """The user's summary (version, erase tombstone, belief counts); None if unknown."""
+        return await inspection.user_summary(self.parts, user_id)
 
     async def user_version(self, user_id: str) -> int:
         """Monotonic counter bumped by every applied batch (0 for an unknown user)."""

@@ -39,7 +39,7 @@ async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
                 "INSERT INTO memory_users (user_id, version, erased_at, created_at, updated_at) "
                 "VALUES (:u, 1, :now, :now, :now) ON CONFLICT (user_id) DO UPDATE SET "
                 "erased_at = EXCLUDED.erased_at, version = memory_users.version + 1, "
-                "updated_at = EXCLUDED.updated_at"
+                "active_beliefs = 0, updated_at = EXCLUDED.updated_at"
             ),
             {"u": user_id, "now": now},
         )

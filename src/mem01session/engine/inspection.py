@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..checks import check_id, check_positive_int
+from ..checks import check_filter, check_id, check_positive_int
 from ..errors import BeliefNotFoundError
 from .parts import EngineParts
-from .records import Belief, LedgerEvent, Source
+from .records import Belief, LedgerEvent, Source, UserSummary
 from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
 
 
@@ -39,21 +40,31 @@ async def get_belief(parts: EngineParts, user_id: str, belief_id: int) -> Belief
 
 
 async def history(
-    parts: EngineParts, user_id: str, include_inactive: bool = True, limit: int = 100
+    parts: EngineParts,
+    user_id: str,
+    include_inactive: bool = True,
+    limit: int = 100,
+    contains: str | None = None,
 ) -> list[Belief]:
-    """The user's most recent ``limit`` beliefs with sources, oldest first (valid_from, id)."""
+    """The user's most recent ``limit`` beliefs with sources, oldest first (valid_from, id).
+
+    With ``contains``: only beliefs whose statement contains it, ignoring case.
+    """
     user_id = check_id("user_id", user_id)
     check_positive_int("limit", limit)
-    status = "" if include_inactive else "AND status = 'active' "
+    where = "" if include_inactive else "AND status = 'active' "
+    q = check_filter("contains", contains)
+    if q is not None:
+        where += "AND strpos(lower(content), lower(:q)) > 0 "
     async with parts.db.sa_engine.connect() as conn:
         rows = (
             (
                 await conn.execute(
                     text(
-                        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u {status}"
+                        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u {where}"
                         "ORDER BY valid_from DESC, id DESC LIMIT :limit"
                     ),
-                    {"u": user_id, "limit": limit},
+                    {"u": user_id, "limit": limit, "q": q},
                 )
             )
             .mappings()
@@ -151,3 +162,59 @@ async def load_sources(
     for row in rows:
         out.setdefault(int(row["belief_id"]), []).append(source_from_row(row))
     return out
+
+
+_USERS = """
+SELECT u.user_id, u.version, u.erased_at, u.created_at, u.updated_at,
+       coalesce(c.counts, '{}'::jsonb) AS counts
+FROM memory_users u
+LEFT JOIN LATERAL (
+    SELECT jsonb_object_agg(s.status, s.n) AS counts
+    FROM (SELECT status, count(*) AS n FROM beliefs b
+          WHERE b.user_id = u.user_id GROUP BY status) s
+) c ON true
+"""
+
+
+def _summary(row: Mapping[Any, Any]) -> UserSummary:
+    return UserSummary(
+        user_id=str(row["user_id"]),
+        version=int(row["version"]),
+        erased_at=row["erased_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        beliefs={str(k): int(v) for k, v in row["counts"].items()},
+    )
+
+
+async def users(
+    parts: EngineParts, contains: str | None = None, limit: int = 200
+) -> list[UserSummary]:
+    """Users with durable memory (erased ones included), most recently changed first.
+
+    The one read that spans users: it lists them, each with its own belief counts.
+    With ``contains``: only user ids containing it, ignoring case.
+    """
+    check_positive_int("limit", limit)
+    q = check_filter("contains", contains)
+    where = "WHERE strpos(lower(u.user_id), lower(:q)) > 0 " if q is not None else ""
+    async with parts.db.sa_engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(f"{_USERS}{where}ORDER BY u.updated_at DESC, u.user_id LIMIT :limit"),
+                {"q": q, "limit": limit},
+            )
+        ).mappings()
+        return [_summary(r) for r in rows]
+
+
+async def user_summary(parts: EngineParts, user_id: str) -> UserSummary | None:
+    """One user's summary; None if nothing was ever applied to, or erased for, the user."""
+    user_id = check_id("user_id", user_id)
+    async with parts.db.sa_engine.connect() as conn:
+        row = (
+            (await conn.execute(text(f"{_USERS}WHERE u.user_id = :u"), {"u": user_id}))
+            .mappings()
+            .first()
+        )
+    return None if row is None else _summary(row)

@@ -11,6 +11,8 @@ from ..checks import check_moment, check_positive_int
 from ..errors import ConfigError
 
 BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
+BlockProvenance = Literal["none", "brief", "quote"]
+"""How much of where each belief was said the memory block shows (see engine/render.py)."""
 
 DEFAULT_MAX_TOKENS = 800
 
@@ -22,9 +24,11 @@ class RecallRequest:
     ``query`` is the user's message (``""``: the most recent, confident beliefs);
     ``max_tokens`` the budget of the whole block; ``include_history`` brings superseded,
     invalidated and merged beliefs too; ``as_of`` asks what was true at that moment;
-    ``explain`` adds per-signal scores; ``newer_turns`` is how many recent turns of the
-    conversation asking are not reflected in the records yet (the block says so, so that a
-    record the conversation just made stale is not taken for the latest truth). A malformed
+    ``explain`` adds per-signal scores; ``provenance`` (``"none"``, ``"brief"``,
+    ``"quote"``) is how much of where each belief was said the block shows; ``newer_turns``
+    is how many recent turns of the conversation asking are not reflected in the records
+    yet (the block says so, so that a record the conversation just made stale is not taken
+    for the latest truth). A malformed
     field raises :class:`ConfigError`.
     """
 
@@ -34,6 +38,7 @@ class RecallRequest:
     as_of: datetime | None = None
     explain: bool = False
     newer_turns: int = 0
+    provenance: BlockProvenance = "none"
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -42,6 +47,10 @@ class RecallRequest:
             raise ConfigError(f"query must be a string, got {type(self.query).__name__}")
         check_positive_int("max_tokens", self.max_tokens)
         check_positive_int("newer_turns", self.newer_turns, minimum=0)
+        if self.provenance not in ("none", "brief", "quote"):
+            raise ConfigError(
+                f"provenance must be 'none', 'brief' or 'quote', got {self.provenance!r}"
+            )
         if self.as_of is not None:
             object.__setattr__(self, "as_of", check_moment("as_of", self.as_of))
 
@@ -92,6 +101,39 @@ class LedgerEvent:
     reason: str | None
     job_id: int | None
     created_at: datetime
+
+    @property
+    def source(self) -> str | None:
+        """Who made the change: the extractor named by the batch's provenance (``"rules-v1"``,
+        ``"correction"``, ``"inspector"``…); None for events recorded before it was kept."""
+        value = (self.after or {}).get("extractor")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """A user as an inspector lists them: memory version, erase tombstone, belief counts."""
+
+    user_id: str
+    version: int
+    erased_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    """The last applied batch, erase or reinstatement."""
+    beliefs: dict[str, int] = field(default_factory=dict)
+    """How many beliefs the user has in each status (absent statuses: none)."""
+
+    @property
+    def erased(self) -> bool:
+        return self.erased_at is not None
+
+    @property
+    def active(self) -> int:
+        return self.beliefs.get("active", 0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.beliefs.values())
 
 
 @dataclass(frozen=True)

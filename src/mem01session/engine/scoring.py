@@ -1,16 +1,23 @@
 """Fusion of the read path's signals into one ranking, and near-duplicate suppression.
 
-Pure functions over candidates already fetched by :mod:`.recall`; no I/O.
+Pure functions over candidates already fetched by :mod:`.candidates`; no I/O.
 
-``fused = 0.80 * relevance + 0.12 * recency + 0.08 * confidence`` (times 0.9 for a
-belief that is no longer active, outside ``as_of`` queries), where
+``fused = (1 - 0.04 - 0.08) * relevance + 0.04 * recency + 0.08 * confidence`` (times 0.9
+for a belief that is no longer active, outside ``as_of`` queries), where
 
-* ``relevance`` is reciprocal rank fusion of the vector and the full-text rankings,
-  ``(1/(k+r_vec) + 1/(k+r_text)) / (2/(k+1))``: 1.0 for the top of both lists, 0 when
-  the query is empty. Ranks, not raw scores, so any embedder's similarity scale works.
+* ``relevance`` fuses the vector and the full-text rankings: each list gives a belief
+  ``(k + 1) / (k + rank)`` (k = 10), the full-text one scaled by the share of the query's
+  word weight the belief covers (rare words weigh more: see :mod:`.candidates`), and the
+  two are averaged: 1.0 for the top of both lists, 0 when the query is empty. Ranks, not
+  raw scores, so any embedder's similarity scale works; the coverage keeps a match on a
+  word the user says all the time from outranking a strong vector hit.
 * ``recency`` is ``0.5 ** (age / half_life)`` with age measured from the latest of
   ``valid_from``, ``last_confirmed_at`` and ``updated_at`` to the reference time.
 * ``confidence`` is the belief's stored confidence in [0, 1].
+
+The choice (rank fusion with coverage, and the small recency weight) and the
+alternatives it was measured against are in docs/benchmarks.md, "Choosing the fusion"
+(``python -m bench fusion``, on LoCoMo conversation 26 only).
 """
 
 from __future__ import annotations
@@ -22,10 +29,31 @@ from datetime import datetime
 from .records import Belief, ScoredBelief
 
 RRF_K = 10
-W_RELEVANCE = 0.80
-W_RECENCY = 0.12
+W_RECENCY = 0.04
 W_CONFIDENCE = 0.08
 INACTIVE_FACTOR = 0.9
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the vector and full-text rankings combine into relevance (see the module doc).
+
+    Each list gives a belief ``(k + 1) / (k + rank)`` (1 for its top belief); a full-text
+    match's is scaled by ``text_weight`` and by how much of the query's word weight it
+    covers (``text_score``, when the statement gives one). ``mode="rrf"`` adds the two and
+    halves the sum; ``mode="max"`` takes the stronger one plus ``agreement`` times the
+    weaker, over ``1 + agreement``, so a strong hit in one list alone is never halved.
+    """
+
+    mode: str = "rrf"
+    k: float = RRF_K
+    text_weight: float = 1.0
+    agreement: float = 1.0
+    use_coverage: bool = True
+    w_recency: float = W_RECENCY
+    w_confidence: float = W_CONFIDENCE
+
+
 HALF_LIFE_DAYS = 90.0
 # Two beliefs whose embeddings are at least this similar say the same thing.
 DUPLICATE_COSINE = 0.95
@@ -52,10 +80,22 @@ def recency(belief: Belief, now: datetime, half_life_days: float = HALF_LIFE_DAY
     return float(0.5 ** (age_days / half_life_days))
 
 
-def relevance(vector_rank: int | None, text_rank: int | None, k: int = RRF_K) -> float:
-    """Reciprocal rank fusion normalized to [0, 1]."""
-    total = sum(1.0 / (k + r) for r in (vector_rank, text_rank) if r is not None)
-    return total / (2.0 / (k + 1))
+def relevance(
+    vector_rank: int | None,
+    text_rank: int | None,
+    fusion: Fusion = Fusion(),
+    text_score: float | None = None,
+) -> float:
+    """The fused relevance of a candidate, in [0, 1] (see :class:`Fusion`)."""
+    k = fusion.k
+    v = (k + 1) / (k + vector_rank) if vector_rank is not None else 0.0
+    t = (k + 1) / (k + text_rank) if text_rank is not None else 0.0
+    t *= fusion.text_weight
+    if fusion.use_coverage and text_score is not None:
+        t *= text_score
+    if fusion.mode == "max":
+        return (max(v, t) + fusion.agreement * min(v, t)) / (1.0 + fusion.agreement)
+    return (v + t) / 2.0
 
 
 def score(
@@ -64,14 +104,16 @@ def score(
     *,
     as_of: bool = False,
     explain: bool = False,
+    fusion: Fusion = Fusion(),
 ) -> list[ScoredBelief]:
     """Fused scores, best first (ties: newer id first)."""
     out: list[ScoredBelief] = []
     for c in candidates:
-        rel = relevance(c.vector_rank, c.text_rank)
+        rel = relevance(c.vector_rank, c.text_rank, fusion, c.text_score)
         rec = recency(c.belief, now)
         conf = c.belief.confidence
-        fused = W_RELEVANCE * rel + W_RECENCY * rec + W_CONFIDENCE * conf
+        w_rel = 1.0 - fusion.w_recency - fusion.w_confidence
+        fused = w_rel * rel + fusion.w_recency * rec + fusion.w_confidence * conf
         if not as_of and c.belief.status != "active":
             fused *= INACTIVE_FACTOR
         signals: dict[str, float] = {}

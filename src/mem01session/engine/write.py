@@ -65,12 +65,23 @@ async def correct(
         raise BeliefNotFoundError(f"cannot correct: {exc.reason}") from None
 
 
-async def forget(parts: EngineParts, user_id: str, belief_id: int, reason: str) -> ApplyResult:
+async def forget(
+    parts: EngineParts,
+    user_id: str,
+    belief_id: int,
+    reason: str,
+    provenance: Provenance | None = None,
+) -> ApplyResult:
     """Mark an active belief as no longer true: an INVALIDATE recorded as ``FORGET``."""
     op = Op.invalidate(belief_id, reason)
     try:
         return await _apply(
-            parts, user_id, [op], Provenance(extractor="forget"), None, record_as="FORGET"
+            parts,
+            user_id,
+            [op],
+            provenance or Provenance(extractor="forget"),
+            None,
+            record_as="FORGET",
         )
     except TargetNotFoundError as exc:
         raise BeliefNotFoundError(f"cannot forget: {exc.reason}") from None
@@ -102,6 +113,7 @@ async def _apply(
         await check_targets(conn, user_id, checked)
         batch = Batch(conn, user_id, provenance, now, literals, record_as, parts.embedder.name)
         changes = tuple([await batch.apply(c) for c in checked])
+        await batch.finish()
         if changes:
             version = await bump_version(conn, user_id, now)
         if hook is not None:

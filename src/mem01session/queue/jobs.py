@@ -19,12 +19,13 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..checks import check_filter
 from ..db import Database
 from ..engine.read import SnapshotProbe
 from ..engine.write import TransactionHook
@@ -94,6 +95,26 @@ class JobProgress:
                 failed[job_id] = last_error
         return cls(frozenset(unfinished), watched, failed)
 
+
+@dataclass(frozen=True)
+class JobCounts:
+    """How many of one user's jobs are in each status, and when one last changed."""
+
+    user_id: str
+    counts: dict[str, int]
+    updated_at: datetime | None
+
+    @property
+    def unfinished(self) -> int:
+        """Pending or running: turns not yet applied."""
+        return self.counts.get("pending", 0) + self.counts.get("running", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get("failed", 0)
+
+
+_EPOCH = datetime.min.replace(tzinfo=UTC)
 
 _COLUMNS = (
     "id, user_id, session_id, payload, status, attempts, last_error, created_at, "
@@ -381,9 +402,55 @@ class JobStore:
             )
         return _job(row) if row else None
 
-    async def retry(self, job_id: int, *, now: datetime) -> Job | None:
-        """Send a failed job back to the queue; None if no failed job has that id, if it
-        records a turn that was never stored, or if its user was erased."""
+    async def counts(self, user_id: str) -> JobCounts:
+        """How many of the user's jobs are in each status."""
+        async with self.db.sa_engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT status, count(*) AS n, max(updated_at) AS last "
+                        "FROM memory_jobs WHERE user_id = :u GROUP BY status"
+                    ),
+                    {"u": user_id},
+                )
+            ).all()
+        return JobCounts(
+            user_id,
+            {str(r.status): int(r.n) for r in rows},
+            max((r.last for r in rows), default=None),
+        )
+
+    async def open_by_user(self, *, contains: str | None = None) -> dict[str, JobCounts]:
+        """Users with jobs pending, running or failed (only those counted), most recently
+        changed first; with ``contains``, only user ids containing it (ignoring case).
+
+        An inspector lists these users even before any of their turns was applied.
+        """
+        q = check_filter("contains", contains)
+        where = "AND strpos(lower(user_id), lower(:q)) > 0 " if q is not None else ""
+        async with self.db.sa_engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT user_id, status, count(*) AS n, max(updated_at) AS last "
+                        "FROM memory_jobs WHERE status IN ('pending', 'running', 'failed') "
+                        f"{where}GROUP BY user_id, status"
+                    ),
+                    {"q": q},
+                )
+            ).all()
+        out: dict[str, JobCounts] = {}
+        for r in rows:
+            prev = out.get(r.user_id) or JobCounts(str(r.user_id), {}, None)
+            last = r.last if prev.updated_at is None else max(prev.updated_at, r.last)
+            out[r.user_id] = JobCounts(prev.user_id, prev.counts | {r.status: int(r.n)}, last)
+        return dict(sorted(out.items(), key=lambda kv: kv[1].updated_at or _EPOCH, reverse=True))
+
+    async def retry(self, job_id: int, *, now: datetime, user_id: str | None = None) -> Job | None:
+        """Send a failed job back to the queue; None if no failed job has that id (among
+        ``user_id``'s jobs, when given), if it records a turn that was never stored, or if
+        its user was erased."""
+        scope = "" if user_id is None else "AND j.user_id = :u "
         async with self.db.sa_engine.begin() as conn:
             row = (
                 (
@@ -392,12 +459,12 @@ class JobStore:
                             "UPDATE memory_jobs j SET status = 'pending', attempts = 0, "
                             "run_after = :now, updated_at = :now "
                             "WHERE j.id = :id AND j.status = 'failed' "
-                            f"AND NOT (j.payload ? '{REFUSED}') AND NOT EXISTS ("
+                            f"{scope}AND NOT (j.payload ? '{REFUSED}') AND NOT EXISTS ("
                             "  SELECT 1 FROM memory_users u "
                             "  WHERE u.user_id = j.user_id AND u.erased_at IS NOT NULL) "
                             f"RETURNING {_COLUMNS}"
                         ),
-                        {"id": job_id, "now": now},
+                        {"id": job_id, "now": now, "u": user_id},
                     )
                 )
                 .mappings()

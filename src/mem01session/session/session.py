@@ -14,6 +14,7 @@ from ..engine.records import (
     DEFAULT_MAX_TOKENS,
     ApplyResult,
     Belief,
+    BlockProvenance,
     EraseReceipt,
     RecallRequest,
     RecallResult,
@@ -45,6 +46,11 @@ class Mem01Session:
     to ``Runner.run`` so the model sees what is remembered (a run without it logs a warning,
     once per session).
 
+    ``provenance`` sets what the memory block says of where each belief came from:
+    ``"none"`` (the statements only, the default), ``"brief"`` (when and in which
+    conversation it was said) or ``"quote"`` (also the quoted evidence and the belief's id,
+    for a model that cites its sources).
+
     ``memory`` is the application's :class:`~mem01session.memory.Memory`; without one the
     session opens a private one from the environment on first use and closes it in
     :meth:`aclose`.
@@ -68,10 +74,13 @@ class Mem01Session:
         max_memory_tokens: int = DEFAULT_MAX_TOKENS,
         strict: bool = False,
         recall_wait: float = 2.0,
+        provenance: BlockProvenance = "none",
     ) -> None:
         self.session_id = check_id("session_id", session_id)
         self.user_id = check_id("user_id", user_id)
         self.max_memory_tokens = check_positive_int("max_memory_tokens", max_memory_tokens)
+        RecallRequest("", provenance=provenance)  # checks it
+        self.provenance: BlockProvenance = provenance
         wait = check_seconds("recall_wait", recall_wait)
         assert wait is not None
         self._owns_memory = memory is None
@@ -234,7 +243,7 @@ class Mem01Session:
         return await (started if started is not None else self._block(query))
 
     async def _block(self, query: str) -> str | None:
-        request = RecallRequest(query, self.max_memory_tokens)
+        request = RecallRequest(query, self.max_memory_tokens, provenance=self.provenance)
         result = await self._tier.recall(request, during_run=True)  # strict raises
         return (result.text or None) if result is not None else None
 
@@ -255,7 +264,9 @@ class Mem01Session:
         argument raises :class:`ConfigError`.
         """
         budget = self.max_memory_tokens if max_tokens is None else max_tokens
-        request = RecallRequest(query, budget, include_history, as_of, explain)
+        request = RecallRequest(
+            query, budget, include_history, as_of, explain, provenance=self.provenance
+        )
         return await self._tier.recall(request, during_run=False)
 
     async def flush_memory(self, timeout: float | None = 30.0) -> bool:

@@ -1,14 +1,14 @@
 """On a Citus coordinator, distribute the tables by user_id (nothing to do elsewhere).
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-01
 
 On plain PostgreSQL this revision changes nothing. On a Citus coordinator (the ``citus``
 extension is installed in this database and ``citus_is_coordinator()``):
 
-- ``beliefs``, ``belief_events``, ``belief_sources``, ``memory_users`` and ``memory_jobs``
-  are hash-distributed by ``user_id`` and co-located: every row of one user, in every
+- ``beliefs``, ``belief_events``, ``belief_sources``, ``belief_terms``, ``memory_users``
+  and ``memory_jobs`` are hash-distributed by ``user_id`` and co-located: every row of one user, in every
   table, lives in one shard group on one worker, so each statement the library makes for a
   user (recall, a batch of ops, the job claim, erase) runs on that worker alone.
 - ``memory_meta`` (one row describing the whole database, no ``user_id``) becomes a
@@ -21,7 +21,7 @@ left as they are, so a database distributed by hand upgrades cleanly.
 
 Downgrading turns every table back into a local table of the coordinator, rows included.
 A database that got Citus after reaching this revision is distributed by running it again:
-``mem01session db downgrade 0004`` (a no-op there) then ``mem01session db upgrade``.
+``mem01session db downgrade 0005`` (a no-op there) then ``mem01session db upgrade``.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from __future__ import annotations
 from alembic import op
 from sqlalchemy import text
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
 ANCHOR = "beliefs"
-COLOCATED = ("belief_events", "belief_sources", "memory_users", "memory_jobs")
+COLOCATED = ("belief_events", "belief_sources", "belief_terms", "memory_users", "memory_jobs")
 REFERENCE = ("memory_meta",)
 
 

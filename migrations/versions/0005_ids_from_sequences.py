@@ -1,14 +1,14 @@
 """Row ids come from plain sequences instead of identity columns.
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-01
 
 ``beliefs``, ``belief_events``, ``belief_sources`` and ``memory_jobs`` numbered their rows
 with ``GENERATED ALWAYS AS IDENTITY``. Each ``id`` now defaults to ``nextval`` of its own
 bigint sequence owned by the column (what ``bigserial`` makes), continuing where the
 identity stopped. Nothing changes for the library, which never writes an id. The reason is
-Citus (revision 0005): it distributes tables with either kind of column, but refuses to
+Citus (revision 0006): it distributes tables with either kind of column, but refuses to
 undistribute, or to change the shard count of, a table with an identity column, and an
 identity cannot be dropped once the table is distributed. Run this on every database, so
 that one schema serves plain PostgreSQL and a cluster alike.
@@ -21,8 +21,8 @@ from __future__ import annotations
 from alembic import op
 from sqlalchemy import text
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
@@ -54,9 +54,9 @@ def upgrade() -> None:
     for table in TABLES:
         if _distributed(table):
             raise RuntimeError(
-                f"{table} was distributed by hand before revision 0004; Citus cannot drop an "
+                f"{table} was distributed by hand before revision 0005; Citus cannot drop an "
                 f"identity column of a distributed table: run SELECT undistribute_table("
-                f"'{table}') first (revision 0005 distributes it again)"
+                f"'{table}') first (revision 0006 distributes it again)"
             )
         start = _next_id(table)
         op.execute(f"ALTER TABLE {table} ALTER COLUMN id DROP IDENTITY")

@@ -1,0 +1,161 @@
+"""``python -m bench fusion``: how the read path's choices were made, on LoCoMo conversation 26.
+
+The conversation's observation facts become one user's beliefs (each stated on its
+session's date, so recency varies); each question of categories 1-4 fetches its candidates
+once per word-rarity cutoff, and every fusion variant ranks and packs those same
+candidates. Reported: recall_any@5/@10 of the ranked list, and whether the evidence is in
+the block at several token budgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from mem01session.engine import Op, Provenance
+from mem01session.engine.candidates import Fetched, fetch
+from mem01session.engine.read import clean_query
+from mem01session.engine.render import Style, asks_when, render_block
+from mem01session.engine.scoring import Fusion, drop_near_duplicates, score
+
+from .common import PrecomputedEmbedder, Server, open_memory
+from .locomo import Conversation, load
+from .metrics import Answer, Query, parse_ids, summarize
+
+BUDGETS = (200, 400, 800, 1600)
+SHARES = (1.01, 0.5, 0.3)  # 1.01: no word is left out
+
+
+@dataclass
+class SettableClock:
+    now: datetime = datetime(2020, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class Variant:
+    name: str
+    fusion: Fusion
+    share: float
+
+
+@dataclass
+class Row:
+    variant: Variant
+    at5: float
+    at10: float
+    in_block: dict[int, float] = field(default_factory=dict)
+    tokens: dict[int, float] = field(default_factory=dict)
+
+
+CHOSEN = "rank fusion + coverage, common words out, recency 0.04 (chosen)"
+_OLD = {"use_coverage": False, "w_recency": 0.12}
+VARIANTS = [
+    Variant("rank fusion, every word, recency 0.12 (before)", Fusion("rrf", 10, **_OLD), 1.01),
+    Variant("rank fusion, common words out, recency 0.12", Fusion("rrf", 10, **_OLD), 0.5),
+    Variant("rank fusion + coverage, common words out, recency 0.12",
+            Fusion("rrf", 10, w_recency=0.12), 0.5),
+    Variant(CHOSEN, Fusion("rrf", 10), 0.5),
+    Variant("rank fusion + coverage, common words out, no recency",
+            Fusion("rrf", 10, w_recency=0.0), 0.5),
+    Variant("rank fusion + coverage, words in 30% left out", Fusion("rrf", 10), 0.3),
+    Variant("rank fusion + coverage, k=60", Fusion("rrf", 60), 0.5),
+    Variant("stronger list + 0.5 x weaker, k=20, coverage", Fusion("max", 20, agreement=0.5), 0.5),
+    Variant("stronger list + 1.0 x weaker, k=20, coverage", Fusion("max", 20, agreement=1.0), 0.5),
+    Variant("vector ranking alone", Fusion("rrf", 10, text_weight=0.0), 0.5),
+]  # fmt: skip
+
+
+@dataclass
+class FusionResult:
+    conversation: str
+    facts: int
+    queries: int
+    ceiling: float
+    rows: list[Row]
+
+
+def _answer(
+    got: Fetched, question: str, now: datetime, fusion: Fusion, counter, budget: int
+) -> Answer:  # type: ignore[no-untyped-def]
+    ranked = drop_near_duplicates(score(got.candidates, now, fusion=fusion), got.near)
+
+    def ids(s) -> frozenset[str]:  # type: ignore[no-untyped-def]
+        return parse_ids([src.item_ref for src in s.belief.sources if src.item_ref])
+
+    block = render_block(ranked, counter, budget, style=Style(dates=asks_when(question)))
+    return Answer([ids(s) for s in ranked[:10]], [ids(s) for s in block.packed], block.tokens)
+
+
+async def run(server: Server, emb: PrecomputedEmbedder, folder: Path) -> FusionResult:
+    [conv] = [c for c in load(folder) if c.user_id.endswith("conv-26")][:1] or load(folder)[:1]
+    questions = [(q, t) for q, t in conv.queries if q.evidence]
+    await emb.aprefill([f.text for f in conv.facts] + [t for _, t in questions])
+    clock = SettableClock()
+    memory = await open_memory(server.database("f_mem01session"), emb, clock=clock)
+    try:
+        engine = await memory.engine()
+        await _load(engine, conv, clock)
+        now = max(f.observed_at for f in conv.facts if f.observed_at) + timedelta(days=1)
+        clock.now = now
+        fetched = {
+            share: [
+                await fetch(
+                    engine.parts, conv.user_id, clean_query(t), "active", now, pool=50,
+                    common_share=share,
+                )
+                for _, t in questions
+            ]
+            for share in SHARES
+        }  # fmt: skip
+        counter = engine.token_counter
+    finally:
+        await memory.aclose()
+    queries: list[Query] = [q for q, _ in questions]
+    covered = {i for f in conv.facts for i in f.dia_ids}
+    ceiling = sum(bool(q.evidence & covered) for q in queries) / len(queries)
+    rows = []
+    for v in VARIANTS:
+        per_budget = {
+            b: [
+                _answer(got, t, now, v.fusion, counter, b)
+                for got, (_, t) in zip(fetched[v.share], questions, strict=True)
+            ]
+            for b in BUDGETS
+        }
+        s800 = summarize(queries, per_budget[800])
+        row = Row(v, s800.at5, s800.at10)
+        for b, answers in per_budget.items():
+            s = summarize(queries, answers)
+            row.in_block[b], row.tokens[b] = s.in_block, s.mean_tokens
+        rows.append(row)
+    return FusionResult(conv.user_id, len(conv.facts), len(queries), ceiling, rows)
+
+
+async def _load(engine, conv: Conversation, clock: SettableClock) -> None:  # type: ignore[no-untyped-def]
+    for fact in conv.facts:
+        clock.now = fact.observed_at or clock.now
+        prov = Provenance(
+            session_id=f"session_{fact.session}",
+            item_ref=" ".join(sorted(fact.dia_ids)),
+            observed_at=fact.observed_at,
+            extractor="locomo-observation",
+        )
+        await engine.apply(conv.user_id, [Op.add(fact.text)], provenance=prov)
+
+
+def table(r: FusionResult, highlight: Sequence[str] = (CHOSEN,)) -> str:
+    head = " | ".join(f"in block @{b}" for b in BUDGETS)
+    lines = [
+        f"| variant | @5 | @10 | {head} |",
+        "|---|---:|---:|" + "---:|" * len(BUDGETS),
+    ]
+    for row in r.rows:
+        name = f"**{row.variant.name}**" if row.variant.name in highlight else row.variant.name
+        cells = " | ".join(f"{row.in_block[b]:.3f}" for b in BUDGETS)
+        lines.append(f"| {name} | {row.at5:.3f} | {row.at10:.3f} | {cells} |")
+    return "\n".join(lines)

@@ -1,0 +1,309 @@
+"""The read path's one statement: candidate beliefs and their signals, in one snapshot.
+
+It fetches the top vector candidates (exact cosine distance over the user's rows, among
+vectors of the embedder's model: no approximate index can drop one of them), the top
+full-text matches, the pairs of near-duplicates among them, the latest sources of each;
+and, when asked, one more value read in the same snapshot by the caller's
+:class:`SnapshotProbe` (the job queue's barrier probe). It runs on the database's direct
+pool (plain psycopg), the per-run path.
+
+Full-text matches are scored by how rare their words are among the user's own active
+beliefs (``belief_terms``, kept by the write path): each query word weighs
+``ln((N + 1) / (n + 0.5))`` for a user with ``N`` active beliefs, ``n`` of which hold it,
+and a word held by at least :data:`COMMON_SHARE` of them (the user's own name, typically;
+and by at least :data:`COMMON_MIN`) is left out of the query, since it tells nothing about
+which belief is meant. A match's ``text_score`` is the share of the query's weight it
+covers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any, Generic, Literal, LiteralString, TypeVar
+
+from . import scoring
+from .parts import EngineParts
+from .records import Belief, Source
+from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
+
+T = TypeVar("T")
+# Candidates fetched from each retriever; enough to fill any sensible memory block.
+POOL = 50
+SOURCES_PER_BELIEF = 3
+MAX_QUERY_TERMS = 64
+MAX_QUERY_CHARS = 4000
+# A word in at least this share of the user's active beliefs (and in at least COMMON_MIN of
+# them: a user with three beliefs has no common words) is left out of the text query.
+COMMON_SHARE = 0.5
+COMMON_MIN = 3
+# Two unit vectors with cosine >= c are at most acos(c) apart, so their angles to the
+# query differ by at most that much: a cheap filter before the pairwise distance.
+_DUP_DISTANCE = 1.0 - scoring.DUPLICATE_COSINE
+_DUP_ANGLE = math.acos(scoring.DUPLICATE_COSINE) + 1e-6
+
+Scope = Literal["active", "history", "as_of", "as_of_history"]
+Kind = Literal["hybrid", "vector", "recent"]
+
+_TERM = re.compile(r"\w+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+_SCOPES: dict[Scope, str] = {
+    "active": "b.status = 'active'",
+    "history": "TRUE",
+    "as_of": "b.valid_from <= %(as_of)s AND (b.valid_to IS NULL OR b.valid_to > %(as_of)s)",
+    "as_of_history": "b.valid_from <= %(as_of)s",
+}
+_COLS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
+_OUT_COLS = ", ".join(f"c.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
+
+# Candidates by similarity: an exact top-N over the user's rows found via (user_id, status),
+# among the vectors of the query's model only (others are found by full text alone).
+_VECTOR_CTE = """
+vec AS (
+  SELECT id, dist, row_number() OVER (ORDER BY dist, id DESC) AS rnk FROM (
+    SELECT b.id, b.embedding <=> q.v AS dist FROM beliefs b, q
+    WHERE b.user_id = %(user_id)s AND {scope} AND b.embedding_model = %(model)s
+    ORDER BY 2, 1 DESC LIMIT %(pool)s) s
+)"""
+# The query's words (as the full-text column makes them), each weighed by its rarity among
+# the user's active beliefs; the common ones left out. Then the matches, scored by the
+# share of that weight they cover.
+_TEXT_CTE = """
+w AS MATERIALIZED (
+  SELECT l.lexeme, ln((n.n + 1.0) / (coalesce(t.beliefs, 0) + 0.5)) AS idf
+  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+        LIMIT %(max_terms)s) l
+  CROSS JOIN (SELECT greatest(1, coalesce(max(u.active_beliefs), 0)) AS n
+              FROM memory_users u WHERE u.user_id = %(user_id)s) n
+  LEFT JOIN belief_terms t ON t.user_id = %(user_id)s AND t.lexeme = l.lexeme
+  WHERE coalesce(t.beliefs, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
+),
+tq AS MATERIALIZED (
+  SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS t, sum(idf) AS total FROM w
+),
+txt AS (
+  SELECT id, score, row_number() OVER (ORDER BY score DESC, id DESC) AS rnk FROM (
+    SELECT b.id,
+           (SELECT sum(w.idf) FROM w WHERE w.lexeme = ANY(tsvector_to_array(b.tsv))) / tq.total
+             AS score
+    FROM beliefs b, tq
+    WHERE b.user_id = %(user_id)s AND {scope} AND b.tsv @@ tq.t
+    ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s
+)"""
+_NO_TEXT_CTE = """
+txt AS (SELECT NULL::bigint AS id, NULL::real AS score, NULL::bigint AS rnk WHERE false)"""
+_RECENCY = (
+    "power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM (%(now)s - GREATEST("
+    "b.valid_from, b.last_confirmed_at, b.updated_at))) / 86400.0 / %(half_life)s)))"
+)
+# Pairs of same-status candidates that say the same thing (each pair once: d.id > a.id);
+# vectors are compared only when one model made both (CASE: never evaluated otherwise).
+_NEAR_CTE = """
+near AS (
+  SELECT a.id, array_agg(d.id) AS near_ids FROM cand a JOIN cand d
+    ON d.id > a.id AND d.status = a.status
+   AND (d.norm_content = a.norm_content
+        OR CASE WHEN a.embedding_model = d.embedding_model
+                THEN {angle_filter}(a.embedding <=> d.embedding) <= %(dup_distance)s
+                ELSE false END)
+  GROUP BY a.id
+)"""
+_TAIL = f"""
+SELECT {_OUT_COLS}, c.embedding_model, c.dist, v.rnk AS vector_rank, t.rnk AS text_rank,
+       t.score AS text_score, n.near_ids, s.src_session, s.src_item, s.src_evidence, s.src_observed,
+       s.src_extractor, s.src_job
+FROM cand c
+LEFT JOIN vec v ON v.id = c.id
+LEFT JOIN txt t ON t.id = c.id
+LEFT JOIN near n ON n.id = c.id
+LEFT JOIN LATERAL (
+  SELECT array_agg(x.session_id ORDER BY x.observed_at DESC, x.id DESC) AS src_session,
+         array_agg(x.item_ref ORDER BY x.observed_at DESC, x.id DESC) AS src_item,
+         array_agg(x.evidence ORDER BY x.observed_at DESC, x.id DESC) AS src_evidence,
+         array_agg(x.observed_at ORDER BY x.observed_at DESC, x.id DESC) AS src_observed,
+         array_agg(x.extractor ORDER BY x.observed_at DESC, x.id DESC) AS src_extractor,
+         array_agg(x.job_id ORDER BY x.observed_at DESC, x.id DESC) AS src_job
+  FROM (SELECT bs.id, bs.session_id, bs.item_ref, bs.evidence, bs.observed_at,
+               bs.extractor, bs.job_id
+        FROM belief_sources bs
+        WHERE bs.user_id = %(user_id)s AND bs.belief_id = c.id
+        ORDER BY bs.observed_at DESC, bs.id DESC LIMIT {SOURCES_PER_BELIEF}) x
+) s ON true"""
+
+
+@dataclass(frozen=True)
+class SnapshotProbe(Generic[T]):
+    """One more value read by the recall statement, in the same snapshot as the beliefs.
+
+    ``sql`` is a query returning one row with one column (aggregate it: ``json_agg``…);
+    it may use ``%(user_id)s`` and the names in ``params``, which must not clash with the
+    recall's own (prefix them). ``parse`` turns the value into ``T``. The job queue uses
+    this for its barrier, so a recall that finds nothing pending needs no round trip of
+    its own; the engine itself knows nothing of what is probed.
+    """
+
+    sql: LiteralString
+    params: Mapping[str, Any]
+    parse: Callable[[Any], T]
+
+
+# The probe's row comes first, so there is one row even when there is no candidate.
+_PROBE_TAIL = """
+SELECT o.*, p.value AS probe_value FROM ({probe}) p(value) LEFT JOIN out o ON true"""
+
+
+@cache
+def _statement(scope: Scope, kind: Kind, probe: str | None = None) -> str:
+    """The one statement for a scope and kind of query (built once, then cached)."""
+    where = _SCOPES[scope]
+    if kind == "recent":
+        body = f"""
+WITH cand AS MATERIALIZED (
+  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, NULL::float8 AS dist
+  FROM beliefs b
+  WHERE b.user_id = %(user_id)s AND {where}
+  ORDER BY {scoring.W_RECENCY} * {_RECENCY} + {scoring.W_CONFIDENCE} * b.confidence DESC,
+           b.id DESC
+  LIMIT %(pool)s
+),
+vec AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false),
+{_NO_TEXT_CTE.strip()},
+{_NEAR_CTE.format(angle_filter="").strip()}"""
+    else:
+        text_cte = _TEXT_CTE if kind == "hybrid" else _NO_TEXT_CTE
+        body = f"""
+WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
+{_VECTOR_CTE.format(scope=where).strip()},
+{text_cte.format(scope=where).strip()},
+ids AS (SELECT id FROM vec UNION SELECT id FROM txt),
+cand AS MATERIALIZED (
+  SELECT c.*, acos(greatest(-1.0, least(1.0, 1.0 - c.dist))) AS angle FROM (
+    SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model,
+           CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END AS dist
+    FROM beliefs b, q
+    WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)) c
+),
+{_NEAR_CTE.format(angle_filter="abs(a.angle - d.angle) <= %(dup_angle)s AND ").strip()}"""
+    if probe is not None:
+        return f"{body},\nout AS ({_TAIL}\n){_PROBE_TAIL.format(probe=probe)}"
+    return body + _TAIL
+
+
+def tsquery_terms(query: str) -> str:
+    """The query's words OR-ed for ``to_tsquery`` (only word characters: no operators)."""
+    words = dict.fromkeys(w.lower() for w in _TERM.findall(query))
+    return " | ".join(list(words)[:MAX_QUERY_TERMS])
+
+
+def _sources(row: Mapping[Any, Any]) -> tuple[Source, ...]:
+    observed = row["src_observed"]
+    if not observed:
+        return ()
+    return tuple(
+        Source(
+            session_id=session,
+            item_ref=item,
+            evidence=evidence,
+            observed_at=at,
+            extractor=extractor,
+            job_id=job,
+        )
+        for session, item, evidence, at, extractor, job in zip(
+            row["src_session"],
+            row["src_item"],
+            row["src_evidence"],
+            observed,
+            row["src_extractor"],
+            row["src_job"],
+            strict=True,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The statement's answer: candidates with their signals, near-duplicate pairs, how many
+    candidates have vectors of another model, and the probe's value."""
+
+    candidates: list[scoring.Candidate]
+    near: dict[int, list[int]]
+    other_model: int
+    probed: Any
+
+
+def scope_of(include_history: bool, as_of: datetime | None) -> Scope:
+    if as_of is not None:
+        return "as_of_history" if include_history else "as_of"
+    return "history" if include_history else "active"
+
+
+async def fetch(
+    parts: EngineParts,
+    user_id: str,
+    query: str,
+    scope: Scope,
+    now: datetime,
+    *,
+    pool: int,
+    as_of: datetime | None = None,
+    probe: SnapshotProbe[Any] | None = None,
+    common_share: float = COMMON_SHARE,
+) -> Fetched:
+    """Run the statement for ``query`` (already cleaned) over the user's rows in ``scope``."""
+    model = parts.embedder.name
+    params: dict[str, Any] = {
+        "user_id": user_id,
+        "pool": pool,
+        "dup_distance": _DUP_DISTANCE,
+        "model": model,
+    }
+    if probe is not None:
+        params.update(probe.params)
+    if as_of is not None:
+        params["as_of"] = as_of
+    if query:
+        kind: Kind = "hybrid" if tsquery_terms(query) else "vector"
+        [vec] = await parts.embedder.embed([query])
+        params.update(
+            qvec=vector_literal(vec),
+            query=query,
+            max_terms=MAX_QUERY_TERMS,
+            common_share=common_share,
+            common_min=COMMON_MIN,
+            dup_angle=_DUP_ANGLE,
+        )
+    else:
+        kind = "recent"
+        params.update(now=now, half_life=scoring.HALF_LIFE_DAYS)
+    statement = _statement(scope, kind, probe.sql if probe is not None else None)
+    # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
+    rows = await parts.db.direct.fetch(statement, params)
+    probed = None
+    if probe is not None:
+        probed = probe.parse(rows[0]["probe_value"])
+        rows = [r for r in rows if r["id"] is not None]
+    candidates: list[scoring.Candidate] = []
+    near: dict[int, list[int]] = {}
+    for row in rows:
+        belief: Belief = belief_from_row(row, _sources(row))
+        dist = row["dist"]
+        candidates.append(
+            scoring.Candidate(
+                belief=belief,
+                vector_rank=row["vector_rank"],
+                vector_similarity=None if dist is None else 1.0 - float(dist),
+                text_rank=row["text_rank"],
+                text_score=None if row["text_score"] is None else float(row["text_score"]),
+                other_model=row["embedding_model"] != model,
+            )
+        )
+        for other in row["near_ids"] or ():
+            near.setdefault(belief.id, []).append(other)
+            near.setdefault(other, []).append(belief.id)
+    others = sum(c.other_model for c in candidates)
+    return Fetched(candidates, near, others, probed)

@@ -1,0 +1,114 @@
+"""The actions (POST): correct, forget, retry, erase. Each needs the CSRF token and goes
+through the same engine and job-store calls as the library, recorded as the inspector's."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ..engine.ops import Provenance
+from ..logs import get_logger
+from .context import Context, form_of, form_text
+from .data import PageError, belief_of, known_user, record_id, user_id
+from .markup import href
+from .views_tools import erase_page, receipt_page
+
+log = get_logger(__name__)
+
+SOURCE = "inspector"
+"""The extractor name the ledger and the provenance record for changes made here."""
+INSPECTOR = Provenance(extractor=SOURCE)
+
+
+def _see(path: str, **params: object) -> RedirectResponse:
+    return RedirectResponse(href(path, **params), status_code=303)
+
+
+async def correct(ctx: Context, request: Request) -> Response:
+    form = await form_of(ctx, request)
+    engine = await ctx.engine()
+    view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
+    user = view.user_id
+    bid = record_id(form_text(form, "id"), user=user)
+    text = form_text(form, "text")
+    belief = await belief_of(engine, user, bid)
+    if belief.status != "active":
+        raise PageError(
+            409,
+            "Not active",
+            f"Belief #{bid} is {belief.status}; only active beliefs can be corrected.",
+            user=user,
+        )
+    if not text:
+        raise PageError(400, "Empty correction", "The corrected text must not be empty.", user=user)
+    if text == belief.content:
+        raise PageError(
+            400, "Nothing to correct", "The new text is the same as the old one.", user=user
+        )
+    reason = form_text(form, "reason") or "corrected in the memory browser"
+    result = await engine.correct(user, bid, text, reason=reason, provenance=INSPECTOR)
+    new_id = result.changes[0].belief_id
+    log.info("ui: corrected belief #%d of a user into #%d", bid, new_id)
+    return _see("/belief", u=user, id=new_id, done="corrected")
+
+
+async def forget(ctx: Context, request: Request) -> Response:
+    form = await form_of(ctx, request)
+    engine = await ctx.engine()
+    view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
+    user = view.user_id
+    bid = record_id(form_text(form, "id"), user=user)
+    reason = form_text(form, "reason")
+    belief = await belief_of(engine, user, bid)
+    if belief.status != "active":
+        raise PageError(
+            409,
+            "Not active",
+            f"Belief #{bid} is already {belief.status}; only active beliefs can be forgotten.",
+            user=user,
+        )
+    if not reason:
+        raise PageError(
+            400, "No reason", "Say why the belief is forgotten; the ledger keeps it.", user=user
+        )
+    await engine.forget(user, bid, reason, provenance=INSPECTOR)
+    log.info("ui: forgot belief #%d of a user", bid)
+    return _see("/belief", u=user, id=bid, done="forgotten")
+
+
+async def retry(ctx: Context, request: Request) -> Response:
+    form = await form_of(ctx, request)
+    store = await ctx.jobs()
+    view = await known_user(await ctx.engine(), store, user_id(form_text(form, "u") or None))
+    job_id = record_id(form_text(form, "id"), "job", user=view.user_id)
+    job = await store.retry(job_id, now=(await ctx.engine()).clock(), user_id=view.user_id)
+    if job is None:
+        raise PageError(
+            404,
+            "No such failed job",
+            f"User {view.user_id!r} has no failed job #{job_id}.",
+            user=view.user_id,
+        )
+    log.info("ui: job #%d sent back to the queue", job_id)
+    return _see("/jobs", u=view.user_id, done="retried")
+
+
+async def erase(ctx: Context, request: Request) -> Response:
+    form = await form_of(ctx, request)
+    engine = await ctx.engine()
+    view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
+    if view.erased:
+        raise PageError(
+            409, "Already erased", f"User {view.user_id!r} was erased already.", user=view.user_id
+        )
+    confirm = form.get("confirm")
+    if confirm != view.user_id:
+        page = erase_page(
+            view,
+            ctx.access.csrf,
+            error="The confirmation does not match the user id; nothing was erased.",
+        )
+        return HTMLResponse(page, status_code=400)
+    receipt = await engine.erase_user(view.user_id)
+    log.info("ui: erased a user (%d rows)", receipt.total)
+    return HTMLResponse(receipt_page(receipt))

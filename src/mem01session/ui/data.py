@@ -1,0 +1,175 @@
+"""What the pages show, read through the engine and the job store: nothing here writes.
+
+Every read but :func:`user_rows` is scoped to one user. An unknown user, a malformed id
+or another user's belief raise :class:`PageError` with the status the page answers with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..checks import MAX_ID_CHARS, check_id
+from ..engine import BeliefEngine
+from ..engine.records import Belief, LedgerEvent, UserSummary
+from ..errors import BeliefNotFoundError, ConfigError
+from ..queue.jobs import JobCounts, JobStore
+
+MAX_BIGINT = 2**63 - 1
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+class PageError(Exception):
+    """A request the browser answers with an error page (400, 403, 404, 409…)."""
+
+    def __init__(self, status: int, title: str, message: str, *, user: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.title = title
+        self.message = message
+        self.user = user
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """One line of the users page: durable memory and open jobs of one user."""
+
+    user_id: str
+    summary: UserSummary | None
+    jobs: JobCounts | None
+
+    @property
+    def last_activity(self) -> datetime | None:
+        moments = [
+            m
+            for m in (self.summary and self.summary.updated_at, self.jobs and self.jobs.updated_at)
+            if m
+        ]
+        return max(moments, default=None)
+
+    @property
+    def erased(self) -> bool:
+        return self.summary is not None and self.summary.erased
+
+
+@dataclass(frozen=True)
+class UserView:
+    """A known user: their summary (None when only jobs exist yet) and job counts."""
+
+    user_id: str
+    summary: UserSummary | None
+    jobs: JobCounts
+
+    @property
+    def erased(self) -> bool:
+        return self.summary is not None and self.summary.erased
+
+
+async def user_rows(
+    engine: BeliefEngine, jobs: JobStore, contains: str | None, limit: int
+) -> tuple[list[UserRow], bool]:
+    """Users with memory or open jobs, most recent activity first; and whether more exist."""
+    summaries = {s.user_id: s for s in await engine.users(contains=contains, limit=limit + 1)}
+    more = len(summaries) > limit
+    open_jobs = await jobs.open_by_user(contains=contains)
+    rows = [UserRow(u, summaries.get(u), open_jobs.get(u)) for u in {*summaries, *open_jobs}]
+    rows.sort(key=lambda r: (r.last_activity or _EPOCH, r.user_id), reverse=True)
+    return rows[:limit], more or len(rows) > limit
+
+
+def user_id(value: str | None) -> str:
+    """The ``u`` parameter: a user id as the library accepts it, else 400."""
+    if value is None or not value.strip():
+        raise PageError(400, "No user given", "This page needs a user id (the u parameter).")
+    try:
+        return check_id("user id", value)
+    except ConfigError as exc:
+        shown = value if len(value) <= MAX_ID_CHARS else value[:40] + "…"
+        raise PageError(400, "Not a user id", f"{shown!r}: {exc}") from None
+
+
+def record_id(value: str | None, what: str = "belief", *, user: str | None = None) -> int:
+    """A positive integer id from a parameter, else 400."""
+    text = (value or "").strip().lstrip("#")
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_BIGINT:
+        shown = (value or "")[:40]
+        raise PageError(
+            400, f"Not a {what} id", f"A {what} id is a positive integer, got {shown!r}.", user=user
+        )
+    return int(text)
+
+
+async def known_user(engine: BeliefEngine, jobs: JobStore, user: str) -> UserView:
+    """The user, if anything durable was ever recorded for them (an erased user is known)."""
+    summary = await engine.user(user)
+    counts = await jobs.counts(user)
+    if summary is None and not counts.counts:
+        raise PageError(404, "Unknown user", f"No memory is recorded for user {user!r}.", user=None)
+    return UserView(user, summary, counts)
+
+
+async def belief_of(engine: BeliefEngine, user: str, belief_id: int) -> Belief:
+    """The user's belief; another user's id answers exactly like a missing one."""
+    try:
+        return await engine.get(user, belief_id)
+    except BeliefNotFoundError:
+        raise PageError(
+            404, "Unknown belief", f"User {user!r} has no belief #{belief_id}.", user=user
+        ) from None
+
+
+MAX_VERSIONS = 25
+"""How many linked beliefs (supersede and merge chains) a belief page follows."""
+
+REPLACING_OPS = ("SUPERSEDE", "CORRECT", "MERGE")
+
+
+@dataclass(frozen=True)
+class BeliefHistory:
+    """A belief, the versions linked to it, and the ledger events of them all.
+
+    The versions are the beliefs reachable through supersede, correct and merge links in
+    either direction (``Lives in NYC`` -> ``Lives in SF`` -> ``Lives in Oakland``), oldest
+    first, this one included.
+    """
+
+    belief: Belief
+    versions: list[Belief]
+    events: list[LedgerEvent]
+
+    def source_of(self, event: LedgerEvent) -> str | None:
+        """Who made ``event``: recorded in the ledger, else the extractor of a source written
+        by the same job."""
+        if event.source:
+            return event.source
+        if event.job_id is None:
+            return None
+        found = (s.extractor for b in self.versions for s in b.sources if s.job_id == event.job_id)
+        return next((x for x in found if x), None)
+
+
+async def belief_history(engine: BeliefEngine, user: str, belief_id: int) -> BeliefHistory:
+    """The belief, its linked versions (at most :data:`MAX_VERSIONS`) and their events."""
+    belief = await belief_of(engine, user, belief_id)
+    versions = {belief.id: belief}
+    events: dict[int, LedgerEvent] = {}
+    frontier = [belief]
+    while frontier:
+        current = frontier.pop()
+        linked: list[int] = []
+        for event in await engine.ledger(user, belief_id=current.id, limit=500):
+            events[event.id] = event
+            if event.belief_id == current.id and event.op in REPLACING_OPS:
+                linked.extend(event.related_ids)  # what this one replaced
+        linked += [i for i in (current.superseded_by, current.merged_into) if i is not None]
+        for other in dict.fromkeys(linked):
+            if other in versions or len(versions) >= MAX_VERSIONS:
+                continue
+            try:
+                found = await engine.get(user, other)
+            except BeliefNotFoundError:  # pragma: no cover - ledger ids are the user's own
+                continue
+            versions[other] = found
+            frontier.append(found)
+    ordered = sorted(versions.values(), key=lambda b: (b.valid_from, b.id))
+    return BeliefHistory(belief, ordered, sorted(events.values(), key=lambda e: e.id))

@@ -1,0 +1,52 @@
+"""Full-text matches weigh words by how rare they are among the user's own beliefs."""
+
+from __future__ import annotations
+
+from mem01session.engine import BeliefEngine, Op, Provenance, RecallRequest
+
+PROV = Provenance(session_id="s1", extractor="test")
+FACTS = [
+    "Caroline likes hiking in the mountains",
+    "Caroline works as a nurse",
+    "Caroline has two cats",
+    "Caroline paints landscapes",
+    "Melanie lives in Oslo",
+]
+
+
+async def _text_matches(engine: BeliefEngine, user: str, query: str) -> dict[str, float]:
+    ranked = await engine.search(user, RecallRequest(query, explain=True), limit=10)
+    return {s.belief.content: s.signals["text"] for s in ranked if s.signals["text_rank"]}
+
+
+async def test_a_word_in_most_of_the_users_beliefs_matches_nothing_by_itself(
+    engine: BeliefEngine, uid: str
+) -> None:
+    await engine.apply(uid, [Op.add(f) for f in FACTS], provenance=PROV)
+    matches = await _text_matches(engine, uid, "What does Caroline paint?")
+    assert list(matches) == ["Caroline paints landscapes"]  # not every Caroline fact
+    assert matches["Caroline paints landscapes"] == 1.0  # it covers all the query's weight
+    ranked = await engine.search(uid, RecallRequest("What does Caroline paint?"), limit=1)
+    assert ranked[0].belief.content == "Caroline paints landscapes"
+
+
+async def test_a_match_on_rarer_words_scores_higher(engine: BeliefEngine, uid: str) -> None:
+    facts = [*FACTS, "Caroline's cats are called Luna and Bella", "Melanie has a cat"]
+    await engine.apply(uid, [Op.add(f) for f in facts], provenance=PROV)
+    matches = await _text_matches(engine, uid, "What are the names of Melanie's cats?")
+    assert 0 < matches["Melanie has a cat"] < 1.0  # "cat" is shared by three beliefs
+    assert matches["Melanie lives in Oslo"] < matches["Melanie has a cat"]
+
+
+async def test_word_counts_follow_the_beliefs_through_their_lifecycle(
+    engine: BeliefEngine, uid: str
+) -> None:
+    result = await engine.apply(uid, [Op.add(f) for f in FACTS], provenance=PROV)
+    paints = result.changes[3].belief_id
+    # Once most beliefs stop mentioning Caroline, the name becomes a useful word again.
+    for change in result.changes[:3]:
+        await engine.forget(uid, change.belief_id, "no longer true")
+    matches = await _text_matches(engine, uid, "What does Caroline do?")
+    assert "Caroline paints landscapes" in matches
+    await engine.correct(uid, paints, "Melanie paints portraits")
+    assert "Caroline" not in " ".join(await _text_matches(engine, uid, "Caroline"))
