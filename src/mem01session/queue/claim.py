@@ -78,7 +78,7 @@ async def claim_jobs(
     oldest unfinished job of its user, in the order step 1 found their users."""
     leased: list[J] = []
     tried: list[str] = []
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS if limit > 0 else 0):
         scan = 2 * (limit - len(leased))
         found = await pool.fetch(_FIND, {"now": now, "skip": tried, "scan": scan})
         for row in found:

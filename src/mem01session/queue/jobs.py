@@ -2,10 +2,10 @@
 statement on ``memory_jobs``.
 
 A job is claimed under a lease (``FOR UPDATE SKIP LOCKED``, one user at a time: see
-:mod:`.claim`), processed, and marked done
-*inside the transaction that applies its ops* (:meth:`JobStore.done_hook`), so a retry
-after a crash can never apply a turn twice. Jobs of one user are processed in order: only
-the oldest unfinished job of a user can be claimed.
+:mod:`.claim`), processed, and marked done *inside the transaction that applies its ops*
+(:meth:`JobStore.done_hook`), so a retry after a crash can never apply a turn twice. Jobs
+of one user are processed in order: only the oldest unfinished job of a user can be
+claimed.
 
 Two statements elsewhere touch the table, through documented interfaces: the engine's
 recall runs :meth:`JobStore.progress_probe` in its own snapshot (a barrier that finds
