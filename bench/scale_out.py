@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -226,6 +227,11 @@ async def _cluster(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def tidy(doc: str) -> str:
+    """One blank line before every section heading (a replaced section ends without one)."""
+    return re.sub(r"([^\n])\n## ", r"\1\n\n## ", doc)
+
+
 def _command(argv: list[str]) -> str:
     """The command line as run, the coordinator's URL (which may hold a password) elided."""
     shown = ["python -m bench.scale_out"]
@@ -276,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         doc = args.doc.read_text() if args.doc.exists() else "# Scale-out\n"
         for text in sections:
             doc = replace_section(doc, text.splitlines()[0].removeprefix("## "), text)
-        args.doc.write_text(doc)
+        args.doc.write_text(tidy(doc))
 
 
 if __name__ == "__main__":
