@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 from . import embedder, fusion, latency, notes, overhead, quality, tokens_bench, write_bench
@@ -97,39 +96,37 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
         if "quality" in which:
             t = time.perf_counter()
             q = await quality.run(server, emb, args.locomo, log)
-            charts["quality"] = {k: asdict(s) for k, s in q.summaries.items()}
+            charts["quality"] = {**quality.chart_data(q), "__ceiling__": q.ceiling}
+            same = quality.deterministic(q)
             note = (
                 f"{q.conversations} conversation(s), {q.facts} observation facts as beliefs, "
-                f"{q.queries} QAs of categories 1-4 with evidence. Deterministic (one run). "
-                "@5/@10: the system's ranked list (this project: `engine.search(limit=10)`; "
-                "mem0: `Memory.search(top_k=20)`; mem01-engine: `recall(k=10)` without a "
-                "budget). Block: this project's and mem01-engine's own 800-token blocks; for "
-                "mem0 and the baselines, which render none, their ranked results as `- text` "
-                "lines under a one-line header, packed to 800 tokens. Tokens counted with the "
-                "one tokenizer named above, on the text each system would put in the prompt. "
-                "Load time per fact (ms, one ADD per call): "
+                f"{q.queries} QAs of categories 1-4 with evidence; the question text stripped "
+                "of surrounding whitespace for every system. Every system was asked for "
+                f"{quality.CANDIDATES} candidates (this project: its own two lists of "
+                "50); @5/@10 come from the ranked list (this project: `engine.search`; mem0: "
+                "`Memory.search`; mem01-engine: `recall` without a budget). In block: this "
+                "project's and mem01-engine's own blocks at each budget; mem0 and the "
+                "baselines, which render none, have their ranked results packed as `- text` "
+                "lines under a one-line header. Tokens counted with the one tokenizer named "
+                "above, on the text each system would put in the prompt. The evaluation ran "
+                f"{len(q.runs)} times on fresh databases; figures marked † differed between "
+                f"runs (the first run's shown); every figure agreed for: "
+                f"{', '.join(same) or 'none'}. Load time per fact (ms, one ADD per call): "
                 f"{json.dumps({k: round(v, 1) for k, v in q.load_ms_per_fact.items()})}. "
-                f"Failures: {q.failures or 'none'}. Took {time.perf_counter() - t:.0f} s."
+                f"Failures: {q.failures or 'none'}. Took {time.perf_counter() - t:.0f} s.\n\n"
+                "In-block recall per LoCoMo category (800 tokens):\n\n" + quality.categories(q)
             )
             sections["Retrieval quality (LoCoMo)"] = _section(
                 "Retrieval quality (LoCoMo)", f"python -m bench quality --locomo {args.locomo}",
-                facts, f"{quality.table(q)}\n\n{note}\n\n![recall](img/bench-recall.png)",
+                facts,
+                f"{quality.table(q)}\n\n{note}\n\n![recall versus budget](img/bench-recall.png)",
             )  # fmt: skip
         if "fusion" in which:
             t = time.perf_counter()
             fr = await fusion.run(server, emb, args.locomo)
             sections["Choosing the fusion"] = _section(
                 "Choosing the fusion", f"python -m bench fusion --locomo {args.locomo}", facts,
-                fusion.table(fr) + f"\n\nLoCoMo {fr.conversation} only: {fr.facts} observation "
-                f"facts as one user's beliefs, each stated on its session's date (so recency "
-                f"varies), and the {fr.queries} questions of categories 1-4 that have evidence. "
-                "Each question's candidates (50 by vector, 50 by full text) are fetched once "
-                "per word cutoff and ranked, near-duplicates dropped and packed by each "
-                "variant; @5/@10 come from the ranked list, \"in block\" from the packed block "
-                "at each token budget. Evidence any observation covers at all (the ceiling): "
-                f"{fr.ceiling:.3f}. One question is {1 / fr.queries:.4f}: small differences are "
-                "one or two questions. The variant in bold is the library's default. "
-                f"Took {time.perf_counter() - t:.0f} s.",
+                fusion.table(fr) + fusion.note(fr) + f" Took {time.perf_counter() - t:.0f} s.",
             )  # fmt: skip
         if "tokens" in which:
             tk = await tokens_bench.run(server, emb)

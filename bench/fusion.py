@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from mem01session.engine import Op, Provenance
-from mem01session.engine.candidates import Fetched, fetch
+from mem01session.engine.candidates import Fetched, fetch, pool_for
 from mem01session.engine.read import clean_query
 from mem01session.engine.render import Style, asks_when, render_block
 from mem01session.engine.scoring import Fusion, drop_near_duplicates, score
@@ -102,15 +102,17 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path) -> FusionR
         await _load(engine, conv, clock)
         now = max(f.observed_at for f in conv.facts if f.observed_at) + timedelta(days=1)
         clock.now = now
+        pools = {pool_for(b) for b in BUDGETS}
         fetched = {
-            share: [
+            (share, pool): [
                 await fetch(
-                    engine.parts, conv.user_id, clean_query(t), "active", now, pool=50,
+                    engine.parts, conv.user_id, clean_query(t), "active", now, pool=pool,
                     common_share=share,
                 )
                 for _, t in questions
             ]
             for share in SHARES
+            for pool in pools
         }  # fmt: skip
         counter = engine.token_counter
     finally:
@@ -123,7 +125,7 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path) -> FusionR
         per_budget = {
             b: [
                 _answer(got, t, now, v.fusion, counter, b)
-                for got, (_, t) in zip(fetched[v.share], questions, strict=True)
+                for got, (_, t) in zip(fetched[v.share, pool_for(b)], questions, strict=True)
             ]
             for b in BUDGETS
         }
@@ -159,3 +161,17 @@ def table(r: FusionResult, highlight: Sequence[str] = (CHOSEN,)) -> str:
         cells = " | ".join(f"{row.in_block[b]:.3f}" for b in BUDGETS)
         lines.append(f"| {name} | {row.at5:.3f} | {row.at10:.3f} | {cells} |")
     return "\n".join(lines)
+
+
+def note(r: FusionResult) -> str:
+    return (
+        f"\n\nLoCoMo {r.conversation} only: {r.facts} observation facts as one user's "
+        "beliefs, each stated on its session's date (so recency varies), and the "
+        f"{r.queries} questions of categories 1-4 that have evidence. Each question's "
+        "candidates are fetched once per word cutoff (as many as the library fetches for "
+        "each budget) and ranked, near-duplicates dropped and packed by each variant; "
+        '@5/@10 come from the ranked list, "in block" from the packed block at each token '
+        f"budget. Evidence any observation covers at all (the ceiling): {r.ceiling:.3f}. "
+        f"One question is {1 / r.queries:.4f}: small differences are one or two questions. "
+        "The variant in bold is the library's default."
+    )

@@ -108,3 +108,49 @@ def test_a_compatible_server_serves_other_models() -> None:
     )
     emb = default_embedder(settings)
     assert isinstance(emb, OpenAIEmbedder) and emb.name == "nomic-embed-text" and emb.dim == 768
+
+
+def _server(status: int, body: object) -> OpenAIEmbedder:
+    from openai import AsyncOpenAI
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(status, json=body)
+
+    client = AsyncOpenAI(
+        api_key="sk-test-unused-0000",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    return OpenAIEmbedder("local-embed", dim=3, client=client, base_url="http://127.0.0.1:9/v1")
+
+
+def _data(*embeddings: object) -> dict[str, object]:
+    return {
+        "object": "list",
+        "model": "local-embed",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(embeddings)
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (200, _data([[0.1, 0.2, 0.3]] * 5), "a list of 5 vectors of 3 numbers per text"),
+        (200, _data([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]), "2 vectors for 1 texts"),
+        (200, _data([0.1, 0.2]), "returned 2-d vectors .* MEM01_EMBEDDING_DIM=2"),
+        (200, _data(["x", "y", "z"]), "something other than numbers"),
+        (500, {"error": {"message": "Llama model must be created with embedding=True"}}, "500"),
+    ],
+)
+async def test_a_server_answer_that_is_not_one_vector_per_text_is_a_clear_error(
+    status: int, body: object, message: str
+) -> None:
+    from mem01session.errors import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match=message) as info:
+        await _server(status, body).embed(["Lives in Lisbon"])
+    assert "127.0.0.1:9" in str(info.value) and "local-embed" in str(info.value)
+    assert "sk-test" not in str(info.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 
 import pytest
 
@@ -10,7 +11,7 @@ from mem01session import Settings
 from mem01session.db import Database
 from mem01session.errors import ConfigError, DatabaseError
 from mem01session.logs import get_logger
-from mem01session.redaction import redact
+from mem01session.redaction import dsn_secrets, redact
 
 PASSWORD = "pw-SENTINEL-7f3a"
 API_KEY = "sk-test-SENTINEL-9c1e77aa"
@@ -89,3 +90,76 @@ def test_redact_masks_unregistered_shapes(text: str) -> None:
     out = redact(text)
     assert PASSWORD not in out
     assert "sk-unregistered0123456789" not in out
+
+
+# -- finding 6 of issue 14: malformed URLs and values that are not URLs ------------------
+
+
+async def test_a_password_with_an_unescaped_at_never_shows(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # libpq reads the password up to the first "@" and the rest as part of the host, and
+    # says so: "failed to resolve host 'Passw0rd-8e4d@127.0.0.1'".
+    caplog.set_level(logging.DEBUG)
+    pieces = ("S3cret-5a0c", "Passw0rd-8e4d")
+    url = f"postgresql://mem01:{pieces[0]}@{pieces[1]}@127.0.0.1:1/mem01"
+    settings = Settings.from_env({"MEM01_DATABASE_URL": url})
+    with pytest.raises(DatabaseError) as info:
+        await Database.open(settings.database_url)
+    # What anyone sees: the message, the traceback as printed, the logs. (The driver's
+    # own exception stays reachable as the suppressed ``__context__``, never printed.)
+    printed = "".join(traceback.format_exception(info.value))
+    texts = [repr(settings), str(settings), str(info.value), repr(info.value), printed]
+    texts.append(caplog.text)
+    assert "127.0.0.1" in str(info.value)  # the message still says where it went
+    for text in texts:
+        for piece in pieces:
+            assert piece not in text
+
+
+@pytest.mark.parametrize(
+    ("dsn", "expected"),
+    [
+        # libpq's reading, urllib's reading, and the pieces between them
+        ("postgresql://u:S3cret@Passw0rd@h/db", {"S3cret", "Passw0rd", "S3cret@Passw0rd"}),
+        ("postgresql://u:S3cret/Passw0rd@h/db", {"S3cret", "Passw0rd", "S3cret/Passw0rd"}),
+        ("postgresql://u:S3cret%40Pw@h/db", {"S3cret%40Pw", "S3cret@Pw", "S3cret", "Pw"}),
+        ("postgresql://h/db?sslmode=require&password=S3cretPw", {"S3cretPw"}),
+        ("host=h password='S3cretPw' dbname=x", {"S3cretPw"}),
+        ("postgresql://u:pw@h/db?options=a@b", {"pw"}),
+        ("postgresql://u@h/db", set()),
+    ],
+)
+def test_every_reading_of_a_dsn_password_is_registered(dsn: str, expected: set[str]) -> None:
+    assert dsn_secrets(dsn) == expected
+
+
+def test_a_value_that_is_not_a_url_is_not_echoed() -> None:
+    for value, shape in (
+        ("not a url at all S3cretPassw0rd", "not a URL"),
+        ("S3cretPassw0rd", "not a URL"),
+        ("mysql://bob:S3cretPassw0rd@h/db", "a mysql:// URL"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            Settings.from_env({"MEM01_DATABASE_URL": value})
+        message = str(info.value)
+        assert "S3cretPassw0rd" not in message and "not a url at" not in message
+        assert "MEM01_DATABASE_URL" in message and "postgresql://" in message
+        assert shape in message
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("'postgresql://h/db?password=S3cretPw'", "'postgresql://h/db?password=***'"),
+        ('"postgresql://h/db?password=S3cretPw&x=1"', '"postgresql://h/db?password=***&x=1"'),
+        ("host=h password='two words' dbname=x", "host=h password=*** dbname=x"),
+        ("password = S3cretPw; next", "password = ***; next"),
+        ("'postgresql://u:S3cret@Passw0rd@h:5432/db'", "'postgresql://u:***@h:5432/db'"),
+        ("postgresql://u:pa/ss@h/db", "postgresql://u:***@h/db"),
+        ("redis://:S3cretPw@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("see https://example.com:8080/path and mail me@example.com", None),
+    ],
+)
+def test_structural_masks_keep_the_text_around_them(text: str, masked: str | None) -> None:
+    assert redact(text) == (text if masked is None else masked)

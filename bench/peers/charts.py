@@ -42,18 +42,21 @@ def latency(data: dict, out: Path) -> None:
 
 
 def quality(data: dict, out: Path) -> None:
-    names = list(data)
-    keys = [("at5", "@5"), ("at10", "@10"), ("in_block", "in 800-token block")]
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    width = 0.8 / len(keys)
-    for i, (key, label) in enumerate(keys):
-        xs = [n + i * width for n in range(len(names))]
-        ax.bar(xs, [data[n][key] for n in names], width, label=label)
-    ax.set_xticks([n + width for n in range(len(names))], names, rotation=15, fontsize=8)
-    ax.set_ylabel("recall_any")
-    ax.set_ylim(0, 1)
-    ax.set_title("LoCoMo retrieval: recall_any per system")
-    ax.legend(fontsize=8)
+    """Evidence in the block against the block's token budget, one line per system."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ceiling = data.pop("__ceiling__", None)
+    for name, by_budget in data.items():
+        budgets = sorted(int(b) for b in by_budget)
+        ax.plot(budgets, [by_budget[str(b)] for b in budgets], marker="o", label=name)
+    if ceiling is not None:
+        ax.axhline(ceiling, ls=":", color="grey", label="ceiling (evidence covered at all)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(budgets, [str(b) for b in budgets])
+    ax.set_xlabel("memory block budget, tokens")
+    ax.set_ylabel("questions whose evidence is in the block")
+    ax.set_title("LoCoMo retrieval: recall versus budget")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(out / "bench-recall.png", dpi=110)
 

@@ -88,10 +88,15 @@ def _items(packed: Any) -> list[dict[str, Any]]:
 
 
 def recall(req: dict[str, Any]) -> dict[str, Any]:
+    """The ranking (``k`` results, no budget) and mem01-engine's own block at each budget,
+    packed from the same ``k`` candidates."""
     args = (req["user"], req["query"], req["vector"])
-    ranked = _recall(*args, k=req["k"], budget=10**6)  # no budget: the ranking itself
-    packed, ms = timed(lambda: _recall(*args, k=20, budget=req["budget"]))
-    return {"ms": ms, "items": _items(ranked), "block": _items(packed), "text": packed.text}
+    ranked, ms = timed(lambda: _recall(*args, k=req["k"], budget=10**6))
+    blocks = {}
+    for budget in req["budgets"]:
+        packed = _recall(*args, k=req["k"], budget=budget)
+        blocks[str(budget)] = {"items": _items(packed), "text": packed.text}
+    return {"ms": ms, "items": _items(ranked), "blocks": blocks}
 
 
 def latency(req: dict[str, Any]) -> dict[str, Any]:

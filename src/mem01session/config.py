@@ -14,23 +14,36 @@ variable                   meaning
 ``MEM01_EMBEDDING_DIM``    embedding dimension asked of a server (default: the model's)
 ``MEM01_EMBEDDING_MODEL_PATH`` another copy of the local model's ``model.onnx``
 ``MEM01_EMBEDDING_MODEL_VERIFY`` ``0`` skips the local model file's sha256 check
+``MEM01_LLM_MAX_TOKENS``   most tokens an extraction answer may take (default 1024)
+``MEM01_LLM_TIMEOUT``      seconds one extraction call may take (default 60)
+``MEM01_OPENAI_API``       ``responses`` or ``chat``: the API the demo's answering model
+                           speaks (default: ``responses`` for OpenAI, ``chat`` when
+                           ``OPENAI_BASE_URL`` names another server)
+``MEM01_MEMORY_PLACEMENT`` where the memory block goes: ``auto`` (default), ``system``,
+                           ``user`` or ``instructions``
 =========================  ==========================================================
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
 from .errors import ConfigError
-from .redaction import redact_dsn, register_secret
+from .redaction import dsn_secrets, redact_dsn, register_secret
 
 DEFAULT_LLM_MODEL = "gpt-4.1-mini"
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+DEFAULT_LLM_MAX_TOKENS = 1024
+DEFAULT_LLM_TIMEOUT = 60.0
+OPENAI_APIS = ("responses", "chat")
+MEMORY_PLACEMENTS = ("auto", "system", "user", "instructions")
 _ROOT_HOME = Path("/var/lib/mem01session")
 
 
@@ -63,6 +76,10 @@ class Settings:
     embedding_base_url: str | None = None
     embedding_model_path: Path | None = None
     embedding_model_verify: bool = True
+    llm_max_tokens: int = DEFAULT_LLM_MAX_TOKENS
+    llm_timeout: float = DEFAULT_LLM_TIMEOUT
+    openai_api: str | None = None
+    memory_placement: str = "auto"
 
     def __post_init__(self) -> None:
         register_secret(self.openai_api_key)
@@ -70,12 +87,30 @@ class Settings:
             _register_dsn_password(self.database_url)
             if not self.database_url.startswith(("postgresql", "postgres")):
                 raise ConfigError(
-                    "MEM01_DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@"
-                    f"host:port/db), got {redact_dsn(self.database_url)!r}"
+                    "MEM01_DATABASE_URL must be a PostgreSQL URL such as "
+                    f"postgresql://user:password@host:5432/dbname; {_shape(self.database_url)}"
                 )
         if self.embedding_dim is not None and not 1 <= self.embedding_dim <= 16000:
             raise ConfigError(
                 f"MEM01_EMBEDDING_DIM must be between 1 and 16000, got {self.embedding_dim}"
+            )
+        if not 1 <= self.llm_max_tokens <= 1_000_000:
+            raise ConfigError(
+                f"MEM01_LLM_MAX_TOKENS must be between 1 and 1000000, got {self.llm_max_tokens}"
+            )
+        if not 0 < self.llm_timeout <= 3600:
+            raise ConfigError(
+                f"MEM01_LLM_TIMEOUT must be more than 0 and at most 3600 seconds, "
+                f"got {self.llm_timeout:g}"
+            )
+        if self.openai_api is not None and self.openai_api not in OPENAI_APIS:
+            raise ConfigError(
+                f"MEM01_OPENAI_API must be 'responses' or 'chat', got {self.openai_api!r}"
+            )
+        if self.memory_placement not in MEMORY_PLACEMENTS:
+            raise ConfigError(
+                "MEM01_MEMORY_PLACEMENT must be one of "
+                f"{', '.join(MEMORY_PLACEMENTS)}, got {self.memory_placement!r}"
             )
 
     @classmethod
@@ -101,6 +136,8 @@ class Settings:
         verify = (get("MEM01_EMBEDDING_MODEL_VERIFY") or "1").lower()
         if verify not in ("0", "1", "true", "false", "yes", "no"):
             raise ConfigError(f"MEM01_EMBEDDING_MODEL_VERIFY must be 1 or 0, got {verify!r}")
+        max_tokens = _number(get, "MEM01_LLM_MAX_TOKENS", int, DEFAULT_LLM_MAX_TOKENS)
+        timeout = _number(get, "MEM01_LLM_TIMEOUT", float, DEFAULT_LLM_TIMEOUT)
         return cls(
             database_url=get("MEM01_DATABASE_URL") or get("DATABASE_URL"),
             home=Path(home).expanduser() if home else default_home(),
@@ -112,7 +149,21 @@ class Settings:
             embedding_base_url=get("MEM01_EMBEDDING_BASE_URL"),
             embedding_model_path=Path(model_path).expanduser() if model_path else None,
             embedding_model_verify=verify in ("1", "true", "yes"),
+            llm_max_tokens=max_tokens,
+            llm_timeout=timeout,
+            openai_api=(get("MEM01_OPENAI_API") or "").lower() or None,
+            memory_placement=(get("MEM01_MEMORY_PLACEMENT") or "auto").lower(),
         )
+
+    @property
+    def model_api(self) -> str:
+        """The API the answering model speaks, ``responses`` or ``chat``:
+        ``MEM01_OPENAI_API``, else ``responses`` for OpenAI's own API and ``chat`` for any
+        other server at ``OPENAI_BASE_URL`` (vLLM, Ollama, llama.cpp and LM Studio all
+        speak Chat Completions; not all serve ``/v1/responses``)."""
+        if self.openai_api is not None:
+            return self.openai_api
+        return "responses" if _is_openai(self.openai_base_url) else "chat"
 
     @property
     def safe_database_url(self) -> str | None:
@@ -131,17 +182,48 @@ class Settings:
     __str__ = __repr__
 
 
-def _register_dsn_password(dsn: str) -> None:
-    from urllib.parse import unquote, urlsplit
+def _number(
+    get: Callable[[str], str | None], name: str, kind: type[int] | type[float], default: float
+) -> Any:
+    """The setting ``name`` as a ``kind`` (``default`` when unset); ConfigError names it."""
+    text = get(name)
+    if text is None:
+        return kind(default)
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be {_KIND[kind]}, got {text!r}") from None
+    if value != value:  # NaN
+        raise ConfigError(f"{name} must be {_KIND[kind]}, got {text!r}")
+    return value
+
+
+_KIND: dict[type, str] = {int: "an integer", float: "a number of seconds"}
+
+
+def _is_openai(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (None: the client's default, which is)."""
+    if base_url is None:
+        return True
+    from urllib.parse import urlsplit
 
     try:
-        password = urlsplit(dsn).password
+        host = (urlsplit(base_url).hostname or "").lower()
     except ValueError:
-        password = None
-    if password:
-        register_secret(password)
-        register_secret(unquote(password))
-    for part in dsn.replace("?", "&").split("&"):
-        key, _, value = part.partition("=")
-        if key.strip().lower() == "password" and value:
-            register_secret(value)
+        return False
+    return host == "api.openai.com" or host.endswith((".openai.com", ".openai.azure.com"))
+
+
+def _register_dsn_password(dsn: str) -> None:
+    """Register every reading of ``dsn``'s password (see :func:`dsn_secrets`)."""
+    for secret in dsn_secrets(dsn):
+        register_secret(secret)
+
+
+def _shape(value: str) -> str:
+    """What ``value`` looks like, without any of its text beyond a URL scheme: the value
+    may be a password pasted into the wrong variable."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.\-]{0,30})://", value)
+    if scheme:
+        return f"got a {scheme.group(1)}:// URL"
+    return f"got a value of {len(value)} characters that is not a URL"

@@ -9,6 +9,7 @@ what they hold, workers stop and release the jobs they claimed, the database clo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -64,6 +65,7 @@ class Memory:
         self._open_lock = asyncio.Lock()
         self._workers: dict[int, MemoryWorker] = {}
         self._attached: list[Attached] = []
+        self._made: list[object] = []  # parts chosen here, so closed here
         self._closed = False
 
     def __repr__(self) -> str:
@@ -87,7 +89,10 @@ class Memory:
         if self._engine is None:
             async with self._open_lock:
                 if self._engine is None:
-                    embedder = self._embedder or default_embedder(self.settings)
+                    embedder = self._embedder
+                    if embedder is None:
+                        embedder = default_embedder(self.settings)
+                        self._made.append(embedder)
                     self._db = await Database.open(
                         self.settings.database_url,
                         home=self.settings.home,
@@ -107,6 +112,7 @@ class Memory:
         """The extractor sessions use (chosen from the settings on first use)."""
         if self._extractor is None:
             self._extractor = default_extractor(self.settings)
+            self._made.append(self._extractor)
         return self._extractor
 
     async def jobs(self) -> JobStore:
@@ -159,6 +165,11 @@ class Memory:
         workers, self._workers = list(self._workers.values()), {}
         for worker in workers:
             await worker.stop()
+        for part in self._made:  # the extractor and embedder chosen here: their HTTP clients
+            close = getattr(part, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()

@@ -181,7 +181,6 @@ def test_describe(exc: BaseException, line: str) -> None:
     assert "hunter22" not in _errors.one_line(_errors.describe(exc))
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in redaction.py by the scrub branch")
 def test_host_error_of_a_password_with_an_at_is_masked() -> None:
     """What libpq says about ``postgresql://mem01:S3cret@Passw0rd@127.0.0.1:1/mem01`` (the
     CLI refuses such a URL before connecting; a library caller still gets this text)."""
@@ -190,7 +189,6 @@ def test_host_error_of_a_password_with_an_at_is_masked() -> None:
     assert "Passw0rd" not in _errors.one_line(_errors.describe(error))
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in config.py/redaction.py by the scrub branch")
 def test_a_database_url_that_is_not_a_url_is_not_echoed(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

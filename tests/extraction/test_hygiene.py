@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mem01session.engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op
 from mem01session.extraction import contains_secret, screen, screen_ops
@@ -122,3 +127,33 @@ def test_text_is_cleaned_and_capped() -> None:
 def test_clean_ops_pass_unchanged() -> None:
     op = Op.add("Lives in Paris", key="home.city", evidence="I live in Paris.")
     assert screen_ops([op]) == [op]
+
+
+def _clean_text_by_category(text: str) -> str:
+    """The definition :func:`clean_text` keeps, one character at a time."""
+    kept = [
+        " " if ch in "\t\n\r\v\f" else ch
+        for ch in text
+        if ch in "\t\n\r\v\f" or unicodedata.category(ch) not in ("Cc", "Cs")
+    ]
+    return re.sub(r"\s+", " ", "".join(kept)).strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200) | st.text("\x00\x1c\x1f\x85\t\n \u2028\ud800a", max_size=40))
+def test_clean_text_removes_exactly_control_characters_and_surrogates(text: str) -> None:
+    assert clean_text(text) == _clean_text_by_category(text)
+
+
+def test_a_huge_evidence_is_screened_and_capped() -> None:
+    key = SECRETS["api key"]
+    evidence = "I like hiking. " + "x" * 400 + f" {key} " + "y " * 500_000  # about 1 MB
+    (op,) = screen_ops([Op.invalidate("b1", evidence, evidence=evidence)])
+    assert op.evidence is not None and len(op.evidence) <= MAX_EVIDENCE_CHARS
+    assert key[:12] not in op.evidence and REDACTED in op.evidence
+    assert op.reason is not None and key[:12] not in op.reason
+
+
+def test_a_secret_cut_by_the_content_cap_still_drops_the_op() -> None:
+    content = "Likes " + "x" * (MAX_CONTENT_CHARS - 12) + " " + SECRETS["api key"]
+    assert screen_ops([Op.add(content)]) == []

@@ -170,9 +170,10 @@ async def test_failed_extraction_is_reported_and_retried(
     assert not await session.flush_memory(timeout=30)  # the accepted turn ended failed
     assert session.last_memory_error is not None and "model said no" in session.last_memory_error
     result = await session.recall("where")
-    assert result is not None
-    assert session.last_memory_error is None  # memory works again
-    assert await session.flush_memory(timeout=30)  # and nothing failed since the last flush
+    assert result is not None  # recall works, which says nothing of extraction: still there
+    assert session.last_memory_error is not None and "model said no" in session.last_memory_error
+    assert await session.flush_memory(timeout=30)  # nothing failed since the last flush
+    assert session.last_memory_error is None  # so what went wrong is over
 
     strict = make_session("c2", "gus", memory=memory, strict=True)
     await strict.add_items(turn("I live in Milan"))
@@ -319,3 +320,23 @@ async def test_strict_close_raises_only_after_closing_what_it_owns(
         await session.aclose()
     assert closed == ["c"]  # the transcript store it created is closed all the same
     assert session.unsent_turns == 0  # strict: the caller was told, nothing is kept behind it
+
+
+async def test_a_recall_failure_is_not_wiped_by_the_same_runs_enqueue(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, db: Database
+) -> None:
+    from mem01session.embeddings import HashingEmbedder
+    from mem01session.errors import EmbeddingError
+
+    class DownEmbedder(HashingEmbedder):
+        """The embedding server, unreachable (the network boundary)."""
+
+        async def embed(self, texts: Any) -> list[list[float]]:
+            raise EmbeddingError("embedding server unreachable")
+
+    memory = memories(engine=BeliefEngine(db, DownEmbedder(64)))
+    session = make_session("c", "lee", memory=memory)
+    model = await say(session, "Hello there", answer="Hi.")
+    assert len(model.calls) == 1  # answered without memory
+    assert session.last_memory_error is not None
+    assert "embedding server unreachable" in session.last_memory_error  # still says why

@@ -73,17 +73,31 @@ def demo(
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the demo user's memory for inspection.")
     ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model for answers and extraction (default MEM01_LLM_MODEL); with "
+            "OPENAI_BASE_URL, a model that server serves.",
+        ),
+    ] = None,
 ) -> None:
     """Run the Monday/Wednesday/Friday demo.
 
     Example: mem01session demo --check
+    Any OpenAI-compatible server: OPENAI_API_KEY=any OPENAI_BASE_URL=http://127.0.0.1:11434/v1
+    mem01session demo --model gemma3
     """
     import asyncio
+    import dataclasses
 
     from ..demo import run_demo
     from ..demo.run import dump_json
 
-    report = asyncio.run(run_demo(keep=keep, settings=load_settings()))
+    settings = load_settings()
+    if model:
+        settings = dataclasses.replace(settings, llm_model=model)
+    report = asyncio.run(run_demo(keep=keep, settings=settings))
     show(report)
     if json_path is not None:
         dump_json(report, json_path)

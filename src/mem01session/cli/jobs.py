@@ -15,7 +15,7 @@ from ._errors import fail
 
 if TYPE_CHECKING:
     from ..engine import BeliefEngine
-    from ..queue.jobs import Job
+    from ..queue.job_records import Job
 
 app = typer.Typer(help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
@@ -81,7 +81,8 @@ def retry_cmd(
     jid = parse_id(job_id, "job")
     from rich.text import Text
 
-    from ..queue.jobs import REFUSED, JobStore
+    from ..queue.job_records import REFUSED
+    from ..queue.jobs import JobStore
     from ._engine import with_engine
 
     async def work(engine: BeliefEngine) -> Job | None:

@@ -117,12 +117,17 @@ class Database:
             dbapi_connection.run_async(register_vector_async)
 
         db = cls(engine, url, embedded=embedded, pool_size=pool_size, home=home)
+        failure: str | None = None
         try:
             async with engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
         except (SQLAlchemyError, OSError) as exc:
+            failure = describe(exc)
+        if failure is not None:
+            # Raised out here, not in the except block: the driver's exception (whose text
+            # may hold part of a malformed password) must not ride along as the context.
             await engine.dispose()
-            raise DatabaseError(f"could not connect to {db!r}: {describe(exc)}") from None
+            raise DatabaseError(f"could not connect to {db!r}: {failure}")
         return db
 
     async def revive(self) -> bool:
@@ -149,6 +154,7 @@ def read_schema_info(url: str) -> SchemaInfo:
     from sqlalchemy import create_engine
 
     engine = create_engine(sqlalchemy_url(url))
+    failure: str | None = None
     try:
         with engine.connect() as conn:
             revision = migrate._current(conn)
@@ -158,9 +164,11 @@ def read_schema_info(url: str) -> SchemaInfo:
                     text("SELECT embedding_model, embedding_dim FROM memory_meta WHERE id = 1")
                 ).first()
     except SQLAlchemyError as exc:
-        raise DatabaseError(f"could not connect to {redact_dsn(url)!r}: {describe(exc)}") from None
+        failure = describe(exc)
     finally:
         engine.dispose()
+    if failure is not None:  # raised outside the except block: no driver error as context
+        raise DatabaseError(f"could not connect to {redact_dsn(url)!r}: {failure}")
     if row is None:
         return SchemaInfo(revision, None, 0)
     return SchemaInfo(revision, row[0], int(row[1]))

@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from ..errors import ConfigError, DatabaseError
+from ..logs import describe
 from .schema import DEFAULT_EMBEDDING_DIM, build_metadata
 from .urls import sqlalchemy_url
 
@@ -91,14 +92,16 @@ _process_lock = threading.RLock()
 @contextmanager
 def _connect(url: str) -> Iterator[Connection]:
     engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
+    failure: str | None = None
     try:
         with _process_lock, engine.connect() as conn:
             yield conn
     except SQLAlchemyError as exc:
-        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise DatabaseError(f"database error: {type(exc).__name__}: {detail}") from None
+        failure = f"{type(exc).__name__}: {describe(exc).partition(': ')[2]}"
     finally:
         engine.dispose()
+    if failure is not None:  # outside the except block: the driver's error is no context
+        raise DatabaseError(f"database error: {failure}")
 
 
 @contextmanager

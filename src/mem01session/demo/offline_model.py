@@ -17,8 +17,8 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from ..engine.render import parse_block
-from ..session.items import is_memory, item_text
+from ..engine.render import OPEN, parse_block
+from ..session.items import is_memory, item_text, memory_texts
 
 _WORD = re.compile(r"[a-z0-9$]+")
 _STOP = frozenset(
@@ -46,10 +46,13 @@ def _terms(text: str) -> set[str]:
     return words
 
 
-def compose_answer(items: list[TResponseInputItem]) -> str:
-    """The reply: what the input says about the last user message's words."""
+def compose_answer(items: list[TResponseInputItem], instructions: str | None = None) -> str:
+    """The reply: what the input (and the instructions) say about the last user message's
+    words. The memory block is read wherever it was placed."""
     messages = [i for i in items if isinstance(i, dict)]
-    blocks = [item_text(m) for m in messages if is_memory(m)]
+    blocks = memory_texts(messages)
+    if instructions and OPEN in instructions:
+        blocks.append(instructions[instructions.index(OPEN) :])
     users = [item_text(m) for m in messages if m.get("role") == "user" and not is_memory(m)]
     if not users:
         return "I was given no question."
@@ -91,7 +94,11 @@ class OfflineAnswerModel(Model):
             role="assistant",
             status="completed",
             content=[
-                ResponseOutputText(type="output_text", text=compose_answer(items), annotations=[])
+                ResponseOutputText(
+                    type="output_text",
+                    text=compose_answer(items, system_instructions),
+                    annotations=[],
+                )
             ],
         )
         return ModelResponse(output=[message], usage=Usage(), response_id=None)

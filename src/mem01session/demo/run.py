@@ -5,6 +5,10 @@ Friday, in a fresh conversation, asks where they live now and what the rent was.
 clock is simulated (no sleeping); everything else is real: the SDK ``Runner``, the
 engine on PostgreSQL, extraction, and the answering model (OpenAI with a key, else the
 offline model that answers only from its input).
+
+With a key the answering model speaks the API of ``MEM01_OPENAI_API``: the Responses API
+for OpenAI, Chat Completions (``OpenAIChatCompletionsModel``) when ``OPENAI_BASE_URL``
+names another server (vLLM, Ollama, llama.cpp, LM Studio).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, Runner
+from agents import Agent, ModelSettings, Runner
 from agents.memory import Session, SQLiteSession
 from agents.models.interface import Model
 
@@ -58,17 +62,31 @@ class SimulatedClock:
         return self.now
 
 
-def _answering_model(settings: Settings) -> tuple[Model, str]:
-    if settings.openai_api_key:
-        from agents import OpenAIResponsesModel
-        from openai import AsyncOpenAI
-
-        client = AsyncOpenAI(api_key=settings.openai_api_key, base_url=settings.openai_base_url)
-        return OpenAIResponsesModel(settings.llm_model, client), f"OpenAI {settings.llm_model}"
+def answering_model(settings: Settings) -> tuple[Model, str]:
+    """The demo's answering model and a label saying what it is: OpenAI (or the server at
+    ``OPENAI_BASE_URL``) with a key, over ``settings.model_api``; else the offline model."""
     from agents import set_tracing_disabled
 
-    set_tracing_disabled(True)  # no key: nowhere to send traces
-    return OfflineAnswerModel(), "offline answering model (answers only from its input)"
+    if not settings.openai_api_key:
+        set_tracing_disabled(True)  # no key: nowhere to send traces
+        return OfflineAnswerModel(), "offline answering model (answers only from its input)"
+    from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel
+    from openai import AsyncOpenAI
+
+    if settings.openai_base_url:
+        set_tracing_disabled(True)  # traces go to OpenAI, which this key may not open
+    client = AsyncOpenAI(
+        api_key=settings.openai_api_key,
+        base_url=settings.openai_base_url,
+        timeout=settings.llm_timeout,
+    )
+    where = settings.openai_base_url or "OpenAI"
+    if settings.model_api == "chat":
+        model: Model = OpenAIChatCompletionsModel(settings.llm_model, client)
+        return model, f"{settings.llm_model} at {where} (Chat Completions)"
+    return OpenAIResponsesModel(settings.llm_model, client), (
+        f"{settings.llm_model} at {where} (Responses API)"
+    )
 
 
 async def _talk(agent: Agent[Any], session: Session, text: str, run_config: Any = None) -> str:
@@ -84,7 +102,14 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
     memory = await Memory.open(settings, clock=clock)
     engine = await memory.engine()
     extractor = memory.extractor
-    model, model_label = _answering_model(settings)
+    model, model_label = answering_model(settings)
+    limits = ModelSettings(max_tokens=settings.llm_max_tokens)
+
+    def agent(answering: Model) -> Agent[Any]:
+        return Agent(
+            name="assistant", instructions=INSTRUCTIONS, model=answering, model_settings=limits
+        )
+
     user_id = f"demo-{uuid.uuid4().hex[:8]}"
     folder = Path(settings.home) if keep else Path(tempfile.mkdtemp(prefix="mem01-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -98,12 +123,11 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
             clock.now = DAYS[day]
             sid = f"{day.lower()}-{run}"
             session = Mem01Session(sid, user_id, inner=SQLiteSession(sid, store), memory=memory)
-            agent = Agent(name="assistant", instructions=INSTRUCTIONS, model=model)
             transcript = Transcript(day, sid)
             for text in SCRIPT[day]:
-                answer = await _talk(agent, session, text, session.run_config())
+                answer = await _talk(agent(model), session, text, session.run_config())
                 transcript.turns.append((text, answer))
-                await _talk(agent, replay, text)
+                await _talk(agent(model), replay, text)
             await session.flush_memory(timeout=60)
             transcript.items = await session.get_items()
             transcripts.append(transcript)
@@ -112,9 +136,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         strategies: list[Strategy] = []
         fresh_model = RecordingModel(model)
         fresh = SQLiteSession(f"fresh-{run}", store)
-        answer = await _talk(
-            Agent(name="assistant", instructions=INSTRUCTIONS, model=fresh_model), fresh, QUESTION
-        )
+        answer = await _talk(agent(fresh_model), fresh, QUESTION)
         strategies.append(
             Strategy.of(
                 "fresh session (no memory)", fresh_model.inputs[-1], answer, engine.token_counter
@@ -122,9 +144,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         )
 
         replay_model = RecordingModel(model)
-        answer = await _talk(
-            Agent(name="assistant", instructions=INSTRUCTIONS, model=replay_model), replay, QUESTION
-        )
+        answer = await _talk(agent(replay_model), replay, QUESTION)
         strategies.append(
             Strategy.of(
                 "one reused session (replay Mon+Wed+Fri)",
@@ -137,12 +157,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         friday_model = RecordingModel(model)
         sid = f"friday-{run}"
         friday = Mem01Session(sid, user_id, inner=SQLiteSession(sid, store), memory=memory)
-        answer = await _talk(
-            Agent(name="assistant", instructions=INSTRUCTIONS, model=friday_model),
-            friday,
-            QUESTION,
-            friday.run_config(),
-        )
+        answer = await _talk(agent(friday_model), friday, QUESTION, friday.run_config())
         strategies.append(
             Strategy.of(
                 "Mem01Session (Friday transcript + memory)",

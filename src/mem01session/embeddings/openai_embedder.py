@@ -1,4 +1,10 @@
-"""Embeddings from the OpenAI API or any compatible server."""
+"""Embeddings from the OpenAI API or any compatible server.
+
+A server's answer is checked before any vector is used: one vector per text, each a flat
+list of numbers of the expected dimension. Anything else (llama.cpp without pooling
+answers a list of vectors per text, one per token) is an :class:`EmbeddingError` that
+names the shape the server sent.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import DEFAULT_OPENAI_EMBEDDING_MODEL
+from ..errors import EmbeddingError
 from .base import Vector
 
 
@@ -34,11 +41,18 @@ class OpenAIEmbedder:
         self._dim = dim or _KNOWN_OPENAI_DIMS.get(model, 1536)
         self._send_dimensions = dim is not None
         self._batch_size = batch_size
+        self._where = base_url or "the OpenAI API"
         if api_key is None and base_url is not None:
             api_key = "no-key"  # local servers (Ollama, vLLM, llama.cpp) take any key
+        self._owns_client = client is None
         self._client = client or AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this embedder made (not one it was given)."""
+        if self._owns_client:
+            await self._client.close()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self._model!r}, dim={self._dim})"
@@ -52,16 +66,55 @@ class OpenAIEmbedder:
         return self._dim
 
     async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        import openai
+
         out: list[Vector] = []
         for start in range(0, len(texts), self._batch_size):
             batch = [t or " " for t in texts[start : start + self._batch_size]]
             kwargs: dict[str, Any] = {"model": self._model, "input": batch}
             if self._send_dimensions:
                 kwargs["dimensions"] = self._dim
-            response = await self._client.embeddings.create(**kwargs)
-            rows = sorted(response.data, key=lambda d: d.index)
-            out.extend([list(map(float, r.embedding)) for r in rows])
+            try:
+                response = await self._client.embeddings.create(**kwargs)
+            except openai.APIStatusError as exc:
+                message = " ".join(str(exc.message).split())[:300]
+                raise EmbeddingError(
+                    f"the embedding server ({self._where}) answered HTTP {exc.status_code} "
+                    f"for model {self._model!r}: {message}"
+                ) from None
+            except ValueError as exc:  # the client's own check: "No embedding data received"
+                raise self._shape_error(f"no vectors ({exc})") from None
+            rows = sorted(response.data or [], key=lambda d: d.index)
+            if len(rows) != len(batch):
+                raise self._shape_error(f"{len(rows)} vectors for {len(batch)} texts")
+            out.extend(self._vector(row.embedding) for row in rows)
         return out
+
+    def _vector(self, value: object) -> Vector:
+        """``value`` as one vector of :attr:`dim` numbers, or the error naming its shape."""
+        if not isinstance(value, list):
+            raise self._shape_error(f"a {type(value).__name__} per text, not a list of numbers")
+        if value and isinstance(value[0], list):
+            inner = len(value[0])
+            raise self._shape_error(
+                f"a list of {len(value)} vectors of {inner} numbers per text (one vector per "
+                "token: pooling is off; llama.cpp's server needs --pooling mean)"
+            )
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+            raise self._shape_error("a list holding something other than numbers")
+        if len(value) != self._dim:
+            raise EmbeddingError(
+                f"the embedding server ({self._where}) returned {len(value)}-d vectors for "
+                f"model {self._model!r}, but {self._dim}-d were expected: set "
+                f"MEM01_EMBEDDING_DIM={len(value)}"
+            )
+        return [float(x) for x in value]
+
+    def _shape_error(self, shape: str) -> EmbeddingError:
+        return EmbeddingError(
+            f"the embedding server ({self._where}) returned {shape} for model "
+            f"{self._model!r}; it must return one vector per text"
+        )
 
 
 _KNOWN_OPENAI_DIMS = {

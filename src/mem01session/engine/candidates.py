@@ -32,8 +32,18 @@ from .records import Belief, Source
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
 
 T = TypeVar("T")
-# Candidates fetched from each retriever; enough to fill any sensible memory block.
+# Candidates fetched from each retriever: at least POOL, and enough to fill the budget
+# (a record costs some 15 tokens; a larger block needs more candidates).
 POOL = 50
+TOKENS_PER_CANDIDATE = 16
+MAX_POOL = 400
+
+
+def pool_for(max_tokens: int) -> int:
+    """How many candidates each retriever fetches for a block of ``max_tokens``."""
+    return min(MAX_POOL, max(POOL, max_tokens // TOKENS_PER_CANDIDATE))
+
+
 SOURCES_PER_BELIEF = 3
 MAX_QUERY_TERMS = 64
 MAX_QUERY_CHARS = 4000

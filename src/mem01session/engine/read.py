@@ -16,7 +16,15 @@ from typing import Any
 from ..checks import check_id, check_positive_int, is_utf8
 from ..logs import get_logger, notice_once
 from . import scoring
-from .candidates import MAX_QUERY_CHARS, POOL, SnapshotProbe, fetch, scope_of, tsquery_terms
+from .candidates import (
+    MAX_QUERY_CHARS,
+    POOL,
+    SnapshotProbe,
+    fetch,
+    pool_for,
+    scope_of,
+    tsquery_terms,
+)
 from .parts import EngineParts
 from .records import RecallRequest, RecallResult, ScoredBelief
 from .render import Style, asks_when, render_block
@@ -87,7 +95,8 @@ async def read_block(
     belief is found or none fits, the text is ``""`` and ``tokens`` is 0.
     """
     started = time.perf_counter()
-    ranked, considered, others, probed = await _ranked(parts, user_id, request, POOL, probe)
+    pool = pool_for(request.max_tokens)
+    ranked, considered, others, probed = await _ranked(parts, user_id, request, pool, probe)
     style = Style(dates=asks_when(request.query), provenance=request.provenance)
     block = render_block(
         ranked, parts.token_counter, request.max_tokens, request.newer_turns, style

@@ -18,7 +18,6 @@ Detection is :mod:`mem01session.secret_scan`'s.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -31,17 +30,22 @@ log = get_logger(__name__)
 
 
 _SPACE = re.compile(r"\s+")
+# Control characters (category Cc) other than the whitespace ones, and lone surrogates.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# Evidence and reason are scanned for secrets before they are capped; only this much of
+# them is scanned, a margin past the cap so that a secret that reaches into what is kept
+# is seen whole (or, for a run longer than that, still long enough to be recognized).
+_SCANNED = 8 * MAX_EVIDENCE_CHARS
+
+
+def _head(text: str) -> str:
+    """The cleaned start of ``text`` that is scanned for secrets before it is capped."""
+    return clean_text(text[: 2 * _SCANNED])[:_SCANNED]
 
 
 def clean_text(text: str, limit: int | None = None) -> str:
     """Control characters removed, whitespace collapsed, trimmed, capped at ``limit``."""
-    kept = []
-    for ch in text:
-        if ch in "\t\n\r\v\f":
-            kept.append(" ")
-        elif unicodedata.category(ch) not in ("Cc", "Cs"):
-            kept.append(ch)
-    collapsed = _SPACE.sub(" ", "".join(kept)).strip()
+    collapsed = _SPACE.sub(" ", _CONTROL.sub("", text)).strip()
     if limit is not None and len(collapsed) > limit:
         collapsed = collapsed[: limit - 1].rstrip() + "…"
     return collapsed
@@ -66,7 +70,10 @@ def screen(ops: Sequence[Op]) -> Screened:
     for index, op in enumerate(ops):
         content = clean_text(op.content, MAX_CONTENT_CHARS) if op.content is not None else None
         key = clean_text(op.key, 200) if op.key is not None else None
-        statement_secrets = find_secrets(content or "") + find_secrets(key or "")
+        # Checked before the cap, so a secret cut in two by it is still seen.
+        statement_secrets = find_secrets(_head(op.content or "")) + find_secrets(
+            _head(op.key or "")
+        )
         if statement_secrets:
             labels = ", ".join(unique(m.label for m in statement_secrets))
             notes.append(f"op #{index} ({op.op}) dropped: its content held a secret ({labels})")
@@ -80,13 +87,13 @@ def screen(ops: Sequence[Op]) -> Screened:
         remarks: list[str] = []
         evidence = op.evidence
         if evidence is not None:
-            evidence, labels_found = redact_secrets(clean_text(evidence))
+            evidence, labels_found = redact_secrets(_head(evidence))
             evidence = clean_text(evidence, MAX_EVIDENCE_CHARS) or None
             if labels_found:
                 remarks.append(f"evidence redacted: {', '.join(labels_found)}")
         reason = op.reason
         if reason is not None:
-            reason, labels_found = redact_secrets(clean_text(reason))
+            reason, labels_found = redact_secrets(_head(reason))
             if labels_found:
                 remarks.append(f"reason redacted: {', '.join(labels_found)}")
         if remarks:

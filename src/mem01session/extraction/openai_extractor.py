@@ -1,82 +1,51 @@
 """An extractor backed by an OpenAI (or OpenAI-compatible) chat model.
 
-Chat Completions with a strict JSON schema (structured outputs). Servers that reject
-``response_format={"type": "json_schema", ...}`` (many vLLM, Ollama or llama.cpp builds)
-get JSON mode plus the schema in the prompt instead; a warning says so once per extractor.
-Whatever the mode, the answer is validated locally before any op leaves this module.
+Chat Completions with a strict JSON schema (structured outputs) first. A server that
+refuses it, with whatever status (llama.cpp's Python server answers 500), gets JSON mode
+with the schema in the prompt, then plain text read tolerantly
+(:mod:`~mem01session.extraction.formats`); the extractor remembers the step that worked
+and a warning says so, once per step. Whatever the mode, the answer is validated locally
+before any op leaves this module.
 
-The model comes from ``MEM01_LLM_MODEL`` (default ``gpt-4.1-mini``); the prompt is the
-versioned file ``prompts/extract_v1.md``.
+Every request carries ``max_tokens`` (``MEM01_LLM_MAX_TOKENS``) and a timeout
+(``MEM01_LLM_TIMEOUT``), so a rambling model cannot hold a job for minutes. The model comes
+from ``MEM01_LLM_MODEL`` (default ``gpt-4.1-mini``); the prompt is the versioned file
+``prompts/extract_v1.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from importlib import resources
-from typing import Any
 
 import httpx2
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 from ..config import Settings
-from ..engine.ops import OP_KINDS, Op
 from ..errors import ConfigError, ExtractionError
 from ..logs import get_logger
 from ..queue.extractor import Candidate, Extraction
 from ..queue.turns import Turn
+from .answer import OP_SCHEMA, parse_ops
+from .formats import (
+    LABELS,
+    NOTES,
+    Mode,
+    next_mode,
+    rejects_format,
+    request_options,
+    wants_completion_tokens,
+)
 from .hygiene import screen
 
 log = get_logger(__name__)
 
 PROMPT_VERSION = "extract_v1"
-_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
-OP_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["ops"],
-    "properties": {
-        "ops": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": [
-                    "op",
-                    "target",
-                    "targets",
-                    "content",
-                    "key",
-                    "confidence",
-                    "evidence",
-                    "reason",
-                    "valid_from",
-                ],
-                "properties": {
-                    "op": {"type": "string", "enum": list(OP_KINDS)},
-                    "target": {**_NULLABLE_STRING, "description": "candidate alias, e.g. b1"},
-                    "targets": {"type": "array", "items": {"type": "string"}},
-                    "content": _NULLABLE_STRING,
-                    "key": _NULLABLE_STRING,
-                    "confidence": {"type": ["number", "null"]},
-                    "evidence": _NULLABLE_STRING,
-                    "reason": _NULLABLE_STRING,
-                    "valid_from": {**_NULLABLE_STRING, "description": "ISO 8601 date"},
-                },
-            },
-        }
-    },
-}
-_FIELDS = frozenset(OP_SCHEMA["properties"]["ops"]["items"]["properties"])
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
-
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -104,11 +73,13 @@ class OpenAIExtractor:
     """Proposes lifecycle ops with an OpenAI chat model; see the module docstring.
 
     Pass ``client`` (an ``AsyncOpenAI``) or ``http_client`` (an ``httpx2.AsyncClient``) to
-    route requests elsewhere, e.g. a fake server in tests. 429 and 5xx answers and
+    route requests elsewhere, e.g. a fake server in tests. ``max_tokens`` and ``timeout``
+    default to ``MEM01_LLM_MAX_TOKENS`` and ``MEM01_LLM_TIMEOUT``. 429 and 5xx answers and
     connection errors are retried ``max_retries`` times with exponential backoff
-    (``backoff`` seconds, doubled each time, capped at 30 s; ``sleep`` is injectable).
-    A timeout fails the call at once with a retryable :class:`ExtractionError`; the
-    session's job retry decides what happens next.
+    (``backoff`` seconds, doubled each time, capped at 30 s; ``sleep`` is injectable); an
+    answer that refuses the request's JSON format is not retried as such: the next format
+    is tried at once. A timeout fails the call at once with a retryable
+    :class:`ExtractionError`; the session's job retry decides what happens next.
     """
 
     def __init__(
@@ -118,7 +89,8 @@ class OpenAIExtractor:
         client: AsyncOpenAI | None = None,
         http_client: httpx2.AsyncClient | None = None,
         model: str | None = None,
-        timeout: float = 30.0,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
         max_retries: int = 3,
         backoff: float = 0.5,
         sleep: Sleep = asyncio.sleep,
@@ -126,13 +98,16 @@ class OpenAIExtractor:
     ) -> None:
         settings = settings or Settings.from_env()
         self.model = model or settings.llm_model
-        self.timeout = timeout
+        self.max_tokens = max_tokens or settings.llm_max_tokens
+        self.timeout = timeout or settings.llm_timeout
         self.max_retries = max_retries
         self.backoff = backoff
         self._sleep = sleep
         self.prompt_version = prompt_version
         self._prompt = load_prompt(prompt_version)
-        self.json_mode = False  # set once the server has refused structured outputs
+        self.mode = Mode.STRUCTURED  # moves down when the server refuses it, and stays
+        self._tokens_field = "max_tokens"  # or max_completion_tokens, if the server says so
+        self._owns_client = client is None and http_client is None
         if client is None:
             api_key = settings.openai_api_key
             if not api_key and not settings.openai_base_url:
@@ -140,7 +115,7 @@ class OpenAIExtractor:
             client = AsyncOpenAI(
                 api_key=api_key or "unused",  # local OpenAI-compatible servers ignore it
                 base_url=settings.openai_base_url,
-                timeout=timeout,
+                timeout=self.timeout,
                 max_retries=0,
                 http_client=http_client,
             )
@@ -152,22 +127,35 @@ class OpenAIExtractor:
     def name(self) -> str:
         return f"openai:{self.model}:{self.prompt_version}"
 
+    async def aclose(self) -> None:
+        """Close the HTTP client this extractor made (not one it was given)."""
+        if self._owns_client:
+            await self._client.close()
+
+    @property
+    def json_mode(self) -> bool:
+        """Whether the server refused structured outputs (JSON mode or plain text now)."""
+        return self.mode is not Mode.STRUCTURED
+
     def __repr__(self) -> str:
-        return f"OpenAIExtractor(model={self.model!r}, json_mode={self.json_mode})"
+        return f"OpenAIExtractor(model={self.model!r}, mode={self.mode.value!r})"
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime
     ) -> Extraction:
         """Ask the model, validate its answer against the candidates, screen it."""
         request = render_request(turn, candidates, now)
-        response = await self._call(request)
+        response, mode = await self._call(request)
         choice = response.choices[0] if response.choices else None
         if choice is None or choice.message is None:
             raise ExtractionError("the model returned no message")
         if getattr(choice.message, "refusal", None):
             raise ExtractionError("the model refused to extract from this turn")
         if choice.finish_reason == "length":
-            raise ExtractionError("the model's answer was cut off (finish_reason=length)")
+            raise ExtractionError(
+                f"the model's answer was cut off at {self.max_tokens} tokens "
+                "(finish_reason=length; MEM01_LLM_MAX_TOKENS raises the limit)"
+            )
         ops = parse_ops(choice.message.content or "", {c.alias for c in candidates}, now)
         screened = screen(ops)
         usage: dict[str, int] = {}
@@ -177,66 +165,63 @@ class OpenAIExtractor:
                 "completion_tokens": response.usage.completion_tokens,
                 "total_tokens": response.usage.total_tokens,
             }
-        notes = (("json mode (no structured outputs)",) if self.json_mode else ()) + screened.notes
-        return Extraction(ops=screened.ops, usage=usage, notes=notes)
+        return Extraction(ops=screened.ops, usage=usage, notes=NOTES[mode] + screened.notes)
 
-    async def _call(self, request: str) -> ChatCompletion:
+    async def _call(self, request: str) -> tuple[ChatCompletion, Mode]:
         attempt = 0
         while True:
+            mode = self.mode
             try:
-                return await self._create(request)
-            except openai.BadRequestError as exc:
-                if not self.json_mode and _rejects_schema(exc):
-                    self.json_mode = True
-                    log.warning(
-                        "extraction: %s at %s does not support structured outputs "
-                        "(json_schema); falling back to JSON mode with local validation",
-                        self.model,
-                        self._client.base_url,
-                    )
-                    continue
-                raise ExtractionError(
-                    f"the model API rejected the request: {_brief(exc)}"
-                ) from None
+                return await self._create(request, mode), mode
             except openai.APITimeoutError:
                 raise ExtractionError(
-                    f"the model API did not answer within {self.timeout:g} s", retryable=True
+                    f"the model API did not answer within {self.timeout:g} s (MEM01_LLM_TIMEOUT)",
+                    retryable=True,
                 ) from None
-            except (
-                openai.RateLimitError,
-                openai.InternalServerError,
-                openai.APIConnectionError,
-            ) as exc:
-                if attempt >= self.max_retries:
-                    raise ExtractionError(
-                        f"the model API failed after {attempt + 1} attempts: {_brief(exc)}",
-                        retryable=True,
-                    ) from None
-                await self._sleep(_delay(exc, self.backoff, attempt))
-                attempt += 1
             except openai.APIStatusError as exc:
-                retryable = exc.status_code >= 500
-                if retryable and attempt < self.max_retries:
-                    await self._sleep(_delay(exc, self.backoff, attempt))
-                    attempt += 1
-                    continue
+                if self._adapt(exc, mode):
+                    continue  # the request changes shape: not an attempt that failed
+                if exc.status_code != 429 and exc.status_code < 500:
+                    raise ExtractionError(
+                        f"the model API rejected the request: {_brief(exc)}"
+                    ) from None
+                failure: openai.APIError = exc
+            except openai.APIConnectionError as exc:
+                failure = exc
+            if attempt >= self.max_retries:
                 raise ExtractionError(
-                    f"the model API failed: {_brief(exc)}", retryable=retryable
+                    f"the model API failed after {attempt + 1} attempts: {_brief(failure)}",
+                    retryable=True,
                 ) from None
+            await self._sleep(_delay(failure, self.backoff, attempt))
+            attempt += 1
 
-    async def _create(self, request: str) -> ChatCompletion:
-        system = self._prompt
-        response_format: ResponseFormatJSONSchema | ResponseFormatJSONObject
-        if self.json_mode:
-            system += "\nAnswer with one JSON object matching this JSON schema:\n" + json.dumps(
-                OP_SCHEMA
-            )
-            response_format = {"type": "json_object"}
-        else:
-            response_format = {
-                "type": "json_schema",
-                "json_schema": {"name": "belief_ops", "strict": True, "schema": OP_SCHEMA},
-            }
+    def _adapt(self, exc: openai.APIStatusError, mode: Mode) -> bool:
+        """Change the request's shape if ``exc`` refuses it (True: try again at once)."""
+        if self._tokens_field == "max_tokens" and wants_completion_tokens(exc):
+            self._tokens_field = "max_completion_tokens"
+            return True
+        if mode is not self.mode:
+            return True  # another call moved on meanwhile: try the new mode
+        if not rejects_format(exc, mode):
+            return False
+        following = next_mode(mode)
+        if following is None:
+            return False
+        self.mode = following
+        log.warning(
+            "extraction: %s at %s refused %s (%s); falling back to %s from now on, with "
+            "local validation",
+            self.model,
+            self._client.base_url,
+            mode.value,
+            _brief(exc),
+            LABELS[following],
+        )
+        return True
+
+    async def _create(self, request: str, mode: Mode) -> ChatCompletion:
+        system, fields = request_options(mode, self._prompt)
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": request},
@@ -244,21 +229,18 @@ class OpenAIExtractor:
         return await self._client.chat.completions.create(
             model=self.model,
             messages=messages,
-            response_format=response_format,
             temperature=0,
             timeout=self.timeout,
+            extra_body={self._tokens_field: self.max_tokens, **fields},
         )
-
-
-def _rejects_schema(exc: openai.APIStatusError) -> bool:
-    text = f"{exc.message} {exc.body!r}".lower()
-    return "response_format" in text or "json_schema" in text
 
 
 def _brief(exc: openai.APIError) -> str:
     status = getattr(exc, "status_code", None)
-    message = " ".join(str(exc.message).split())[:300]
-    return f"HTTP {status}: {message}" if status else message
+    message = " ".join(str(exc.message).split())
+    if status and message == f"Error code: {status}" and exc.body:  # said only in the body
+        message += f" - {exc.body}"
+    return f"HTTP {status}: {message[:300]}" if status else message[:300]
 
 
 def _delay(exc: openai.APIError, base: float, attempt: int) -> float:
@@ -270,94 +252,4 @@ def _delay(exc: openai.APIError, base: float, attempt: int) -> float:
     return float(min(delay, 30.0))
 
 
-def parse_ops(text: str, aliases: set[str], now: datetime) -> list[Op]:
-    """Validate the model's JSON answer and build ops; any violation raises ExtractionError."""
-    try:
-        data = json.loads(_FENCE.sub("", text))
-    except json.JSONDecodeError as exc:
-        raise ExtractionError(f"the model's answer is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or set(data) != {"ops"} or not isinstance(data["ops"], list):
-        raise ExtractionError('the model\'s answer must be an object {"ops": [...]}')
-    return [_op(i, raw, aliases, now) for i, raw in enumerate(data["ops"])]
-
-
-def _op(index: int, raw: object, aliases: set[str], now: datetime) -> Op:
-    def fail(why: str) -> ExtractionError:
-        kind = raw.get("op") if isinstance(raw, dict) else None
-        return ExtractionError(f"the model's op #{index} ({kind}) is invalid: {why}")
-
-    if not isinstance(raw, dict):
-        raise fail("not an object")
-    extra = set(raw) - _FIELDS
-    if extra:
-        raise fail(f"unknown fields {sorted(extra)}")
-    kind = raw.get("op")
-    if kind not in OP_KINDS:
-        raise fail(f"unknown op kind {kind!r}; expected one of {', '.join(OP_KINDS)}")
-    text = {f: _string(raw, f, fail) for f in ("target", "content", "key", "evidence", "reason")}
-    targets = raw.get("targets") or []
-    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-        raise fail("targets must be a list of aliases")
-    confidence = raw.get("confidence")
-    if confidence is not None and (
-        isinstance(confidence, bool)
-        or not isinstance(confidence, int | float)
-        or not 0 <= confidence <= 1
-    ):
-        raise fail("confidence must be a number between 0 and 1")
-    for alias in [text["target"], *targets]:
-        if alias is not None and alias not in aliases:
-            raise fail(f"unknown candidate alias {alias!r}")
-    needs = _REQUIRED[kind]
-    if "target" in needs and not text["target"]:
-        raise fail("needs a target alias")
-    if "content" in needs and not (text["content"] or "").strip():
-        raise fail("needs content")
-    if kind == "MERGE" and len(set(targets)) < 2:
-        raise fail("MERGE needs two or more distinct targets")
-    if kind == "UPDATE" and text["content"] is None and confidence is None:
-        raise fail("UPDATE needs content or confidence")
-    return Op(
-        kind,
-        content=text["content"],
-        target=text["target"],
-        targets=tuple(targets),
-        key=text["key"],
-        confidence=float(confidence) if confidence is not None else None,
-        evidence=text["evidence"],
-        reason=text["reason"] or ("no longer true" if kind == "INVALIDATE" else None),
-        valid_from=_date(raw.get("valid_from"), now, fail),
-    )
-
-
-_REQUIRED: Mapping[str, frozenset[str]] = {
-    "ADD": frozenset({"content"}),
-    "UPDATE": frozenset({"target"}),
-    "SUPERSEDE": frozenset({"target", "content"}),
-    "INVALIDATE": frozenset({"target"}),
-    "MERGE": frozenset({"content"}),
-}
-
-
-def _string(raw: dict[str, Any], field: str, fail: Callable[[str], ExtractionError]) -> str | None:
-    value = raw.get(field)
-    if value is not None and not isinstance(value, str):
-        raise fail(f"{field} must be a string or null")
-    return value
-
-
-def _date(value: object, now: datetime, fail: Callable[[str], ExtractionError]) -> datetime | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise fail("valid_from must be an ISO 8601 string or null")
-    text = value.strip()
-    if re.fullmatch(r"\d{4}(-\d{2})?", text):
-        text += "-01" * (3 - len(text.split("-")))
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise fail(f"valid_from {value!r} is not an ISO 8601 date") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=now.tzinfo)
-    return moment if moment <= now else None
+__all__ = ["OP_SCHEMA", "OpenAIExtractor", "load_prompt", "parse_ops", "render_request"]

@@ -7,7 +7,8 @@ asks of an extractor).
 """
 
 from .extractor import Candidate, Extraction, Extractor
-from .jobs import Job, JobProgress, JobStore
+from .job_records import Job, JobProgress
+from .jobs import JobStore
 from .turns import Turn, TurnMessage
 from .worker import MemoryWorker, WorkerPolicy
 

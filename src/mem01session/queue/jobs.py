@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -31,117 +30,18 @@ from ..engine.read import SnapshotProbe
 from ..engine.write import TransactionHook
 from ..errors import Mem01Error, UserErasedError
 from ..redaction import redact
-from ..secret_scan import redact_secrets
 from .claim import claim_jobs, claim_statement
-from .turns import Turn, TurnMessage
-
-
-class JobLostError(Mem01Error):
-    """The job is no longer leased by this worker (erased, or reclaimed after its lease)."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One row of the job table."""
-
-    id: int
-    user_id: str
-    session_id: str
-    payload: dict[str, Any]
-    status: str
-    attempts: int
-    last_error: str | None
-    created_at: datetime
-    updated_at: datetime
-    lease_owner: str | None = None
-    usage: dict[str, Any] | None = None
-
-    def turn(self) -> Turn:
-        """The turn stored in the payload."""
-        messages = tuple(
-            TurnMessage(role=m["role"], text=m["text"], item_ref=m.get("item_ref"))
-            for m in self.payload.get("messages", [])
-        )
-        observed = datetime.fromisoformat(self.payload["observed_at"])
-        return Turn(session_id=self.session_id, messages=messages, observed_at=observed)
-
-
-@dataclass(frozen=True)
-class JobProgress:
-    """Where a user's jobs stood at one moment: what a barrier waits for."""
-
-    unfinished: frozenset[int]
-    """Ids of the user's jobs still pending or running."""
-    watched: dict[int, tuple[str, str | None]]
-    """``(status, last_error)`` of each watched job that still exists."""
-    failed: dict[int, str | None] = field(default_factory=dict)
-    """``last_error`` of the user's jobs that failed since the time asked about."""
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
-        """From ``(id, status, last_error)`` rows (and an optional fourth column: whether
-        the row is one of the recently failed)."""
-        wanted = set(watch)
-        unfinished: set[int] = set()
-        watched: dict[int, tuple[str, str | None]] = {}
-        failed: dict[int, str | None] = {}
-        for row in rows:
-            job_id, status, last_error = int(row[0]), str(row[1]), row[2]
-            if status in ("pending", "running"):
-                unfinished.add(job_id)
-            if job_id in wanted:
-                watched[job_id] = (status, last_error)
-            if len(row) > 3 and row[3]:
-                failed[job_id] = last_error
-        return cls(frozenset(unfinished), watched, failed)
-
-
-@dataclass(frozen=True)
-class JobCounts:
-    """How many of one user's jobs are in each status, and when one last changed."""
-
-    user_id: str
-    counts: dict[str, int]
-    updated_at: datetime | None
-
-    @property
-    def unfinished(self) -> int:
-        """Pending or running: turns not yet applied."""
-        return self.counts.get("pending", 0) + self.counts.get("running", 0)
-
-    @property
-    def failed(self) -> int:
-        return self.counts.get("failed", 0)
-
-
-_EPOCH = datetime.min.replace(tzinfo=UTC)
-
-_COLUMNS = (
-    "id, user_id, session_id, payload, status, attempts, last_error, created_at, "
-    "updated_at, lease_owner, usage"
+from .job_records import (
+    EPOCH,
+    JOB_COLUMNS,
+    REFUSED,
+    Job,
+    JobCounts,
+    JobProgress,
+    job_from_row,
+    payload_for,
 )
-
-
-def _job(row: Mapping[Any, Any]) -> Job:
-    return Job(**{k: row[k] for k in _COLUMNS.split(", ")})
-
-
-def scrub(text: str) -> str:
-    """``text`` without secrets: registered ones (DSN password, API key) and anything
-    :mod:`~mem01session.secret_scan` recognizes. A job row keeps the turn until the user
-    is erased, so a secret said in a conversation must not reach it; the extractor never
-    needed it either (the op screen would drop or redact it)."""
-    return redact_secrets(redact(text))[0]
-
-
-def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[str, Any]:
-    return {
-        "messages": [
-            {"role": m.role, "text": scrub(m.text), "item_ref": m.item_ref} for m in messages
-        ],
-        "observed_at": observed_at.isoformat(),
-    }
-
+from .turns import TurnMessage
 
 # Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
 _ERASED = "SELECT 1 FROM memory_users WHERE user_id = %(u)s AND erased_at IS NOT NULL"
@@ -162,8 +62,6 @@ INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, status, 
 VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, 'failed', %(err)s, %(now)s, %(now)s, %(now)s)
 ON CONFLICT (user_id, idempotency_key) DO UPDATE SET updated_at = EXCLUDED.updated_at
 RETURNING id"""
-REFUSED = "refused"
-"""Payload key marking a job row that records a turn which could not be stored."""
 _PROGRESS = (
     "SELECT id, status, last_error, "
     "(status = 'failed' AND updated_at >= %(since)s) AS failed_since "
@@ -177,7 +75,14 @@ _PROGRESS_PROBE = (
     "FROM memory_jobs j WHERE j.user_id = %(user_id)s "
     "AND (j.status IN ('pending', 'running') OR j.id = ANY(%(job_watch)s))"
 )
-_CLAIM = claim_statement(_COLUMNS)
+_CLAIM = claim_statement(JOB_COLUMNS)
+
+
+_SELECT_JOBS = f"SELECT {JOB_COLUMNS} FROM memory_jobs"
+
+
+class JobLostError(Mem01Error):
+    """The job is no longer leased by this worker (erased, or reclaimed after its lease)."""
 
 
 class JobStore:
@@ -256,7 +161,13 @@ class JobStore:
         worker died) are both claimable. One user at a time (:mod:`.claim` says why).
         """
         return await claim_jobs(
-            self.db.direct, _CLAIM, _job, worker_id=worker_id, now=now, lease=lease, limit=limit
+            self.db.direct,
+            _CLAIM,
+            job_from_row,
+            worker_id=worker_id,
+            now=now,
+            lease=lease,
+            limit=limit,
         )
 
     def done_hook(
@@ -354,13 +265,11 @@ class JobStore:
         async with self.db.sa_engine.connect() as conn:
             rows = (
                 await conn.execute(
-                    text(
-                        f"SELECT {_COLUMNS} FROM memory_jobs WHERE user_id = :u AND id = ANY(:ids)"
-                    ),
+                    text(f"{_SELECT_JOBS} WHERE user_id = :u AND id = ANY(:ids)"),
                     {"u": user_id, "ids": list(ids)},
                 )
             ).mappings()
-            return {int(r["id"]): _job(r) for r in rows}
+            return {int(r["id"]): job_from_row(r) for r in rows}
 
     # -- inspection --------------------------------------------------------------------
 
@@ -380,13 +289,11 @@ class JobStore:
         async with self.db.sa_engine.connect() as conn:
             rows = (
                 await conn.execute(
-                    text(
-                        f"SELECT {_COLUMNS} FROM memory_jobs {where} ORDER BY id DESC LIMIT :limit"
-                    ),
+                    text(f"{_SELECT_JOBS} {where} ORDER BY id DESC LIMIT :limit"),
                     params,
                 )
             ).mappings()
-            return [_job(r) for r in rows]
+            return [job_from_row(r) for r in rows]
 
     async def get(self, job_id: int) -> Job | None:
         """One job by id, of whichever user (the operator's tools look jobs up by id)."""
@@ -394,13 +301,14 @@ class JobStore:
             row = (
                 (
                     await conn.execute(
-                        text(f"SELECT {_COLUMNS} FROM memory_jobs WHERE id = :id"), {"id": job_id}
+                        text(f"SELECT {JOB_COLUMNS} FROM memory_jobs WHERE id = :id"),
+                        {"id": job_id},
                     )
                 )
                 .mappings()
                 .first()
             )
-        return _job(row) if row else None
+        return job_from_row(row) if row else None
 
     async def counts(self, user_id: str) -> JobCounts:
         """How many of the user's jobs are in each status."""
@@ -444,7 +352,7 @@ class JobStore:
             prev = out.get(r.user_id) or JobCounts(str(r.user_id), {}, None)
             last = r.last if prev.updated_at is None else max(prev.updated_at, r.last)
             out[r.user_id] = JobCounts(prev.user_id, prev.counts | {r.status: int(r.n)}, last)
-        return dict(sorted(out.items(), key=lambda kv: kv[1].updated_at or _EPOCH, reverse=True))
+        return dict(sorted(out.items(), key=lambda kv: kv[1].updated_at or EPOCH, reverse=True))
 
     async def retry(self, job_id: int, *, now: datetime, user_id: str | None = None) -> Job | None:
         """Send a failed job back to the queue; None if no failed job has that id (among
@@ -462,7 +370,7 @@ class JobStore:
                             f"{scope}AND NOT (j.payload ? '{REFUSED}') AND NOT EXISTS ("
                             "  SELECT 1 FROM memory_users u "
                             "  WHERE u.user_id = j.user_id AND u.erased_at IS NOT NULL) "
-                            f"RETURNING {_COLUMNS}"
+                            f"RETURNING {JOB_COLUMNS}"
                         ),
                         {"id": job_id, "now": now, "u": user_id},
                     )
@@ -470,7 +378,7 @@ class JobStore:
                 .mappings()
                 .first()
             )
-            return _job(row) if row else None
+            return job_from_row(row) if row else None
 
 
 def _erased() -> UserErasedError:

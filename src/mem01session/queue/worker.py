@@ -21,11 +21,12 @@ from datetime import datetime, timedelta
 from ..engine import BeliefEngine
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
-from ..errors import InvalidOpError, UserErasedError
+from ..errors import EmbeddingError, InvalidOpError, UserErasedError
 from ..logs import describe, get_logger
 from ..redaction import redact
 from .extractor import Candidate, Extractor
-from .jobs import Job, JobLostError, JobStore
+from .job_records import Job
+from .jobs import JobLostError, JobStore
 
 log = get_logger(__name__)
 
@@ -222,14 +223,17 @@ class MemoryWorker:
 
     async def _fail(self, job: Job, exc: BaseException) -> None:
         message = describe(exc)
-        permanent = isinstance(exc, UserErasedError)
+        erased = isinstance(exc, UserErasedError)
+        # An embedding server that answers in the wrong shape does so again next time: the
+        # job waits for the operator (jobs retry, once the setting is fixed).
+        permanent = erased or isinstance(exc, EmbeddingError)
         retry_at = None
         if not permanent and job.attempts < self.policy.max_attempts:
             delay = min(self.policy.backoff_max, self.policy.backoff_base**job.attempts)
             retry_at = self.engine.clock() + timedelta(seconds=delay)
         kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
         self._record(f"job {job.id} failed ({kind}): {message}")
-        self._unreleased[job.id] = (job, message, retry_at, permanent)
+        self._unreleased[job.id] = (job, message, retry_at, erased)
         with contextlib.suppress(Exception):
             await self._release_failed()
 

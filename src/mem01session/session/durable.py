@@ -51,6 +51,7 @@ class DurableTier:
         self._reported: set[int] = set()
         self._warned: set[str] = set()
         self._failures = 0  # failures recorded so far (to tell whether an operation had one)
+        self._failed_kind = ""  # the kind of the last failure recorded
         self._failed_since_flush: list[str] = []
         self._flushed_at = memory.now()
         # This session's unfinished turns (job id -> first user message), and those the
@@ -86,7 +87,7 @@ class DurableTier:
         except Exception as exc:
             self.failed("enqueue", exc)
         else:
-            self._recovered(mark)
+            self._recovered(mark, "enqueue")
 
     async def _send(self, *, release: bool = False) -> None:
         """Enqueue completed turns (and, with ``release``, held input too), oldest first."""
@@ -164,7 +165,7 @@ class DurableTier:
         except Exception as exc:
             self.failed("recall", exc)
             return None
-        self._recovered(mark)
+        self._recovered(mark, "recall", "enqueue")
         if not fresh:
             result = dataclasses.replace(result, stale=True)
         self.last_recall = result
@@ -272,8 +273,13 @@ class DurableTier:
         """Record a failure (strict: raise it as :class:`Mem01MemoryError`)."""
         self._record(f"{kind} failed: {describe(exc)}", kind)
 
+    def record(self, message: str, kind: str) -> None:
+        """Record a failure described by ``message`` (strict: raise it)."""
+        self._record(message, kind)
+
     def _record(self, message: str, kind: str) -> None:
         self._failures += 1
+        self._failed_kind = kind
         self.last_error = message
         if self.strict:
             raise Mem01MemoryError(message) from None
@@ -281,10 +287,11 @@ class DurableTier:
             self._warned.add(kind)
             log.warning("memory %s; the conversation continues without it", message)
 
-    def _recovered(self, mark: int) -> None:
-        """An operation that began at failure count ``mark`` went through without one:
-        whatever went wrong before is over."""
-        if self._failures == mark:
+    def _recovered(self, mark: int, *kinds: str) -> None:
+        """An operation that began at failure count ``mark`` went through without a failure:
+        if the last failure was of one of ``kinds`` (what this operation does), it is over.
+        No kinds: the operation exercised everything (a flush)."""
+        if self._failures == mark and (not kinds or self._failed_kind in kinds):
             self.last_error = None
 
 

@@ -2,7 +2,10 @@
 
 :func:`memory_run_config` returns a fresh ``RunConfig`` whose ``call_model_input_filter``
 recalls once per run (cached across tool loops and handoffs) for the current user
-message and inserts the block just before it, after any filter the caller already had.
+message and places the block (:mod:`~mem01session.session.placement`: a system message
+before that message, a content part of it, or the instructions), after any filter the
+caller already had. Its retry policy makes a call that a server refused because of the
+block once more without it (:mod:`~mem01session.session.fallback`).
 
 The query is read from the model input itself rather than captured with a
 ``session_input_callback``: with a callback the SDK deep-copies the whole history on
@@ -18,13 +21,14 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from agents import RunConfig
-from agents.items import TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
-from .items import MemoryItem, last_user_index, last_user_text
+from .fallback import BlockFallback
+from .items import last_user_text
+from .placement import choose, model_api, place
 
 RecallBlock = Callable[[str], Awaitable[str | None]]
 RunCounter = Callable[[], int]
@@ -49,6 +53,13 @@ class _RunMemory:
             self._key = key
             self._task = asyncio.ensure_future(self._recall_block(query))
         return await asyncio.shield(self._task)
+
+    def drop(self) -> None:
+        """The rest of the current run goes without a block (a server refused it)."""
+        if self._key is not None:
+            done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            self._task = done
 
 
 RunKey = tuple[int, str]
@@ -93,26 +104,31 @@ class RecallPrefetch:
             task.cancel()  # also marks a failure nobody will read as handled
 
 
-def memory_message(block: str) -> TResponseInputItem:
-    """The input item that carries the block (a system message the SDK never stores)."""
-    return cast(TResponseInputItem, MemoryItem(role="system", content=block))
-
-
-def insert_block(items: list[TResponseInputItem], block: str) -> list[TResponseInputItem]:
-    """A copy of ``items`` with the block just before the current (last) user message."""
-    index = last_user_index(items)
-    position = len(items) if index is None else index
-    return [*items[:position], memory_message(block), *items[position:]]
-
-
 def memory_run_config(
-    recall_block: RecallBlock, base: RunConfig | None = None, run_counter: RunCounter = lambda: 0
+    recall_block: RecallBlock,
+    base: RunConfig | None = None,
+    run_counter: RunCounter = lambda: 0,
+    *,
+    placement: str = "auto",
+    strict: Callable[[], bool] = lambda: False,
+    rejected: Callable[[str], None] = lambda reason: None,
 ) -> RunConfig:
-    """A new ``RunConfig`` (``base``'s settings kept) that injects recalled memory."""
+    """A new ``RunConfig`` (``base``'s settings kept) that injects recalled memory.
+
+    ``placement`` is ``auto`` or one of the placements; ``strict`` and ``rejected`` are
+    the session's failure policy for a call refused because of the block.
+    """
     memory = _RunMemory(recall_block, run_counter)
     caller_filter = base.call_model_input_filter if base else None
 
+    def refused(reason: str) -> None:
+        memory.drop()
+        rejected(reason)
+
+    fallback = BlockFallback(base.model_settings if base else None, strict=strict, rejected=refused)
+
     async def on_model_input(data: CallModelData[Any]) -> ModelInputData:
+        fallback.begin(data.agent)  # a new call: nothing of an earlier one can be retried
         query = last_user_text(data.model_data.input)
         model_data = data.model_data
         if caller_filter is not None:
@@ -120,9 +136,14 @@ def memory_run_config(
         block = await memory.block(query)
         if not block:
             return model_data
-        return ModelInputData(
-            input=insert_block(list(model_data.input), block),
-            instructions=model_data.instructions,
-        )
+        where = choose(placement, model_api(data.agent, config))
+        placed = place(model_data, block, where)
+        fallback.carried(placed, model_data.instructions, where)
+        return placed
 
-    return dataclasses.replace(base or RunConfig(), call_model_input_filter=on_model_input)
+    config = dataclasses.replace(
+        base or RunConfig(),
+        call_model_input_filter=on_model_input,
+        model_settings=fallback.model_settings,
+    )
+    return config

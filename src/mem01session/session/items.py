@@ -1,10 +1,12 @@
-"""SDK input items: their text, the text a memory job carries, and the memory marker.
+"""SDK input items: their text, the text a memory job carries, and the memory markers.
 
 Only user and assistant *text* goes to extraction: no system or developer items, tool
 calls or their outputs, reasoning, and never recalled memory (invariant 1). Recalled
-memory is recognised by its type, :class:`MemoryItem`, which only the model-input filter
-creates: nothing a user types can look like it, and a user who types ``<memory>`` is
-treated like any other user.
+memory is recognised by its type, which only the model-input filter creates: a
+:class:`MemoryItem` (the block as a message of its own), a :class:`MemoryPart` (the block
+as a content part of the current user message, inside a :class:`MemoryCarrier`). Nothing
+a user types can look like either, and a user who types ``<memory>`` is treated like any
+other user.
 """
 
 from __future__ import annotations
@@ -22,9 +24,34 @@ class MemoryItem(dict[str, Any]):
     """
 
 
+class MemoryPart(dict[str, Any]):
+    """A content part that carries recalled memory; made by the model-input filter only."""
+
+
+class MemoryCarrier(dict[str, Any]):
+    """A copy of the current user message with a :class:`MemoryPart` in front of its
+    content; ``original`` is the message as the SDK holds it (never changed)."""
+
+    def __init__(self, original: Mapping[str, Any], content: list[Any]) -> None:
+        super().__init__(original)
+        self["content"] = content
+        self.original = original
+
+
 def is_memory(item: object) -> bool:
-    """Whether ``item`` carries recalled memory."""
+    """Whether ``item`` is a message of recalled memory."""
     return isinstance(item, MemoryItem)
+
+
+def memory_texts(items: Iterable[Any]) -> list[str]:
+    """The memory blocks ``items`` carry, as messages or as content parts."""
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, MemoryItem):
+            out.append(str(item.get("content", "")))
+        elif isinstance(item, Mapping) and isinstance(item.get("content"), list):
+            out += [str(p.get("text", "")) for p in item["content"] if isinstance(p, MemoryPart)]
+    return out
 
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
@@ -41,7 +68,9 @@ def item_text(item: Any) -> str:
         parts = [
             str(part.get("text", ""))
             for part in content
-            if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS
+            if isinstance(part, Mapping)
+            and part.get("type") in _TEXT_PARTS
+            and not isinstance(part, MemoryPart)
         ]
         return "\n".join(p for p in parts if p)
     return ""

@@ -10,6 +10,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
 from ..checks import check_id, check_positive_int, check_seconds
+from ..config import MEMORY_PLACEMENTS
 from ..engine.records import (
     DEFAULT_MAX_TOKENS,
     ApplyResult,
@@ -19,6 +20,7 @@ from ..engine.records import (
     RecallRequest,
     RecallResult,
 )
+from ..errors import ConfigError
 from ..logs import get_logger
 from ..memory import Memory
 from ..queue.extractor import Extractor
@@ -55,8 +57,14 @@ class Mem01Session:
     session opens a private one from the environment on first use and closes it in
     :meth:`aclose`.
 
+    ``memory_placement`` says where the block goes in the model input: ``auto`` (a content
+    part of the current user message for Chat Completions models, a system message before
+    it otherwise), ``system``, ``user`` or ``instructions``; default ``MEM01_MEMORY_PLACEMENT``
+    (see :mod:`mem01session.session.placement`).
+
     Memory failures never break the conversation (``last_memory_error`` says what went
-    wrong) unless ``strict=True``, which raises :class:`Mem01MemoryError` instead. While
+    wrong; a model call refused because of the block is made again without it) unless
+    ``strict=True``, which raises :class:`Mem01MemoryError` instead. While
     the database is unreachable, turns are kept in memory (at most
     :data:`~mem01session.queue.buffer.MAX_UNSENT_TURNS`, see ``unsent_turns``) and
     enqueued, in order, by the next ``add_items``, ``recall``, ``flush_memory`` or
@@ -75,6 +83,7 @@ class Mem01Session:
         strict: bool = False,
         recall_wait: float = 2.0,
         provenance: BlockProvenance = "none",
+        memory_placement: str | None = None,
     ) -> None:
         self.session_id = check_id("session_id", session_id)
         self.user_id = check_id("user_id", user_id)
@@ -85,6 +94,12 @@ class Mem01Session:
         assert wait is not None
         self._owns_memory = memory is None
         self._memory = memory if memory is not None else Memory()
+        placement = memory_placement or self._memory.settings.memory_placement
+        if placement not in MEMORY_PLACEMENTS:
+            raise ConfigError(
+                f"memory_placement must be one of {', '.join(MEMORY_PLACEMENTS)}, got {placement!r}"
+            )
+        self.memory_placement = placement
         self._owns_inner = inner is None
         self._inner: Session = inner if inner is not None else self._default_inner()
         self._tier = DurableTier(
@@ -96,6 +111,7 @@ class Mem01Session:
         self._warned_no_filter = False
         self._injecting = False  # run_config() was asked for: runs will want their recall
         self._prefetch_run = RecallPrefetch()
+        self._refusal: str | None = None  # why this run's model call went without memory
 
     def __repr__(self) -> str:
         return (
@@ -193,6 +209,9 @@ class Mem01Session:
             self._check_filter_ran()
         if messages:
             await self._tier.take_turn(messages)
+        if self._refusal is not None and any(m.role == "assistant" for m in messages):
+            # Still the news of this run, whatever storing its turn went through.
+            self._tier.last_error, self._refusal = self._refusal, None
 
     @property
     def unsent_turns(self) -> int:
@@ -217,7 +236,20 @@ class Mem01Session:
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
         self._injecting = True
-        return memory_run_config(self._block_for, base, lambda: self._history_reads)
+        return memory_run_config(
+            self._block_for,
+            base,
+            lambda: self._history_reads,
+            placement=self.memory_placement,
+            strict=lambda: self.strict,
+            rejected=self._refused,
+        )
+
+    def _refused(self, reason: str) -> None:
+        """A model call of this run was refused because of the block (it is made again
+        without it): recorded now, and kept as the run's news when its answer is stored."""
+        self._refusal = reason
+        self._tier.record(reason, "injection")
 
     def _check_filter_ran(self) -> None:
         """Warn, once, when a run answered without passing through the memory filter."""

@@ -13,7 +13,8 @@ from ..checks import MAX_ID_CHARS, check_id
 from ..engine import BeliefEngine
 from ..engine.records import Belief, LedgerEvent, UserSummary
 from ..errors import BeliefNotFoundError, ConfigError
-from ..queue.jobs import JobCounts, JobStore
+from ..queue.job_records import JobCounts
+from ..queue.jobs import JobStore
 
 MAX_BIGINT = 2**63 - 1
 _EPOCH = datetime.min.replace(tzinfo=UTC)

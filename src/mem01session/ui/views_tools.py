@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..engine.records import EraseReceipt, RecallResult
-from ..queue.jobs import Job
+from ..queue.job_records import Job
 from .data import UserView
 from .layout import badge, belief_link, hidden, page, table, when
 from .markup import Safe, html, join, url

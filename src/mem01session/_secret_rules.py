@@ -1,0 +1,208 @@
+r"""The detectors of :mod:`mem01session.secret_scan`: patterns and value checks.
+
+Each pattern in :data:`DETECTORS` starts with a literal, never with a lookbehind, a class
+or an alternation, so that ``re`` finds its candidates with a fast substring search; a
+word boundary before the literal is written as a lookbehind *after* it
+(``sk-(?<!\wsk-)``), which keeps the literal first. After that, a repetition either
+stops at a character the next step needs (possessive where backtracking cannot help),
+or is bounded. The card, SSN and IBAN patterns start with a digit or a capital, which is
+everywhere in some texts: they are only tried at the anchors :data:`MAPPED_DIGIT_ANCHOR`
+finds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .redaction import URL_PASSWORD
+
+# Kinds, most specific first: where finds of several kinds overlap, the merged span is
+# named after the first.
+LABELS = (
+    "private key",
+    "api key",
+    "aws access key",
+    "github token",
+    "slack token",
+    "jwt",
+    "bearer token",
+    "url password",
+    "password",
+    "secret",
+    "card number",
+    "iban",
+    "ssn",
+    "token",
+)
+
+# Values after "password is" that are ordinary words, not the secret itself.
+_NOT_A_SECRET = frozenset(
+    "a an the my your our their his her its same different new old too very really "
+    "not never always expired wrong correct saved stored long short required".split()
+)
+
+
+def luhn(candidate: str) -> bool:
+    digits = [int(c) for c in candidate if c.isdigit()]
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _iban(candidate: str) -> bool:
+    compact = candidate.replace(" ", "").upper()
+    if not 15 <= len(compact) <= 34:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    number = "".join(str(int(c, 36)) for c in rearranged)
+    return int(number) % 97 == 1
+
+
+def _not_a_word(value: str) -> bool:
+    return value.strip("\"'`").casefold() not in _NOT_A_SECRET
+
+
+_HAS_ALPHA = re.compile(r"[A-Za-z]")
+# Three or more pieces split by -, _, / or +, each all letters or all digits: a slug,
+# path or date, not a key.
+_SLUG = re.compile(r"[-_/+]*+(?:(?:[A-Za-z]++|[0-9]++)(?:[-_/+]++|\Z)){3,}+\Z")
+_ENTROPY_SAMPLE = 4096
+
+
+def high_entropy(token: str) -> bool:
+    """Digits and letters, not a slug, and at least 3.5 bits of entropy per character.
+
+    ``token`` is a run of ASCII token characters. The entropy of a run longer than 4,096
+    characters (a pasted blob) is that of 4,096 characters taken at even steps along it,
+    so that check costs the same for any size; the others are scans in C.
+    """
+    if token.isdigit() or not any(d in token for d in "0123456789"):
+        return False
+    if not _HAS_ALPHA.search(token):
+        return False
+    sample = token[:: -(-len(token) // _ENTROPY_SAMPLE)]
+    size = len(sample)
+    entropy = -sum(n / size * math.log2(n / size) for n in Counter(sample).values())
+    return entropy >= 3.5 and "://" not in token and not _SLUG.match(token)
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One pattern, compiled for ASCII text (faster) and for any text."""
+
+    label: str
+    ascii: re.Pattern[str]
+    unicode: re.Pattern[str]
+    group: str | int = 0
+    check: Callable[[str], bool] | None = None
+    folded: bool = False  # matched on the lower-cased text
+
+
+def _det(
+    label: str,
+    source: str | re.Pattern[str],
+    *,
+    group: str | int = 0,
+    check: Callable[[str], bool] | None = None,
+    folded: bool = False,
+) -> Detector:
+    text = source if isinstance(source, str) else source.pattern
+    compiled = re.compile(text, re.ASCII), re.compile(text)
+    return Detector(label, *compiled, group=group, check=check, folded=folded)
+
+
+def _word(literal: str) -> str:
+    """``literal`` at the start of a word, the boundary checked after it."""
+    escaped = re.escape(literal)
+    return rf"{escaped}(?<!\w{escaped})"
+
+
+# "<keyword> [for|to|of|on|at <one or two words>] (is|was|=|:) <value>"
+_PHRASE_TAIL = (
+    r"\b(?:\s++(?:for|to|of|on|at)\s++[\w.\-]++(?:\s++[\w.\-]++)?)?"
+    r"(?:\s++(?:is|was|=|:)|\s*+[:=])\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
+)
+_PASSWORD_WORDS = (
+    ("pass", r"(?:\s?word|wd|code|phrase)"),
+    ("pw", "d?"),
+    ("pin", r"(?:\s?code)?"),
+    ("api", r"[\s_\-]?(?:key|token)"),
+    ("access", r"[\s_\-]?token"),
+    ("auth", r"[\s_\-]?token"),
+    ("refresh", r"[\s_\-]?token"),
+    ("bearer", r"[\s_\-]?token"),
+    ("client", r"[\s_\-]?secret"),
+    ("secret", r"[\s_\-]?key"),
+)
+
+DETECTORS: tuple[Detector, ...] = (
+    _det(
+        "private key",
+        r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----"
+        r"(?:[^-]++|-(?!----END [A-Z ]{0,40}PRIVATE KEY-----))*+"
+        r"(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?",
+    ),
+    *(_det("api key", _word(f"{p}-") + r"[A-Za-z0-9_\-]{16,}") for p in ("sk", "rk", "pk")),
+    *(
+        _det("api key", _word(f"{p}_") + r"(?:live|test)_[A-Za-z0-9]{10,}")
+        for p in ("sk", "rk", "pk")
+    ),
+    _det("api key", _word("AIza") + r"[0-9A-Za-z_\-]{30,}"),
+    *(_det("aws access key", _word(p) + r"[0-9A-Z]{16}\b") for p in ("AKIA", "ASIA")),
+    _det("github token", _word("gh") + r"[pousr]_[A-Za-z0-9]{20,}"),
+    _det("github token", _word("github_pat_") + r"[A-Za-z0-9_]{20,}"),
+    _det("slack token", _word("xox") + r"[abposre]-[A-Za-z0-9\-]{10,}"),
+    # Starts only where a run of its characters starts: "eyJ-eyJ-..." is one scan.
+    _det(
+        "jwt",
+        r"eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}",
+    ),
+    _det(
+        "bearer token",
+        _word("bearer") + r"\s++(?P<v>[A-Za-z0-9._~+/\-]{12,}=*)",
+        group="v",
+        folded=True,
+    ),
+    _det("url password", URL_PASSWORD, group="pw"),
+    *(
+        _det(
+            "password", _word(lit) + rest + _PHRASE_TAIL, group="v", folded=True, check=_not_a_word
+        )
+        for lit, rest in _PASSWORD_WORDS
+    ),
+    # Bare "secret"/"token"/"key" only in the unmistakable ``name: value`` form.
+    *(
+        _det("secret", _word(w) + r"\s*+[:=]\s*+(?P<v>[^\s\"'`,;]{6,})", group="v", folded=True)
+        for w in ("secret", "token", "key")
+    ),
+)
+
+# The digit family. One scan finds anchors, each the first digit of a run of digits,
+# spaces and dashes long enough to be a card number or SSN, or the digits after two
+# capitals that may start an IBAN; only there are the patterns below tried. For ASCII
+# text the scan runs on a byte map of it (digits "0", space and dash "-", capitals "A",
+# anything else "."), where its first character is a literal that ``re`` finds at once.
+DIGIT_ANCHOR = re.compile(r"\d(?:[\d \-]{10,}+|(?<=(?<!\w)[A-Z]{2}\d)\d)")
+DIGIT_MAP = bytes(
+    ord("0") if 48 <= b <= 57 else ord("-") if b in b" -" else ord("A") if 65 <= b <= 90 else 46
+    for b in range(256)
+)
+MAPPED_DIGIT_ANCHOR = re.compile(rb"0(?:[0\-]{10,}+|(?<=AA0)0)")
+IBAN = _det(
+    "iban",
+    r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
+    check=_iban,
+)  # tried two characters before an anchor
+CARD = _det("card number", r"\d(?<![\d\-]\d)(?:[ \-]?\d){12,18}(?![\d\-])", check=luhn)
+SSN = _det("ssn", r"\d(?<![\d\-]\d)\d{2}-\d{2}-\d{4}(?![\d\-])")

@@ -1,0 +1,122 @@
+"""What a job row is: the job, a user's progress through the queue, counts per status, and
+the payload a turn is stored as (scrubbed of secrets)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..redaction import redact
+from ..secret_scan import redact_secrets
+from .turns import Turn, TurnMessage
+
+REFUSED = "refused"
+"""Payload key marking a job row that records a turn which could not be stored."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the job table."""
+
+    id: int
+    user_id: str
+    session_id: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    lease_owner: str | None = None
+    usage: dict[str, Any] | None = None
+
+    def turn(self) -> Turn:
+        """The turn stored in the payload."""
+        messages = tuple(
+            TurnMessage(role=m["role"], text=m["text"], item_ref=m.get("item_ref"))
+            for m in self.payload.get("messages", [])
+        )
+        observed = datetime.fromisoformat(self.payload["observed_at"])
+        return Turn(session_id=self.session_id, messages=messages, observed_at=observed)
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Where a user's jobs stood at one moment: what a barrier waits for."""
+
+    unfinished: frozenset[int]
+    """Ids of the user's jobs still pending or running."""
+    watched: dict[int, tuple[str, str | None]]
+    """``(status, last_error)`` of each watched job that still exists."""
+    failed: dict[int, str | None] = field(default_factory=dict)
+    """``last_error`` of the user's jobs that failed since the time asked about."""
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
+        """From ``(id, status, last_error)`` rows (and an optional fourth column: whether
+        the row is one of the recently failed)."""
+        wanted = set(watch)
+        unfinished: set[int] = set()
+        watched: dict[int, tuple[str, str | None]] = {}
+        failed: dict[int, str | None] = {}
+        for row in rows:
+            job_id, status, last_error = int(row[0]), str(row[1]), row[2]
+            if status in ("pending", "running"):
+                unfinished.add(job_id)
+            if job_id in wanted:
+                watched[job_id] = (status, last_error)
+            if len(row) > 3 and row[3]:
+                failed[job_id] = last_error
+        return cls(frozenset(unfinished), watched, failed)
+
+
+@dataclass(frozen=True)
+class JobCounts:
+    """How many of one user's jobs are in each status, and when one last changed."""
+
+    user_id: str
+    counts: dict[str, int]
+    updated_at: datetime | None
+
+    @property
+    def unfinished(self) -> int:
+        """Pending or running: turns not yet applied."""
+        return self.counts.get("pending", 0) + self.counts.get("running", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get("failed", 0)
+
+
+EPOCH = datetime.min.replace(tzinfo=UTC)
+
+JOB_COLUMNS = (
+    "id, user_id, session_id, payload, status, attempts, last_error, created_at, "
+    "updated_at, lease_owner, usage"
+)
+
+
+def job_from_row(row: Mapping[Any, Any]) -> Job:
+    return Job(**{k: row[k] for k in JOB_COLUMNS.split(", ")})
+
+
+def scrub(text: str) -> str:
+    """``text`` without secrets: registered ones (DSN password, API key) and anything
+    :mod:`~mem01session.secret_scan` recognizes. A job row keeps the turn until the user
+    is erased, so a secret said in a conversation must not reach it; the extractor never
+    needed it either (the op screen would drop or redact it)."""
+    return redact_secrets(redact(text))[0]
+
+
+def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[str, Any]:
+    return {
+        "messages": [
+            {"role": m.role, "text": scrub(m.text), "item_ref": m.item_ref} for m in messages
+        ],
+        "observed_at": observed_at.isoformat(),
+    }
+
+
+# Nothing is stored for a user whose memory was erased (a tombstone in memory_users).

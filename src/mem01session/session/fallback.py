@@ -1,0 +1,162 @@
+"""A model call that a server refused because of the memory block is made again without it.
+
+The SDK offers one hook that re-issues a failed model call: the runner's retry policy
+(``ModelSettings.retry``). The memory filter installs one on the ``RunConfig`` it makes.
+When a call that carried the block fails with a 4xx/5xx whose text names message roles,
+the chat template, the content format or the context size ("Conversation roles must
+alternate user/assistant/...", "content must be a string", "maximum context length is
+2048 tokens"), the policy takes the block out of the
+``ModelInputData`` the filter returned (the runner reads that object again for the retry)
+and asks for one immediate retry. The session records why (``last_memory_error``) and the
+rest of the run goes without memory. With ``strict=True`` nothing is retried: the error is
+the caller's.
+
+Every other failure is decided by the caller's own retry settings, kept as they were:
+the agent's ``model_settings.retry`` merged with the ``RunConfig``'s, their policy and
+their ``max_retries`` (the retry without the block does not count against them). Without
+such settings no other failure is retried, as before.
+
+Which call carried a block is kept in a context variable: the filter and the retry policy
+run in the run's own task, so concurrent runs never see each other's calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from agents import Agent, ModelSettings
+from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
+from agents.run_config import ModelInputData
+
+from ..logs import get_logger
+from ..redaction import redact
+from .placement import Placement, strip
+
+log = get_logger(__name__)
+
+# Runner-managed attempts allowed overall: the caller's own policy is held to its own
+# max_retries below this ceiling, and the retry without the block is one more.
+ATTEMPT_CEILING = 100
+_SKIPPED_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
+_PLACEMENT_WORDS = (
+    "role",
+    "alternat",
+    "template",
+    "jinja",
+    "system message",
+    "content",
+    "format",
+    "concatenate",
+    # A block that pushes the prompt past a small model's context is refused as well.
+    "context length",
+    "context size",
+    "context window",
+)
+# About the agent's own output format, not about the input the block is in.
+_NOT_PLACEMENT_WORDS = ("response_format", "json_schema")
+
+
+def rejects_placement(context: RetryPolicyContext) -> bool:
+    """Whether a failed call's error names message roles, the template, the content
+    format or the context size."""
+    status = context.normalized.status_code
+    if not isinstance(status, int) or status < 400 or status in _SKIPPED_STATUSES:
+        return False
+    body = getattr(context.error, "body", None)
+    text = f"{context.normalized.message or context.error} {body!r}".lower()
+    if any(word in text for word in _NOT_PLACEMENT_WORDS):
+        return False
+    return any(word in text for word in _PLACEMENT_WORDS)
+
+
+@dataclass
+class _Call:
+    """One model call of a run that goes through the memory filter."""
+
+    owner: BlockFallback
+    caller_retry: ModelRetrySettings | None
+    data: ModelInputData | None = None  # what the filter returned, when it held a block
+    instructions: str | None = None  # the instructions before the block
+    placement: Placement | None = None
+    retried: bool = False
+
+
+_CALL: ContextVar[_Call | None] = ContextVar("mem01_memory_call", default=None)
+
+
+class BlockFallback:
+    """The retry policy of one memory ``RunConfig`` (see the module docstring).
+
+    ``strict`` says whether the session is strict now; ``rejected`` is told, with the
+    reason, each time a call is retried without its block.
+    """
+
+    def __init__(
+        self,
+        base: ModelSettings | None,
+        *,
+        strict: Callable[[], bool],
+        rejected: Callable[[str], None],
+    ) -> None:
+        self._base_retry = base.retry if base is not None else None
+        self._strict = strict
+        self._rejected = rejected
+        ours = ModelRetrySettings(max_retries=ATTEMPT_CEILING, policy=self._policy)
+        self.model_settings = (base or ModelSettings()).resolve(ModelSettings(retry=ours))
+
+    def begin(self, agent: Agent[Any]) -> None:
+        """A model call for ``agent`` is being prepared (no block yet)."""
+        merged = ModelSettings(retry=agent.model_settings.retry).resolve(
+            ModelSettings(retry=self._base_retry)
+        )
+        _CALL.set(_Call(self, merged.retry))
+
+    def carried(self, data: ModelInputData, instructions: str | None, where: Placement) -> None:
+        """The call about to be made carries the block (``data`` as handed to the SDK)."""
+        call = _CALL.get()
+        if call is not None and call.owner is self:
+            call.data, call.instructions, call.placement = data, instructions, where
+
+    async def _policy(self, context: RetryPolicyContext) -> bool | RetryDecision:
+        call = _CALL.get()
+        if call is None or call.owner is not self:
+            call = _Call(self, self._base_retry)
+        if (
+            call.data is not None
+            and not call.retried
+            and not self._strict()
+            and rejects_placement(context)
+        ):
+            call.retried = True
+            strip(call.data, call.instructions)
+            said = " ".join(str(context.normalized.message or "").split())[:200]
+            reason = redact(
+                f"injection refused: the model API rejected the input with the memory block "
+                f"(placement {call.placement!r}; MEM01_MEMORY_PLACEMENT chooses another): "
+                f"HTTP {context.normalized.status_code}: {said}; the call was made again "
+                "without it"
+            )
+            log.info("memory: %s", reason)
+            self._rejected(reason)
+            return RetryDecision(retry=True, delay=0.0, reason="memory block refused")
+        return await self._callers(call, context)
+
+    @staticmethod
+    async def _callers(call: _Call, context: RetryPolicyContext) -> bool | RetryDecision:
+        """The caller's own decision, as if our retry had not happened."""
+        settings = call.caller_retry
+        if settings is None or settings.policy is None:
+            return False
+        attempt = context.attempt - (1 if call.retried else 0)
+        limit = max(settings.max_retries or 0, 0)
+        if attempt > limit:
+            return False
+        decision = settings.policy(dataclasses.replace(context, attempt=attempt, max_retries=limit))
+        if inspect.isawaitable(decision):
+            decision = await decision
+        return decision  # type: ignore[no-any-return]
