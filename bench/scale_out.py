@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from .common import embedded_server, machine, make_embedder, replace_section
+from .common import Server, embedded_server, machine, make_embedder, replace_section
 from .scale_data import Timing, load, ordinary_users, time_recall
 from .scale_workers import Drain, drain
 
@@ -66,35 +66,34 @@ def _crossing(points: Sequence[tuple[int, Timing]], unit: str) -> str:
     return f"p95 first passed {THRESHOLD_MS:.0f} ms at {n:,} {unit}: {t.p95:.2f} ms{after}"
 
 
-async def _when(args: argparse.Namespace) -> str:
+async def _when(args: argparse.Namespace, server: Server) -> str:
     emb = make_embedder("offline", args.dim)
     sizes = [int(s) for s in args.sizes.split(",")]
     totals = [int(s) for s in args.totals.split(",")]
     per_user: list[tuple[int, Timing]] = []
     by_total: list[tuple[int, Timing]] = []
     load_before = _load()
-    with embedded_server() as server:
-        facts = machine(server)
-        url = server.database("scale_per_user")
-        plan = [(u, PER_USER) for u in ordinary_users(1000)]
-        plan += [(f"size-{n}", n) for n in sizes if n != PER_USER]
-        started = time.perf_counter()
-        loaded = load(url, emb, plan)
-        print(f"  per-user database: {loaded:,} beliefs in {time.perf_counter() - started:.0f} s")
-        for n in sizes:
-            users = ordinary_users(1000) if n == PER_USER else [f"size-{n}"]
-            t = await time_recall(url, emb, users, calls=args.calls, warmup=args.warmup)
-            per_user.append((n, t))
-            print(f"  {n:,} beliefs/user: p50/p95 {_ms(t)} ms", flush=True)
-        url = server.database("scale_total")
-        users: list[str] = []
-        for total in totals:
-            step = ordinary_users(total // PER_USER)[len(users) :]
-            load(url, emb, [(u, PER_USER) for u in step], seed=len(users))
-            users += step
-            t = await time_recall(url, emb, users, calls=args.calls, warmup=args.warmup)
-            by_total.append((len(users) * PER_USER, t))
-            print(f"  {len(users) * PER_USER:,} beliefs in all: p50/p95 {_ms(t)} ms", flush=True)
+    facts = machine(server)
+    url = server.database("scale_per_user")
+    plan = [(u, PER_USER) for u in ordinary_users(1000)]
+    plan += [(f"size-{n}", n) for n in sizes if n != PER_USER]
+    started = time.perf_counter()
+    loaded = load(url, emb, plan)
+    print(f"  per-user database: {loaded:,} beliefs in {time.perf_counter() - started:.0f} s")
+    for n in sizes:
+        users = ordinary_users(1000) if n == PER_USER else [f"size-{n}"]
+        t = await time_recall(url, emb, users, calls=args.calls, warmup=args.warmup)
+        per_user.append((n, t))
+        print(f"  {n:,} beliefs/user: p50/p95 {_ms(t)} ms", flush=True)
+    url = server.database("scale_total")
+    users: list[str] = []
+    for total in totals:
+        step = ordinary_users(total // PER_USER)[len(users) :]
+        load(url, emb, [(u, PER_USER) for u in step], seed=len(users))
+        users += step
+        t = await time_recall(url, emb, users, calls=args.calls, warmup=args.warmup)
+        by_total.append((len(users) * PER_USER, t))
+        print(f"  {len(users) * PER_USER:,} beliefs in all: p50/p95 {_ms(t)} ms", flush=True)
     lines = [
         "## When to move (measured)",
         "",
@@ -132,7 +131,7 @@ def _cluster_facts(url: str) -> tuple[str, int]:
     return str(version[0] if version else "?").split(" on ")[0], int(workers[0] if workers else 0)
 
 
-async def _cluster(args: argparse.Namespace) -> str:
+async def _cluster(args: argparse.Namespace, server: Server) -> str:
     sys.path.insert(0, str(ROOT))
     from tests.citus.cluster import create_database, database_url, drop_database
 
@@ -144,33 +143,32 @@ async def _cluster(args: argparse.Namespace) -> str:
     load_before = _load()
     name = create_database(args.citus, shards=args.shards)
     try:
-        with embedded_server() as server:
-            facts = machine(server)
-            targets = {
-                "single server": server.database("scale_single"),
-                f"cluster (coordinator + {workers} workers)": database_url(args.citus, name),
+        facts = machine(server)
+        targets = {
+            "single server": server.database("scale_single"),
+            f"cluster (coordinator + {workers} workers)": database_url(args.citus, name),
+        }
+        for target, url in targets.items():
+            started = time.perf_counter()
+            beliefs = load(url, emb, plan)
+            print(f"  {target}: {beliefs:,} beliefs in {time.perf_counter() - started:.0f} s")
+            recall[target] = {
+                "ordinary": await time_recall(
+                    url, emb, ordinary_users(args.users), calls=args.calls, warmup=args.warmup
+                ),
+                "large": await time_recall(
+                    url, emb, ["large-user"], calls=args.calls, warmup=args.warmup
+                ),
             }
-            for target, url in targets.items():
-                started = time.perf_counter()
-                beliefs = load(url, emb, plan)
-                print(f"  {target}: {beliefs:,} beliefs in {time.perf_counter() - started:.0f} s")
-                recall[target] = {
-                    "ordinary": await time_recall(
-                        url, emb, ordinary_users(args.users), calls=args.calls, warmup=args.warmup
-                    ),
-                    "large": await time_recall(
-                        url, emb, ["large-user"], calls=args.calls, warmup=args.warmup
-                    ),
-                }
-                print(f"  {target}: recall {recall[target]}", flush=True)
-                writes[target] = []
-                for processes in (1, 4):
-                    d = await drain(
-                        url, prefix=f"w{processes}", users=args.write_users, turns=args.turns,
-                        processes=processes,
-                    )  # fmt: skip
-                    writes[target].append(d)
-                    print(f"  {target}: {processes} worker processes: {d}", flush=True)
+            print(f"  {target}: recall {recall[target]}", flush=True)
+            writes[target] = []
+            for processes in (1, 4):
+                d = await drain(
+                    url, prefix=f"w{processes}", users=args.write_users, turns=args.turns,
+                    processes=processes,
+                )  # fmt: skip
+                writes[target].append(d)
+                print(f"  {target}: {processes} worker processes: {d}", flush=True)
     finally:
         if not args.keep:
             drop_database(args.citus, name)
@@ -267,15 +265,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.command = _command(list(argv if argv is not None else sys.argv[1:]))
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    if args.only in (None, "cluster") and not args.citus:
+        raise SystemExit("the cluster part needs --citus URL or MEM01_CITUS_URL")
     sections: list[str] = []
-    if args.only in (None, "when"):
-        print("== when to move", flush=True)
-        sections.append(asyncio.run(_when(args)))
-    if args.only in (None, "cluster"):
-        if not args.citus:
-            raise SystemExit("the cluster part needs --citus URL or MEM01_CITUS_URL")
-        print("== the local cluster", flush=True)
-        sections.append(asyncio.run(_cluster(args)))
+    with embedded_server() as server:  # one for the whole run, stopped at exit
+        if args.only in (None, "when"):
+            print("== when to move", flush=True)
+            sections.append(asyncio.run(_when(args, server)))
+        if args.only in (None, "cluster"):
+            print("== the local cluster", flush=True)
+            sections.append(asyncio.run(_cluster(args, server)))
     for text in sections:
         print(text)
     if not args.no_doc:
