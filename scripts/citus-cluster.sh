@@ -14,7 +14,7 @@
 #
 # Settings (flags win over environment variables):
 #   --pg-bin DIR       CITUS_PG_BIN    bin/ dir of the PostgreSQL install (postgres, initdb, pg_ctl, psql, pg_config);
-#                                      down/status/url default to the one the last `up` used
+#                                      default: the one the folder's last `up` used
 #   --pg-config FILE   PG_CONFIG       or the path of that install's pg_config (bin dir = its --bindir)
 #   --data DIR         CITUS_DATA      cluster folder (default /tmp/mem01-citus)
 #   --port N           CITUS_PORT      coordinator port (default 9700); worker i listens on N+i
@@ -68,8 +68,8 @@ if [[ -z "$PG_BIN" && -n "$PGCONF" ]]; then
   [[ -x "$PGCONF" ]] || die "pg_config not found or not executable: $PGCONF"
   PG_BIN="$("$PGCONF" --bindir)"
 fi
-# down/status/url on a cluster that `up` started: the install it used.
-if [[ -z "$PG_BIN" && "$CMD" != up && -f "${DATA%/}/.pg-bin" ]]; then PG_BIN="$(cat "${DATA%/}/.pg-bin")"; fi
+# A cluster folder remembers the install its last `up` used.
+if [[ -z "$PG_BIN" && -f "${DATA%/}/.pg-bin" ]]; then PG_BIN="$(cat "${DATA%/}/.pg-bin")"; fi
 [[ -n "$PG_BIN" ]] || die "no PostgreSQL install given: set CITUS_PG_BIN=/path/to/bin or PG_CONFIG=/path/to/pg_config (or --pg-bin / --pg-config)"
 PG_BIN="$(cd "$PG_BIN" 2>/dev/null && pwd)" || die "not a directory: CITUS_PG_BIN"
 for tool in postgres initdb pg_ctl psql pg_config; do
