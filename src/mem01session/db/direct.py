@@ -1,17 +1,17 @@
 """Single statements on plain psycopg connections: the per-run path.
 
-Every run of a ``Mem01Session`` executes two statements: the recall (which is also the
-barrier's probe) and the enqueue of the turn. Through SQLAlchemy's async layer each one
-costs about 0.2 ms more CPU (a greenlet per checkout, result metadata rebuilt per
-execution) than the statement itself; here a statement is one psycopg ``execute`` on an
-idle autocommit connection.
+Every run of a ``Mem01Session`` executes three statements: the recall (which is also the
+barrier's probe) and the enqueue of the turn (is the user erased? the insert). Through
+SQLAlchemy's async layer each one costs about 0.2 ms more CPU (a greenlet per checkout,
+result metadata rebuilt per execution) than the statement itself; here a statement is one
+psycopg ``execute`` on an idle autocommit connection.
 
 Connecting fails fast, as SQLAlchemy's pool does: during an outage a run learns at once
 that memory is unavailable instead of waiting for a pool to grow. A statement whose
 reused connection turns out to be broken (the server restarted, or closed it, since it
 was last used) is retried once on a new connection, so a restart costs no run its
-memory; every statement sent here is safe to repeat (reads, and an insert with an
-idempotency key).
+memory; every statement sent here is safe to repeat (reads, an insert with an
+idempotency key, and the job claim, which never leases a job twice).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from sqlalchemy import (
     Computed,
     DateTime,
     Float,
-    Identity,
     Index,
     Integer,
     MetaData,
@@ -43,6 +42,18 @@ USER_TABLES = (
 OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
 
 _NOW = text("now()")
+
+
+def _id(table: str) -> Column[int]:
+    """A row id from the table's own bigint sequence (revision 0005: not an identity
+    column, which Citus could not undistribute or reshard)."""
+    return Column(
+        "id",
+        BigInteger,
+        nullable=False,
+        autoincrement=False,
+        server_default=text(f"nextval('{table}_id_seq'::regclass)"),
+    )
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
@@ -93,7 +104,7 @@ def build_metadata() -> MetaData:
         "beliefs",
         md,
         Column("user_id", Text, nullable=False),
-        Column("id", BigInteger, Identity(always=True), nullable=False),
+        _id("beliefs"),
         Column("content", Text, nullable=False),
         Column("norm_content", Text, nullable=False),
         Column("key", Text, nullable=True),
@@ -136,7 +147,7 @@ def build_metadata() -> MetaData:
         "belief_events",
         md,
         Column("user_id", Text, nullable=False),
-        Column("id", BigInteger, Identity(always=True), nullable=False),
+        _id("belief_events"),
         Column("op", Text, nullable=False),
         Column("belief_id", BigInteger, nullable=True),
         Column("related_ids", ARRAY(BigInteger), nullable=False, server_default=text("'{}'")),
@@ -154,7 +165,7 @@ def build_metadata() -> MetaData:
         "belief_sources",
         md,
         Column("user_id", Text, nullable=False),
-        Column("id", BigInteger, Identity(always=True), nullable=False),
+        _id("belief_sources"),
         Column("belief_id", BigInteger, nullable=False),
         Column("session_id", Text, nullable=True),
         Column("item_ref", Text, nullable=True),
@@ -171,7 +182,7 @@ def build_metadata() -> MetaData:
         "memory_jobs",
         md,
         Column("user_id", Text, nullable=False),
-        Column("id", BigInteger, Identity(always=True), nullable=False),
+        _id("memory_jobs"),
         Column("session_id", Text, nullable=False),
         Column("payload", JSONB, nullable=False),
         Column("status", Text, nullable=False, server_default=text("'pending'")),

@@ -1,10 +1,11 @@
 """The job table: one row per turn waiting for extraction. :class:`JobStore` holds every
 statement on ``memory_jobs``.
 
-A job is claimed under a lease (``FOR UPDATE SKIP LOCKED``), processed, and marked done
-*inside the transaction that applies its ops* (:meth:`JobStore.done_hook`), so a retry
-after a crash can never apply a turn twice. Jobs of one user are processed in order: only
-the oldest unfinished job of a user can be claimed.
+A job is claimed under a lease (``FOR UPDATE SKIP LOCKED``, one user at a time: see
+:mod:`.claim`), processed, and marked done *inside the transaction that applies its ops*
+(:meth:`JobStore.done_hook`), so a retry after a crash can never apply a turn twice. Jobs
+of one user are processed in order: only the oldest unfinished job of a user can be
+claimed.
 
 Two statements elsewhere touch the table, through documented interfaces: the engine's
 recall runs :meth:`JobStore.progress_probe` in its own snapshot (a barrier that finds
@@ -29,6 +30,7 @@ from ..engine.read import SnapshotProbe
 from ..engine.write import TransactionHook
 from ..errors import Mem01Error, UserErasedError
 from ..redaction import redact
+from .claim import claim_jobs, claim_statement
 from .job_records import (
     EPOCH,
     JOB_COLUMNS,
@@ -41,18 +43,17 @@ from .job_records import (
 )
 from .turns import TurnMessage
 
+# Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
+_ERASED = "SELECT 1 FROM memory_users WHERE user_id = %(u)s AND erased_at IS NOT NULL"
+# A plain VALUES insert: its id comes from the sequence where the statement is planned
+# (on a cluster, the coordinator), so a user's job ids grow in the order the jobs came,
+# whichever worker holds the user's shard. (An INSERT ... SELECT would be run on that
+# worker and take an id from the worker's own range, which a shard move can reorder.)
 _ENQUEUE = """
-WITH ins AS (
-  INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_after,
-                           created_at, updated_at)
-  SELECT %(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s
-  WHERE NOT EXISTS (SELECT 1 FROM memory_users
-                    WHERE user_id = %(u)s AND erased_at IS NOT NULL)
-  ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id
-)
-SELECT id FROM ins
-UNION ALL
-SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"""
+INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_after,
+                         created_at, updated_at)
+VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s)
+ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id"""
 _JOB_BY_KEY = "SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"
 # A turn that could not be stored: its outcome, without its text.
 _REFUSED = """
@@ -74,25 +75,7 @@ _PROGRESS_PROBE = (
     "FROM memory_jobs j WHERE j.user_id = %(user_id)s "
     "AND (j.status IN ('pending', 'running') OR j.id = ANY(%(job_watch)s))"
 )
-_CLAIM = f"""
-WITH next AS (
-    SELECT j.user_id, j.id FROM memory_jobs j
-    WHERE ((j.status = 'pending' AND j.run_after <= :now)
-           OR (j.status = 'running' AND j.lease_until < :now))
-      AND NOT EXISTS (
-          SELECT 1 FROM memory_jobs e
-          WHERE e.user_id = j.user_id AND e.id < j.id
-            AND e.status IN ('pending', 'running'))
-    ORDER BY j.id
-    LIMIT :limit
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE memory_jobs m
-SET status = 'running', lease_owner = :w, lease_until = :until,
-    attempts = m.attempts + 1, updated_at = :now
-FROM next
-WHERE m.user_id = next.user_id AND m.id = next.id
-RETURNING {", ".join("m." + c for c in JOB_COLUMNS.split(", "))}"""
+_CLAIM = claim_statement(JOB_COLUMNS)
 
 
 _SELECT_JOBS = f"SELECT {JOB_COLUMNS} FROM memory_jobs"
@@ -123,9 +106,12 @@ class JobStore:
         idempotency_key: str | None = None,
     ) -> int:
         """Record a turn for extraction; returns the job id (the existing one for a known
-        key). One autocommit statement: the insert, or the id of the job holding the key.
+        key). Two autocommit statements: is the user erased, then the insert (a third
+        reads the id of the job already holding the key).
 
-        Raises :class:`UserErasedError` (storing nothing) for an erased user.
+        Raises :class:`UserErasedError` (storing nothing) for an erased user. An erase
+        that commits between the two statements does not see this job; the worker then
+        refuses it and drops its text, as for any job of an erased user.
         """
         key = idempotency_key or uuid.uuid4().hex
         params = {
@@ -135,14 +121,13 @@ class JobStore:
             "k": key,
             "now": now,
         }
+        if await self.db.direct.fetch(_ERASED, params):
+            raise _erased()
         rows = await self.db.direct.fetch(_ENQUEUE, params)
-        if not rows:  # the key's job was committed after this statement's snapshot
+        if not rows:  # a job already holds the key
             rows = await self.db.direct.fetch(_JOB_BY_KEY, params)
-        if not rows:
-            raise UserErasedError(
-                "this user's memory was erased; the turn was not stored "
-                "(reinstate the user to remember new turns)"
-            )
+        if not rows:  # ... and was deleted since: the user was erased meanwhile
+            raise _erased()
         return int(rows[0]["id"])
 
     async def record_refused(
@@ -173,15 +158,17 @@ class JobStore:
         """Lease up to ``limit`` jobs, each the oldest unfinished job of its user.
 
         Pending jobs whose backoff has passed and running jobs whose lease expired (their
-        worker died) are both claimable.
+        worker died) are both claimable. One user at a time (:mod:`.claim` says why).
         """
-        async with self.db.sa_engine.begin() as conn:
-            rows = (
-                await conn.execute(
-                    text(_CLAIM), {"now": now, "w": worker_id, "until": now + lease, "limit": limit}
-                )
-            ).mappings()
-            return [job_from_row(r) for r in rows]
+        return await claim_jobs(
+            self.db.direct,
+            _CLAIM,
+            job_from_row,
+            worker_id=worker_id,
+            now=now,
+            lease=lease,
+            limit=limit,
+        )
 
     def done_hook(
         self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
@@ -392,6 +379,13 @@ class JobStore:
                 .first()
             )
             return job_from_row(row) if row else None
+
+
+def _erased() -> UserErasedError:
+    return UserErasedError(
+        "this user's memory was erased; the turn was not stored "
+        "(reinstate the user to remember new turns)"
+    )
 
 
 async def _mark_done(

@@ -1,0 +1,95 @@
+"""Claiming jobs: one user at a time, so that the same statements serve one PostgreSQL
+server and a cluster distributed by ``user_id`` (Citus).
+
+A worker leases the oldest unfinished job of a user. Doing that for many users in one
+statement (``FOR UPDATE SKIP LOCKED`` over the whole table) is what a cluster refuses: a
+locking read must stay within one shard, that is, one user. So a claim has two steps:
+
+1. **Find** users whose oldest unfinished job is claimable: a plain read without locks,
+   oldest job first (on a cluster, every shard answers and the coordinator merges).
+2. **Claim** each of them in turn with one autocommit statement on that user's rows only
+   (``FOR UPDATE SKIP LOCKED``, then the lease), until ``limit`` jobs are leased.
+
+Correctness lives in step 2 alone, exactly as in a single-statement claim: it re-checks
+that the job is still claimable and that no older job of the user is pending or running,
+skips a job another worker is claiming at that moment, and leases at most one job per
+user. Step 1 only proposes; what it saw may be stale by the time of step 2, and a stale
+proposal claims nothing. Per-user order is therefore kept exactly; the order across users
+is oldest-first as step 1 saw it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from ..db.direct import DirectPool
+
+J = TypeVar("J")
+
+# Rounds of step 1 per claim: when other workers took every proposed user, look again.
+ROUNDS = 3
+
+_CLAIMABLE = (
+    "((j.status = 'pending' AND j.run_after <= %(now)s) "
+    "OR (j.status = 'running' AND j.lease_until < %(now)s))"
+)
+_OLDEST = (
+    "NOT EXISTS (SELECT 1 FROM memory_jobs e WHERE e.user_id = j.user_id AND e.id < j.id "
+    "AND e.status IN ('pending', 'running'))"
+)
+_FIND = (
+    f"SELECT j.user_id FROM memory_jobs j WHERE {_CLAIMABLE} AND {_OLDEST} "
+    "AND j.user_id <> ALL(%(skip)s) ORDER BY j.id LIMIT %(scan)s"
+)
+
+
+def claim_statement(columns: str) -> str:
+    """The step-2 statement for one user, returning ``columns`` of the leased job."""
+    returning = ", ".join("m." + c.strip() for c in columns.split(","))
+    return f"""
+WITH next AS (
+    SELECT j.id FROM memory_jobs j
+    WHERE j.user_id = %(u)s AND {_CLAIMABLE} AND {_OLDEST}
+    ORDER BY j.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE memory_jobs m
+SET status = 'running', lease_owner = %(w)s, lease_until = %(until)s,
+    attempts = m.attempts + 1, updated_at = %(now)s
+FROM next
+WHERE m.user_id = %(u)s AND m.id = next.id
+RETURNING {returning}"""
+
+
+async def claim_jobs(
+    pool: DirectPool,
+    statement: str,
+    make: Callable[[Mapping[str, Any]], J],
+    *,
+    worker_id: str,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+) -> list[J]:
+    """Lease up to ``limit`` jobs (``statement`` from :func:`claim_statement`), each the
+    oldest unfinished job of its user, in the order step 1 found their users."""
+    leased: list[J] = []
+    tried: list[str] = []
+    for _ in range(ROUNDS if limit > 0 else 0):
+        scan = 2 * (limit - len(leased))
+        found = await pool.fetch(_FIND, {"now": now, "skip": tried, "scan": scan})
+        for row in found:
+            user_id = str(row["user_id"])
+            tried.append(user_id)
+            rows = await pool.fetch(
+                statement, {"u": user_id, "w": worker_id, "now": now, "until": now + lease}
+            )
+            leased.extend(make(r) for r in rows)
+            if len(leased) >= limit:
+                return leased
+        if len(found) < scan:  # nobody else was waiting when step 1 looked
+            break
+    return leased

@@ -1,0 +1,9 @@
+"""``tests/engine/test_ops.py`` on a database distributed by user_id."""
+
+from tests.citus.reuse import reuse
+from tests.engine import test_ops
+from tests.engine.conftest import engine
+
+__all__ = ["engine"]  # the fixture the reused tests ask for (where they do not define one)
+
+reuse(test_ops, globals())

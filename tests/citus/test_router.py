@@ -1,0 +1,142 @@
+"""Every per-run statement for one user is a router query: one task, on the worker that
+holds the user's shards (``EXPLAIN``, ``Task Count: 1``).
+
+The statements are the library's own: captured while it recalls (every scope and kind,
+with and without the job queue's barrier probe), enqueues a turn and claims a job, then
+explained with the same parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from mem01session.db import Database
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine.ops import Op, Provenance
+from mem01session.queue import JobStore
+from mem01session.queue.turns import TurnMessage
+from tests.citus.cluster import SHARDS, require_cluster
+from tests.engine.conftest import START, TickingClock
+
+require_cluster()
+pytestmark = pytest.mark.citus
+
+Captured = list[tuple[str, dict[str, Any]]]
+
+
+@contextmanager
+def captured(db: Database) -> Iterator[Captured]:
+    """The statements (and parameters) sent on the direct pool, the per-run path."""
+    seen: Captured = []
+    original = db.direct.fetch
+
+    async def fetch(query: Any, params: Mapping[str, Any]) -> Any:
+        seen.append((str(query), dict(params)))
+        return await original(query, params)
+
+    db.direct.fetch = fetch  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        db.direct.fetch = original  # type: ignore[method-assign]
+
+
+def explain(url: str, query: str, params: dict[str, Any]) -> list[str]:
+    """The plan, the parameters bound as literals (as the custom plan of a run sees them)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = psycopg.ClientCursor(conn)
+        return [str(r[0]) for r in cursor.execute("EXPLAIN (COSTS OFF) " + query, params)]
+
+
+def worker_of(url: str, user_id: str) -> str:
+    """``host=... port=...`` of the worker holding the user's shard group."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT nodename, nodeport FROM citus_shards WHERE table_name = 'beliefs'::regclass "
+            "AND shardid = get_shard_id_for_distribution_column('beliefs', CAST(%s AS text))",
+            (user_id,),
+        ).fetchone()
+    assert row is not None
+    return f"host={row[0]} port={row[1]}"
+
+
+def assert_routed(url: str, query: str, params: dict[str, Any], worker: str) -> None:
+    plan = explain(url, query, params)
+    text = "\n".join(plan)
+    tasks = [line.strip() for line in plan if "Task Count:" in line]
+    nodes = {line.split("Node: ", 1)[1].split(" dbname")[0] for line in plan if "Node: " in line}
+    assert tasks == ["Task Count: 1"], text
+    assert "Distributed Subplan" not in text, text
+    assert nodes == {worker}, text
+
+
+async def seed(engine: BeliefEngine, user: str) -> None:
+    prov = Provenance(session_id="s1", extractor="test")
+    result = await engine.apply(
+        user,
+        [Op.add("Lives in Lisbon", key="home.city"), Op.add("Has a cat named Miso")],
+        provenance=prov,
+    )
+    await engine.apply(
+        user, [Op.supersede(result.changes[0].belief_id, "Lives in Porto")], provenance=prov
+    )
+
+
+REQUESTS = {
+    "hybrid": RecallRequest("where do I live?"),
+    "vector": RecallRequest("?!"),  # no word for full text: vectors only
+    "recent": RecallRequest(""),
+    "history": RecallRequest("where do I live?", include_history=True),
+    "as_of": RecallRequest("where do I live?", as_of=START + timedelta(days=1)),
+    "as_of_history": RecallRequest("", include_history=True, as_of=START + timedelta(days=1)),
+}
+
+
+async def test_recall_of_one_user_runs_on_one_worker(
+    db: Database, db_url: str, embedder: HashingEmbedder
+) -> None:
+    engine = BeliefEngine(db, embedder, clock=TickingClock())
+    users = [f"router-{i}" for i in range(6)]
+    for user in users:
+        await seed(engine, user)
+    workers = {user: worker_of(db_url, user) for user in users}
+    assert len(set(workers.values())) == 2  # the users live on both workers
+    for user in users:
+        jobs = JobStore(db)
+        job = await jobs.enqueue(user, "s1", [TurnMessage("user", "I moved")], now=engine.clock())
+        with captured(db) as seen:
+            for request in REQUESTS.values():
+                result = await engine.recall(user, request)
+                assert result.candidates > 0
+                await engine.recall_probed(user, request, JobStore.progress_probe([job]))
+        assert len(seen) == 2 * len(REQUESTS)
+        for query, params in seen:
+            assert_routed(db_url, query, params, workers[user])
+
+
+async def test_enqueue_and_claim_of_one_user_run_on_one_worker(db: Database, db_url: str) -> None:
+    store = JobStore(db)
+    user = "router-jobs"
+    worker = worker_of(db_url, user)
+    clock = TickingClock()
+    with captured(db) as seen:
+        await store.enqueue(user, "s1", [TurnMessage("user", "hello")], now=clock())
+    assert len(seen) == 2  # is the user erased? then the insert
+    for query, params in seen:
+        assert_routed(db_url, query, params, worker)
+
+    with captured(db) as seen:
+        [job] = await store.claim("w1", now=clock(), lease=timedelta(minutes=1))
+    assert job.user_id == user
+    (find, find_params), (claim, claim_params) = seen
+    assert_routed(db_url, claim, claim_params, worker)
+    # Finding users with work is the one statement that asks every shard (no locks).
+    plan = "\n".join(explain(db_url, find, find_params))
+    assert f"Task Count: {SHARDS}" in plan and "FOR UPDATE" not in find
