@@ -111,12 +111,13 @@ def _details(belief: Belief, style: Style) -> list[str]:
     return details
 
 
-def format_record(belief: Belief, style: Style = Style()) -> str:
+def format_record(belief: Belief, style: Style = Style(), content: str | None = None) -> str:
     """One record line, without the newline: the statement and, where it carries
-    information, a parenthesis (see the module docstring)."""
+    information, a parenthesis (see the module docstring). ``content``: the statement
+    already escaped."""
     details = _details(belief, style)
     suffix = f" ({'; '.join(details)})" if details else ""
-    return f"- {escape(belief.content)}{suffix}"
+    return f"- {escape(belief.content) if content is None else content}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -199,9 +200,10 @@ def render_block(
     for item in ranked:
         if max_tokens - used < _MIN_RECORD_TOKENS:
             break
-        if not escape(item.belief.content):
+        content = escape(item.belief.content)
+        if not content:
             continue  # nothing printable to say
-        line = format_record(item.belief, style) + "\n"
+        line = format_record(item.belief, style, content) + "\n"
         cost = _line_cost(counter, line)
         if used + cost <= max_tokens:
             lines.append(line)

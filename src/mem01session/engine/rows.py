@@ -60,4 +60,4 @@ def source_from_row(row: Mapping[Any, Any]) -> Source:
 
 def vector_literal(vec: Sequence[float]) -> str:
     """pgvector's text form, for binding as a parameter cast with ``::vector``."""
-    return "[" + ",".join(f"{x:.7g}" for x in vec) + "]"
+    return "[" + ("%.7g," * len(vec) % tuple(vec))[:-1] + "]"
