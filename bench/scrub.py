@@ -1,7 +1,7 @@
 """Scrub speed: ``python -m bench.scrub [--runs 9] [--baseline REV] [--out docs/reliability.md]``.
 
 Times the scrub every turn goes through before it is stored as a job
-(``mem01session.queue.jobs.scrub``: ``redact`` then ``redact_secrets``) on 10 KB, 100 KB
+(``mem01session.queue.job_records.scrub``: ``redact`` then ``redact_secrets``) on 10 KB, 100 KB
 and 1 MB of ordinary English text and of a pasted hex blob, plus worst cases at 100 KB
 and 1 MB, and writes the table into the "Scrubbing speed" section of docs/reliability.md
 (replaced in place on a rerun). ``--baseline REV`` also times the two modules as they
@@ -97,7 +97,7 @@ WORST: dict[str, Callable[[int], str]] = {
 
 
 def scrub(text: str) -> str:
-    """What ``mem01session.queue.jobs.scrub`` does to each message of a turn."""
+    """What ``mem01session.queue.job_records.scrub`` does to each message of a turn."""
     return redact_secrets(redact(text))[0]
 
 
@@ -215,7 +215,7 @@ def section(
     machine = f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
     notes = (
         f"Median of {runs} runs of `redact_secrets(redact(text))` (what "
-        "`mem01session.queue.jobs.scrub` does to each message before a turn is stored "
+        "`mem01session.queue.job_records.scrub` does to each message before a turn is stored "
         "as a job), after one warm-up run, on one thread. 1 KB = 1,000 characters. "
         "English text: the sentences in `bench/scrub.py`, shuffled (numbers, a phone "
         "number, no secret). Hex blob: one line of prose, then random hex digits. Of the "

@@ -163,3 +163,21 @@ def test_a_value_that_is_not_a_url_is_not_echoed() -> None:
 )
 def test_structural_masks_keep_the_text_around_them(text: str, masked: str | None) -> None:
     assert redact(text) == (text if masked is None else masked)
+
+
+async def test_a_failed_statement_is_described_without_its_parameters(db: Database) -> None:
+    """Finding 6 of the reliability review: what users said rides in statement parameters,
+    and a driver error's text carries them; the one-line account used in logs does not."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from mem01session.logs import describe
+
+    said = "I live at 12 Hidden Lane"
+    with pytest.raises(DBAPIError) as caught:
+        async with db.sa_engine.connect() as conn:
+            await conn.execute(text("SELECT 1 / 0 WHERE CAST(:said AS text) <> ''"), {"said": said})
+    assert said in str(caught.value)  # SQLAlchemy's own text has it
+    line = describe(caught.value)
+    assert said not in line and "\n" not in line
+    assert "division by zero" in line
