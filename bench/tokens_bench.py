@@ -26,6 +26,7 @@ from mem01session.tokens import default_token_counter
 from .common import PrecomputedEmbedder, Server, open_memory
 
 QUESTION_40 = "Where do I live now, and what is my dog's name?"
+NEEDED_40 = ("Denver", "Rex")  # what the model must be given to answer QUESTION_40
 CHAT = [
     "Can you suggest a quick recipe for dinner tonight?",
     "What's a good way to stretch after a run?",
@@ -62,6 +63,8 @@ class TokensResult:
     tokenizer: str = ""
     # scenario -> strategy -> conversation number -> tokens at its last model call
     table: dict[str, dict[str, dict[int, int]]] = field(default_factory=dict)
+    # strategy -> conversation number -> whether that input held every NEEDED_40 word
+    answerable: dict[str, dict[int, bool]] = field(default_factory=dict)
 
 
 def _tokens(model: RecordingModel) -> int:
@@ -86,6 +89,7 @@ async def _play(
     store: Path,
     marks: set[int],
     start: datetime,
+    needed: dict[int, bool] | None = None,
 ) -> dict[int, int]:
     user = f"tok-{uuid.uuid4().hex[:8]}"
     model = RecordingModel(OfflineAnswerModel())
@@ -111,6 +115,9 @@ async def _play(
             await session.flush_memory(timeout=60)
         if n in marks:
             out[n] = _tokens(model)
+            if needed is not None and QUESTION_40 in turns:
+                given = json.dumps(model.inputs[-1], default=str)
+                needed[n] = all(word in given for word in NEEDED_40)
     return out
 
 
@@ -133,9 +140,12 @@ async def run(server: Server, emb: PrecomputedEmbedder) -> TokensResult:
             ),
             ("40 conversations", scenario_40(), {1, 10, 40}, datetime(2026, 1, 1, tzinfo=UTC)),
         ):
-            out.table[name] = {
-                s: await _play(convs, s, memory, clock, store, marks, start) for s in STRATEGIES
-            }
+            out.table[name] = {}
+            for s in STRATEGIES:
+                needed = out.answerable.setdefault(s, {}) if name.startswith("40") else None
+                out.table[name][s] = await _play(
+                    convs, s, memory, clock, store, marks, start, needed
+                )
     finally:
         await memory.aclose()
     return out
@@ -154,4 +164,15 @@ def table(result: TokensResult) -> str:
         for strategy, by_mark in by_strategy.items():
             lines.append(f"| {strategy} | " + " | ".join(f"{by_mark[m]:,}" for m in marks) + " |")
         lines.append("")
-    return "\n".join(lines)
+    marks = sorted(next(iter(result.answerable.values()), {}))
+    lines += [
+        f"Did the input at the question (\"{QUESTION_40}\") hold what answers it "
+        f"({' and '.join(NEEDED_40)})?",
+        "",
+        "| strategy | " + " | ".join(f"conv {m}" for m in marks) + " |",
+        "|---|" + "---:|" * len(marks),
+    ]
+    for strategy, by_mark in result.answerable.items():
+        cells = " | ".join("yes" if by_mark[m] else "no" for m in marks)
+        lines.append(f"| {strategy} | {cells} |")
+    return "\n".join(lines) + "\n"
