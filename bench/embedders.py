@@ -22,7 +22,7 @@ from mem01session.embeddings import HashingEmbedder, Vector
 from .common import PrecomputedEmbedder, Server, open_memory
 from .locomo import Conversation, load
 from .metrics import Query, Summary
-from .quality import BUDGETS, SettableClock, _load_ours, _ours, _stripped, _summaries
+from .quality import BUDGETS, SettableClock, load_ours, ours_answers, stripped, summaries
 
 FP32_VECTORS = Path(__file__).parent / "data" / "minilm-fp32-conv-26.npz"
 FP32_NAME = "all-MiniLM-L6-v2-fp32-torch"
@@ -69,18 +69,18 @@ async def _ranked(
     memory = await open_memory(server.database(db), emb, clock=clock)
     try:
         engine = await memory.engine()
-        await _load_ours(engine, [conv], clock)
+        await load_ours(engine, [conv], clock)
         dates = [f.observed_at for f in conv.facts if f.observed_at]
         clock.now = max(dates) + timedelta(days=1) if dates else clock.now
-        answers = [await _ours(engine, conv.user_id, t) for _, t in conv.queries]
+        answers = [await ours_answers(engine, conv.user_id, t) for _, t in conv.queries]
     finally:
         await memory.aclose()
     queries: list[Query] = [q for q, _ in conv.queries]
-    return _summaries(queries, answers)
+    return summaries(queries, answers)
 
 
 async def run(server: Server, minilm: PrecomputedEmbedder, folder: Path) -> EmbeddersResult:
-    convs = _stripped(load(folder))
+    convs = stripped(load(folder))
     conv = next((c for c in convs if c.user_id.endswith("conv-26")), convs[0])
     out = EmbeddersResult(conversation=conv.user_id)
     out.queries = sum(1 for q, _ in conv.queries if q.evidence)

@@ -11,29 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from mem01session.engine import Op, Provenance
 from mem01session.engine.candidates import Fetched, fetch, pool_for
 from mem01session.engine.read import clean_query
 from mem01session.engine.render import Style, asks_when, render_block
 from mem01session.engine.scoring import Fusion, drop_near_duplicates, score
 
 from .common import PrecomputedEmbedder, Server, open_memory
-from .locomo import Conversation, load
+from .locomo import load
 from .metrics import Answer, Query, parse_ids, summarize
+from .quality import SettableClock, load_ours
 
 BUDGETS = (200, 400, 800, 1600)
 SHARES = (1.01, 0.5, 0.3)  # 1.01: no word is left out
-
-
-@dataclass
-class SettableClock:
-    now: datetime = datetime(2020, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass
@@ -107,7 +99,7 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path) -> FusionR
     memory = await open_memory(server.database("f_mem01session"), emb, clock=clock)
     try:
         engine = await memory.engine()
-        await _load(engine, conv, clock)
+        await load_ours(engine, [conv], clock)
         now = max(f.observed_at for f in conv.facts if f.observed_at) + timedelta(days=1)
         clock.now = now
         pools = {pool_for(b) for b in BUDGETS}
@@ -144,18 +136,6 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path) -> FusionR
             row.in_block[b], row.tokens[b] = s.in_block, s.mean_tokens
         rows.append(row)
     return FusionResult(conv.user_id, len(conv.facts), len(queries), ceiling, rows)
-
-
-async def _load(engine, conv: Conversation, clock: SettableClock) -> None:  # type: ignore[no-untyped-def]
-    for fact in conv.facts:
-        clock.now = fact.observed_at or clock.now
-        prov = Provenance(
-            session_id=f"session_{fact.session}",
-            item_ref=" ".join(sorted(fact.dia_ids)),
-            observed_at=fact.observed_at,
-            extractor="locomo-observation",
-        )
-        await engine.apply(conv.user_id, [Op.add(fact.text)], provenance=prov)
 
 
 def table(r: FusionResult, highlight: Sequence[str] = (CHOSEN,)) -> str:

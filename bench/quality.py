@@ -91,7 +91,7 @@ def packed_answers(ranked: list[tuple[str, frozenset[str]]]) -> dict[int, Answer
     return out
 
 
-async def _load_ours(
+async def load_ours(
     engine: BeliefEngine, convs: list[Conversation], clock: SettableClock
 ) -> float:
     started = time.perf_counter()
@@ -114,7 +114,7 @@ def _ids_of(sources: Any) -> frozenset[str]:
     return parse_ids([s.item_ref for s in sources if s.item_ref])
 
 
-async def _ours(engine: BeliefEngine, user: str, question: str) -> dict[int, Answer]:
+async def ours_answers(engine: BeliefEngine, user: str, question: str) -> dict[int, Answer]:
     ranked = [_ids_of(s.belief.sources) for s in await engine.search(user, question, limit=10)]
     out: dict[int, Answer] = {}
     for budget in BUDGETS:
@@ -198,7 +198,7 @@ def _peer_answers(
     return answers, load_ms
 
 
-def _summaries(queries: list[Query], answers: list[dict[int, Answer]]) -> dict[int, Summary]:
+def summaries(queries: list[Query], answers: list[dict[int, Answer]]) -> dict[int, Summary]:
     return {b: summarize(queries, [a[b] for a in answers]) for b in BUDGETS}
 
 
@@ -214,12 +214,12 @@ async def _one_run(
     summaries: dict[str, dict[int, Summary]] = {}
     try:
         engine = await memory.engine()
-        out.load_ms_per_fact[OURS] = await _load_ours(engine, convs, clock)
+        out.load_ms_per_fact[OURS] = await load_ours(engine, convs, clock)
         clock.now = max(dates) + timedelta(days=1) if dates else clock.now
-        ours = [await _ours(engine, c.user_id, t) for c in convs for _, t in c.queries]
+        ours = [await ours_answers(engine, c.user_id, t) for c in convs for _, t in c.queries]
     finally:
         await memory.aclose()
-    summaries[OURS] = _summaries(queries, ours)
+    summaries[OURS] = summaries(queries, ours)
     with psycopg.connect(url, autocommit=True) as conn:
         for name in _BASELINE_SQL:
             answers = [
@@ -227,21 +227,21 @@ async def _one_run(
                 for c in convs
                 for _, t in c.queries
             ]
-            summaries[name] = _summaries(queries, answers)
+            summaries[name] = summaries(queries, answers)
     for name in ("mem0", "mem01-engine"):
         try:
             with Peer(name, log) as peer:
                 purl = server.database(f"q{run}_" + name.replace("-", "_"))
                 peer.setup(purl, emb.dim, tempfile.mkdtemp(dir="/tmp"))
                 answers, load_ms = _peer_answers(peer, convs, emb)
-            summaries[name] = _summaries(queries, answers)
+            summaries[name] = summaries(queries, answers)
             out.load_ms_per_fact[name] = load_ms
         except (PeerError, OSError) as exc:
             out.failures[name] = str(exc)
     return summaries
 
 
-def _stripped(convs: list[Conversation]) -> list[Conversation]:
+def stripped(convs: list[Conversation]) -> list[Conversation]:
     """The questions as every system gets them: without surrounding whitespace."""
     return [Conversation(c.user_id, c.facts, [(q, t.strip()) for q, t in c.queries]) for c in convs]
 
@@ -249,7 +249,7 @@ def _stripped(convs: list[Conversation]) -> list[Conversation]:
 async def run(
     server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path, runs: int = 2
 ) -> QualityResult:
-    convs = _stripped(load(folder))
+    convs = stripped(load(folder))
     out = QualityResult(conversations=len(convs))
     queries: list[Query] = [q for c in convs for q, _ in c.queries]
     out.facts = sum(len(c.facts) for c in convs)

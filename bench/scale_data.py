@@ -12,14 +12,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import psycopg
-
 from mem01session.db import Database, migrate
 from mem01session.engine import BeliefEngine
-from mem01session.engine.rows import normalize_content
 
-from .common import PrecomputedEmbedder, percentiles, vector_binary
-from .synthetic import NOW, queries, synthetic_rows, time_recalls
+from .common import PrecomputedEmbedder, percentiles
+from .synthetic import NOW, copy_rows, queries, synthetic_rows, time_recalls
 
 Plan = Sequence[tuple[str, int]]
 
@@ -33,32 +30,7 @@ def load(url: str, emb: PrecomputedEmbedder, plan: Plan, *, seed: int = 7) -> in
     migrate.upgrade(url, embedding_dim=emb.dim, embedding_model=emb.name)
     rows = synthetic_rows(plan, seed=seed)
     emb.prefill([row[1] for row in rows])
-    with psycopg.connect(url) as conn, conn.cursor() as cur:
-        with cur.copy(
-            "COPY beliefs (user_id, content, norm_content, status, confidence, valid_from, "
-            "valid_to, updated_at, embedding, embedding_model) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(
-                ["text", "text", "text", "text", "float8", "timestamptz", "timestamptz",
-                 "timestamptz", "bytea", "text"]
-            )  # fmt: skip
-            for user_id, text, status, conf, start, end in rows:
-                vec = vector_binary(emb.cache[text])
-                copy.write_row(
-                    (user_id, text, normalize_content(text), status, conf, start, end,
-                     end or start, vec, emb.name)
-                )  # fmt: skip
-        users = sorted({user for user, _ in plan})
-        cur.execute(
-            "INSERT INTO belief_sources (user_id, belief_id, session_id, evidence, observed_at, "
-            "extractor) SELECT b.user_id, b.id, 'sess-' || (b.id %% 97), 'I said: ' || b.content, "
-            "b.valid_from, 'bench' FROM beliefs b WHERE b.user_id = ANY(%s)",
-            (users,),
-        )
-        conn.commit()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM (ANALYZE) beliefs")
-        conn.execute("VACUUM (ANALYZE) belief_sources")
+    copy_rows(url, emb, rows)
     return len(rows)
 
 

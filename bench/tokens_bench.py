@@ -166,7 +166,7 @@ def table(result: TokensResult) -> str:
         lines.append("")
     marks = sorted(next(iter(result.answerable.values()), {}))
     lines += [
-        f"Did the input at the question (\"{QUESTION_40}\") hold what answers it "
+        f'Did the input at the question ("{QUESTION_40}") hold what answers it '
         f"({' and '.join(NEEDED_40)})?",
         "",
         "| strategy | " + " | ".join(f"conv {m}" for m in marks) + " |",

@@ -103,7 +103,7 @@ def test_forget_invalidates_with_the_reason(
         ("/correct", {"u": "nobody", "text": "x"}, 404, "No memory is recorded"),
         ("/correct", {"text": "x" * 1500}, 400, "1000"),
         ("/forget", {"reason": ""}, 400, "Say why"),
-        ("/forget", {"id": "old", "reason": "x"}, 409, "already superseded"),
+        ("/forget", {"id": "old", "reason": "x"}, 409, "is superseded"),
         ("/forget", {"id": "bob", "reason": "x"}, 404, "has no belief"),
         ("/correct", {"u": CAROL, "text": "x"}, 404, "has no belief"),
     ],

@@ -3,10 +3,15 @@ through the same engine and job-store calls as the library, recorded as the insp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from ..engine import BeliefEngine
 from ..engine.ops import Provenance
+from ..engine.records import Belief
 from ..logs import get_logger
 from .context import Context, form_of, form_text
 from .data import PageError, belief_of, known_user, record_id, user_id
@@ -24,28 +29,44 @@ def _see(path: str, **params: object) -> RedirectResponse:
     return RedirectResponse(href(path, **params), status_code=303)
 
 
-async def correct(ctx: Context, request: Request) -> Response:
+@dataclass(frozen=True)
+class _Target:
+    """An active belief a form names, with the form and the engine that found it."""
+
+    form: FormData
+    engine: BeliefEngine
+    user: str
+    belief: Belief
+
+
+async def _active_target(ctx: Context, request: Request, verb: str) -> _Target:
     form = await form_of(ctx, request)
     engine = await ctx.engine()
     view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
     user = view.user_id
     bid = record_id(form_text(form, "id"), user=user)
-    text = form_text(form, "text")
     belief = await belief_of(engine, user, bid)
     if belief.status != "active":
         raise PageError(
             409,
             "Not active",
-            f"Belief #{bid} is {belief.status}; only active beliefs can be corrected.",
+            f"Belief #{bid} is {belief.status}; only active beliefs can be {verb}.",
             user=user,
         )
+    return _Target(form, engine, user, belief)
+
+
+async def correct(ctx: Context, request: Request) -> Response:
+    target = await _active_target(ctx, request, "corrected")
+    engine, user, belief, bid = target.engine, target.user, target.belief, target.belief.id
+    text = form_text(target.form, "text")
     if not text:
         raise PageError(400, "Empty correction", "The corrected text must not be empty.", user=user)
     if text == belief.content:
         raise PageError(
             400, "Nothing to correct", "The new text is the same as the old one.", user=user
         )
-    reason = form_text(form, "reason") or "corrected in the memory browser"
+    reason = form_text(target.form, "reason") or "corrected in the memory browser"
     result = await engine.correct(user, bid, text, reason=reason, provenance=INSPECTOR)
     new_id = result.changes[0].belief_id
     log.info("ui: corrected belief #%d of a user into #%d", bid, new_id)
@@ -53,20 +74,9 @@ async def correct(ctx: Context, request: Request) -> Response:
 
 
 async def forget(ctx: Context, request: Request) -> Response:
-    form = await form_of(ctx, request)
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
-    user = view.user_id
-    bid = record_id(form_text(form, "id"), user=user)
-    reason = form_text(form, "reason")
-    belief = await belief_of(engine, user, bid)
-    if belief.status != "active":
-        raise PageError(
-            409,
-            "Not active",
-            f"Belief #{bid} is already {belief.status}; only active beliefs can be forgotten.",
-            user=user,
-        )
+    target = await _active_target(ctx, request, "forgotten")
+    engine, user, bid = target.engine, target.user, target.belief.id
+    reason = form_text(target.form, "reason")
     if not reason:
         raise PageError(
             400, "No reason", "Say why the belief is forgotten; the ledger keeps it.", user=user
