@@ -91,9 +91,7 @@ def packed_answers(ranked: list[tuple[str, frozenset[str]]]) -> dict[int, Answer
     return out
 
 
-async def load_ours(
-    engine: BeliefEngine, convs: list[Conversation], clock: SettableClock
-) -> float:
+async def load_ours(engine: BeliefEngine, convs: list[Conversation], clock: SettableClock) -> float:
     started = time.perf_counter()
     n = 0
     for conv in convs:

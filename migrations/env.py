@@ -22,8 +22,8 @@ context.configure(
     target_metadata=target_metadata_for(connection),
     compare_type=True,
     compare_server_default=False,
-    include_object=lambda obj, name, type_, reflected, compare_to: not (
-        type_ == "table" and name == "alembic_version"
+    include_object=lambda obj, name, type_, reflected, compare_to: (
+        not (type_ == "table" and name == "alembic_version")
     ),
 )
 

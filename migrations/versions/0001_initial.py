@@ -130,9 +130,7 @@ def upgrade() -> None:
         )
         """
     )
-    op.execute(
-        "CREATE INDEX belief_sources_user_belief_idx ON belief_sources (user_id, belief_id)"
-    )
+    op.execute("CREATE INDEX belief_sources_user_belief_idx ON belief_sources (user_id, belief_id)")
     op.execute(
         """
         CREATE TABLE memory_jobs (
@@ -158,9 +156,7 @@ def upgrade() -> None:
         )
         """
     )
-    op.execute(
-        "CREATE INDEX memory_jobs_user_status_idx ON memory_jobs (user_id, status, id)"
-    )
+    op.execute("CREATE INDEX memory_jobs_user_status_idx ON memory_jobs (user_id, status, id)")
 
 
 def downgrade() -> None:

@@ -60,7 +60,9 @@ def upgrade() -> None:
             )
         start = _next_id(table)
         op.execute(f"ALTER TABLE {table} ALTER COLUMN id DROP IDENTITY")
-        op.execute(f"CREATE SEQUENCE {table}_id_seq AS bigint START WITH {start} OWNED BY {table}.id")
+        op.execute(
+            f"CREATE SEQUENCE {table}_id_seq AS bigint START WITH {start} OWNED BY {table}.id"
+        )
         op.execute(f"ALTER TABLE {table} ALTER COLUMN id SET DEFAULT nextval('{table}_id_seq')")
 
 

@@ -8,9 +8,10 @@ On plain PostgreSQL this revision changes nothing. On a Citus coordinator (the `
 extension is installed in this database and ``citus_is_coordinator()``):
 
 - ``beliefs``, ``belief_events``, ``belief_sources``, ``belief_terms``, ``memory_users``
-  and ``memory_jobs`` are hash-distributed by ``user_id`` and co-located: every row of one user, in every
-  table, lives in one shard group on one worker, so each statement the library makes for a
-  user (recall, a batch of ops, the job claim, erase) runs on that worker alone.
+  and ``memory_jobs`` are hash-distributed by ``user_id`` and co-located: every row of one
+  user, in every table, lives in one shard group on one worker, so each statement the
+  library makes for a user (recall, a batch of ops, the job claim, erase) runs on that
+  worker alone.
 - ``memory_meta`` (one row describing the whole database, no ``user_id``) becomes a
   reference table: a copy on every node, readable in any statement.
 - ``alembic_version`` stays a local table of the coordinator.
