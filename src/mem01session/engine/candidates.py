@@ -2,8 +2,9 @@
 
 It fetches the top vector candidates (exact cosine distance over the user's rows, among
 vectors of the embedder's model: no approximate index can drop one of them), the top
-full-text matches, the pairs of near-duplicates among them, the latest sources of each;
-and, when asked, one more value read in the same snapshot by the caller's
+full-text matches, the latest sources of each, and each candidate's vector (raw, for the
+near-duplicate pairs :mod:`.near` finds in Python: cheaper than a self-join); and, when
+asked, one more value read in the same snapshot by the caller's
 :class:`SnapshotProbe` (the job queue's barrier probe). It runs on the database's direct
 pool (plain psycopg), the per-run path.
 
@@ -18,7 +19,6 @@ covers.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any, Generic, Literal, LiteralString, TypeVar
 
 from . import scoring
+from .near import Twin, near_duplicates
 from .parts import EngineParts
 from .records import Belief, Source
 from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
@@ -51,10 +52,6 @@ MAX_QUERY_CHARS = 4000
 # them: a user with three beliefs has no common words) is left out of the text query.
 COMMON_SHARE = 0.5
 COMMON_MIN = 3
-# Two unit vectors with cosine >= c are at most acos(c) apart, so their angles to the
-# query differ by at most that much: a cheap filter before the pairwise distance.
-_DUP_DISTANCE = 1.0 - scoring.DUPLICATE_COSINE
-_DUP_ANGLE = math.acos(scoring.DUPLICATE_COSINE) + 1e-6
 
 Scope = Literal["active", "history", "as_of", "as_of_history"]
 Kind = Literal["hybrid", "vector", "recent"]
@@ -111,26 +108,14 @@ _RECENCY = (
     "power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM (%(now)s - GREATEST("
     "b.valid_from, b.last_confirmed_at, b.updated_at))) / 86400.0 / %(half_life)s)))"
 )
-# Pairs of same-status candidates that say the same thing (each pair once: d.id > a.id);
-# vectors are compared only when one model made both (CASE: never evaluated otherwise).
-_NEAR_CTE = """
-near AS (
-  SELECT a.id, array_agg(d.id) AS near_ids FROM cand a JOIN cand d
-    ON d.id > a.id AND d.status = a.status
-   AND (d.norm_content = a.norm_content
-        OR CASE WHEN a.embedding_model = d.embedding_model
-                THEN {angle_filter}(a.embedding <=> d.embedding) <= %(dup_distance)s
-                ELSE false END)
-  GROUP BY a.id
-)"""
 _TAIL = f"""
 SELECT {_OUT_COLS}, c.embedding_model, c.dist, v.rnk AS vector_rank, t.rnk AS text_rank,
-       t.score AS text_score, n.near_ids, s.src_session, s.src_item, s.src_evidence, s.src_observed,
-       s.src_extractor, s.src_job
+       t.score AS text_score, c.norm_content,
+       substring(vector_send(c.embedding) FROM 5) AS vec, s.src_session,
+       s.src_item, s.src_evidence, s.src_observed, s.src_extractor, s.src_job
 FROM cand c
 LEFT JOIN vec v ON v.id = c.id
 LEFT JOIN txt t ON t.id = c.id
-LEFT JOIN near n ON n.id = c.id
 LEFT JOIN LATERAL (
   SELECT array_agg(x.session_id ORDER BY x.observed_at DESC, x.id DESC) AS src_session,
          array_agg(x.item_ref ORDER BY x.observed_at DESC, x.id DESC) AS src_item,
@@ -183,8 +168,7 @@ WITH cand AS MATERIALIZED (
   LIMIT %(pool)s
 ),
 vec AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false),
-{_NO_TEXT_CTE.strip()},
-{_NEAR_CTE.format(angle_filter="").strip()}"""
+{_NO_TEXT_CTE.strip()}"""
     else:
         text_cte = _TEXT_CTE if kind == "hybrid" else _NO_TEXT_CTE
         body = f"""
@@ -193,13 +177,11 @@ WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
 {text_cte.format(scope=where).strip()},
 ids AS (SELECT id FROM vec UNION SELECT id FROM txt),
 cand AS MATERIALIZED (
-  SELECT c.*, acos(greatest(-1.0, least(1.0, 1.0 - c.dist))) AS angle FROM (
-    SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model,
-           CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END AS dist
-    FROM beliefs b, q
-    WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)) c
-),
-{_NEAR_CTE.format(angle_filter="abs(a.angle - d.angle) <= %(dup_angle)s AND ").strip()}"""
+  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model,
+         CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END AS dist
+  FROM beliefs b, q
+  WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)
+)"""
     if probe is not None:
         return f"{body},\nout AS ({_TAIL}\n){_PROBE_TAIL.format(probe=probe)}"
     return body + _TAIL
@@ -270,7 +252,6 @@ async def fetch(
     params: dict[str, Any] = {
         "user_id": user_id,
         "pool": pool,
-        "dup_distance": _DUP_DISTANCE,
         "model": model,
     }
     if probe is not None:
@@ -286,20 +267,18 @@ async def fetch(
             max_terms=MAX_QUERY_TERMS,
             common_share=common_share,
             common_min=COMMON_MIN,
-            dup_angle=_DUP_ANGLE,
         )
     else:
         kind = "recent"
         params.update(now=now, half_life=scoring.HALF_LIFE_DAYS)
     statement = _statement(scope, kind, probe.sql if probe is not None else None)
     # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
-    rows = await parts.db.direct.fetch(statement, params)
+    rows = await parts.db.direct.fetch(statement, params, binary=True)
     probed = None
     if probe is not None:
         probed = probe.parse(rows[0]["probe_value"])
         rows = [r for r in rows if r["id"] is not None]
     candidates: list[scoring.Candidate] = []
-    near: dict[int, list[int]] = {}
     for row in rows:
         belief: Belief = belief_from_row(row, _sources(row))
         dist = row["dist"]
@@ -313,8 +292,11 @@ async def fetch(
                 other_model=row["embedding_model"] != model,
             )
         )
-        for other in row["near_ids"] or ():
-            near.setdefault(belief.id, []).append(other)
-            near.setdefault(other, []).append(belief.id)
+    near = near_duplicates(
+        [
+            Twin(int(r["id"]), r["status"], r["embedding_model"], r["norm_content"], r["vec"])
+            for r in rows
+        ]
+    )
     others = sum(c.other_model for c in candidates)
     return Fetched(candidates, near, others, probed)

@@ -111,13 +111,14 @@ def _details(belief: Belief, style: Style) -> list[str]:
     return details
 
 
-def format_record(belief: Belief, style: Style = Style(), content: str | None = None) -> str:
+def format_record(belief: Belief, style: Style = Style()) -> str:
     """One record line, without the newline: the statement and, where it carries
-    information, a parenthesis (see the module docstring). ``content``: the statement
-    already escaped."""
-    details = _details(belief, style)
-    suffix = f" ({'; '.join(details)})" if details else ""
-    return f"- {escape(belief.content) if content is None else content}{suffix}"
+    information, a parenthesis (see the module docstring)."""
+    return _line(escape(belief.content), "; ".join(_details(belief, style)))
+
+
+def _line(text: str, note: str) -> str:
+    return f"- {text} ({note})" if note else f"- {text}"
 
 
 @dataclass(frozen=True)
@@ -166,10 +167,15 @@ def _frame(counter: TokenCounter, newer_turns: int) -> tuple[str, int]:
 
 
 @lru_cache(maxsize=1 << 16)
-def _line_cost(counter: TokenCounter, line: str) -> int:
-    """A record line's token count, remembered: the same beliefs come back turn after
-    turn, and counting is most of what packing costs."""
-    return counter.count(line)
+def _record_line(counter: TokenCounter, content: str, note: str) -> tuple[str, int]:
+    """A record line (as :func:`format_record` writes it, with its newline) and its token
+    count, remembered: the same beliefs come back turn after turn, and escaping and
+    counting are most of what packing costs. ``("", 0)`` when nothing is printable."""
+    text = escape(content)
+    if not text:
+        return "", 0
+    line = _line(text, note) + "\n"
+    return line, counter.count(line)
 
 
 # Below this many free tokens no record can fit; stop trying smaller ones.
@@ -200,11 +206,10 @@ def render_block(
     for item in ranked:
         if max_tokens - used < _MIN_RECORD_TOKENS:
             break
-        content = escape(item.belief.content)
-        if not content:
+        note = "; ".join(_details(item.belief, style))
+        line, cost = _record_line(counter, item.belief.content, note)
+        if not line:
             continue  # nothing printable to say
-        line = format_record(item.belief, style, content) + "\n"
-        cost = _line_cost(counter, line)
         if used + cost <= max_tokens:
             lines.append(line)
             packed.append(item)

@@ -63,8 +63,6 @@ class Fusion:
 
 
 HALF_LIFE_DAYS = 90.0
-# Two beliefs whose embeddings are at least this similar say the same thing.
-DUPLICATE_COSINE = 0.95
 
 
 @dataclass(frozen=True)
