@@ -20,11 +20,9 @@ from pathlib import Path
 import psycopg
 from psycopg.types.json import Jsonb
 
-from mem01session.engine import BeliefEngine, RecallRequest
-
-from .common import PrecomputedEmbedder, Server, open_memory, percentiles, vector_binary
+from .common import PrecomputedEmbedder, Server, percentiles, vector_binary
 from .peer_client import Peer, PeerError
-from .synthetic import NOW, Row, copy_rows, queries, synthetic_rows
+from .synthetic import Row, copy_rows, queries, synthetic_rows
 
 PER_USER = 100
 FLOOR = "floor (bare pgvector KNN)"
@@ -100,18 +98,6 @@ def _copy_mem01_engine(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> N
         conn.execute("VACUUM (ANALYZE) embeddings")
 
 
-async def _time_ours(engine: BeliefEngine, plan: list[tuple[str, str]], warmup: int) -> list[float]:
-    samples: list[float] = []
-    returned: list[float] = []
-    for i, (user, query) in enumerate(plan):
-        started = time.perf_counter()
-        result = await engine.recall(user, RecallRequest(query, max_tokens=800))
-        if i >= warmup:
-            samples.append((time.perf_counter() - started) * 1000.0)
-            returned.append(len(result.beliefs))
-    return [*percentiles(samples), sum(returned) / len(returned)]
-
-
 def _time_floor(
     url: str, emb: PrecomputedEmbedder, plan: list[tuple[str, str]], warmup: int
 ) -> list[float]:
@@ -144,8 +130,10 @@ async def run(
     texts = queries(random.Random(3), 200)
     await emb.aprefill(texts)
     url = server.database("l_mem01session")
-    memory = await open_memory(url, emb, clock=lambda: NOW)
-    engine = await memory.engine()
+    # Timed in a process of its own, as the peers are (bench/ours_driver.py); its setup
+    # migrates the database the rows are copied into.
+    ours = Peer("mem01session", log)
+    ours.call("setup", url=url, dim=emb.dim, model=emb.name)
     peers: dict[str, tuple[Peer, str]] = {}
     for name in ("mem0", "mem01-engine"):
         try:
@@ -172,9 +160,17 @@ async def run(
                 for _ in range(n_queries + warmup)
             ]
             out.table.setdefault(FLOOR, {})[scale] = tuple(_time_floor(url, emb, plan, warmup))  # type: ignore[assignment]
-            out.table.setdefault("mem01session", {})[scale] = tuple(
-                await _time_ours(engine, plan, warmup)
-            )  # type: ignore[assignment]
+            reply = ours.call(
+                "latency",
+                max_tokens=800,
+                warmup=warmup,
+                queries=[{"user": u, "query": q, "vector": emb.cache[q]} for u, q in plan],
+            )
+            ret = reply["returned"]
+            out.table.setdefault("mem01session", {})[scale] = (
+                *percentiles(reply["ms"]),
+                sum(ret) / len(ret),
+            )
             for name, (peer, purl) in list(peers.items()):
                 if scale > peer_max:
                     continue
@@ -199,7 +195,7 @@ async def run(
                     peer.close()
             loaded = users * PER_USER
     finally:
-        await memory.aclose()
+        ours.close()
         for peer, _ in peers.values():
             peer.close()
     return out

@@ -1,7 +1,8 @@
-"""Runs a peer's driver in the peers' virtualenv and talks JSON lines with it.
+"""Runs a system's driver in a process of its own and talks JSON lines with it.
 
 The peers (mem0ai, mem01-engine) are never imported here: each driver is a separate
-process started with ``bench/.peers/venv/bin/python``.
+process started with ``bench/.peers/venv/bin/python``. This project's driver
+(:mod:`bench.ours_driver`, for the latency benchmark) runs with this interpreter.
 """
 
 from __future__ import annotations
@@ -9,14 +10,16 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 PEERS_PYTHON = HERE / ".peers" / "venv" / "bin" / "python"
 DRIVERS = {
-    "mem0": HERE / "peers" / "mem0_driver.py",
-    "mem01-engine": HERE / "peers" / "mem01_engine_driver.py",
+    "mem0": [str(PEERS_PYTHON), str(HERE / "peers" / "mem0_driver.py")],
+    "mem01-engine": [str(PEERS_PYTHON), str(HERE / "peers" / "mem01_engine_driver.py")],
+    "mem01session": [sys.executable, "-m", "bench.ours_driver"],
 }
 
 
@@ -28,13 +31,15 @@ class Peer:
     """One driver process; ``call`` sends a request and waits for its reply."""
 
     def __init__(self, name: str, log: Path) -> None:
-        if not PEERS_PYTHON.exists():
+        command = DRIVERS[name]
+        if not Path(command[0]).exists():
             raise PeerError(f"no peers venv at {PEERS_PYTHON}: run bash bench/setup_peers.sh")
         self.name = name
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log = log.open("a")
         self._proc = subprocess.Popen(
-            [str(PEERS_PYTHON), str(DRIVERS[name])],
+            command,
+            cwd=HERE.parent,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
