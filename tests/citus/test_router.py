@@ -37,9 +37,9 @@ def captured(db: Database) -> Iterator[Captured]:
     seen: Captured = []
     original = db.direct.fetch
 
-    async def fetch(query: Any, params: Mapping[str, Any]) -> Any:
+    async def fetch(query: Any, params: Mapping[str, Any], **options: Any) -> Any:
         seen.append((str(query), dict(params)))
-        return await original(query, params)
+        return await original(query, params, **options)
 
     db.direct.fetch = fetch  # type: ignore[method-assign]
     try:
