@@ -98,6 +98,26 @@ def _copy_mem01_engine(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> N
         conn.execute("VACUUM (ANALYZE) embeddings")
 
 
+def _timed_by(
+    driver: Peer,
+    emb: PrecomputedEmbedder,
+    plan: list[tuple[str, str]],
+    warmup: int,
+    **options: int,
+) -> tuple[float, float, float, float]:
+    """p50, p95, p99 and mean results returned of the plan's recalls, timed in ``driver``'s
+    process (each query sent with its precomputed vector)."""
+    reply = driver.call(
+        "latency",
+        warmup=warmup,
+        queries=[{"user": u, "query": q, "vector": emb.cache[q]} for u, q in plan],
+        **options,
+    )
+    ret = reply["returned"]
+    p50, p95, p99 = percentiles(reply["ms"])
+    return p50, p95, p99, sum(ret) / len(ret)
+
+
 def _time_floor(
     url: str, emb: PrecomputedEmbedder, plan: list[tuple[str, str]], warmup: int
 ) -> list[float]:
@@ -160,16 +180,8 @@ async def run(
                 for _ in range(n_queries + warmup)
             ]
             out.table.setdefault(FLOOR, {})[scale] = tuple(_time_floor(url, emb, plan, warmup))  # type: ignore[assignment]
-            reply = ours.call(
-                "latency",
-                max_tokens=800,
-                warmup=warmup,
-                queries=[{"user": u, "query": q, "vector": emb.cache[q]} for u, q in plan],
-            )
-            ret = reply["returned"]
-            out.table.setdefault("mem01session", {})[scale] = (
-                *percentiles(reply["ms"]),
-                sum(ret) / len(ret),
+            out.table.setdefault("mem01session", {})[scale] = _timed_by(
+                ours, emb, plan, warmup, max_tokens=800
             )
             for name, (peer, purl) in list(peers.items()):
                 if scale > peer_max:
@@ -178,17 +190,7 @@ async def run(
                     started = time.perf_counter()
                     (_copy_mem0 if name == "mem0" else _copy_mem01_engine)(purl, emb, rows)
                     out.load_s.setdefault(name, {})[scale] = time.perf_counter() - started
-                    reply = peer.call(
-                        "latency",
-                        k=20,
-                        warmup=warmup,
-                        queries=[{"user": u, "query": q, "vector": emb.cache[q]} for u, q in plan],
-                    )
-                    ret = reply["returned"]
-                    out.table.setdefault(name, {})[scale] = (
-                        *percentiles(reply["ms"]),
-                        sum(ret) / len(ret),
-                    )
+                    out.table.setdefault(name, {})[scale] = _timed_by(peer, emb, plan, warmup, k=20)
                 except (PeerError, OSError, psycopg.Error) as exc:
                     out.failures[name] = f"at {scale:,} beliefs: {exc}"
                     peers.pop(name)
