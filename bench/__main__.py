@@ -18,6 +18,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mem01session.tokens import default_token_counter
+
 from . import (
     embedder,
     embedders,
@@ -79,7 +81,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             f"Machine: {machine(server)}. Versions: mem01session {version_of('mem01session')}, "
             f"openai-agents {version_of('openai-agents')}, {_peer_versions()}. "
             f"Embeddings: `{emb.name}` (precomputed, shared by every system). "
-            f"Tokenizer: `{quality.default_token_counter().name}`."
+            f"Tokenizer: `{default_token_counter().name}`."
         )
         if "latency" in which:
             t = time.perf_counter()
@@ -158,7 +160,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "memory flushed after each conversation. Deterministic (one run).",
             )  # fmt: skip
         if "overhead" in which:
-            o = await overhead.run(server, emb.inner, runs=args.runs)  # type: ignore[arg-type]
+            o = await overhead.run(server, emb.inner, runs=args.runs)
             sections["Per-run overhead"] = _section(
                 "Per-run overhead", f"python -m bench overhead --runs {args.runs}", facts,
                 overhead.table(o) + f"\n\nEach case: {o.runs} timed runs through `Runner.run` "

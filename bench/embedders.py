@@ -50,7 +50,7 @@ def stored_fp32(path: Path = FP32_VECTORS) -> PrecomputedEmbedder | None:
     vectors = {
         str(t): [float(x) for x in v] for t, v in zip(data["texts"], data["vectors"], strict=True)
     }
-    return PrecomputedEmbedder(StoredVectors(FP32_NAME, vectors))  # type: ignore[arg-type]
+    return PrecomputedEmbedder(StoredVectors(FP32_NAME, vectors))
 
 
 @dataclass

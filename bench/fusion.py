@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from mem01session.engine.candidates import Fetched, fetch, pool_for
 from mem01session.engine.read import clean_query
 from mem01session.engine.render import Style, asks_when, render_block
 from mem01session.engine.scoring import Fusion, drop_near_duplicates, score
+from mem01session.tokens import TokenCounter
 
 from .common import PrecomputedEmbedder, Server, open_memory
 from .locomo import load
@@ -45,8 +47,8 @@ class Row:
 
 
 CHOSEN = "same, k=60 (chosen)"
-_SUM = {"combine": "sum", "min_coverage": 0.0}
-_OLD = {**_SUM, "use_coverage": False, "w_recency": 0.12}
+_SUM: dict[str, Any] = {"combine": "sum", "min_coverage": 0.0}
+_OLD: dict[str, Any] = {**_SUM, "use_coverage": False, "w_recency": 0.12}
 VARIANTS = [
     Variant("rank fusion, every word, recency 0.12 added (before)",
             Fusion("rrf", 10, **_OLD), 1.01),
@@ -80,8 +82,8 @@ class FusionResult:
 
 
 def _answer(
-    got: Fetched, question: str, now: datetime, fusion: Fusion, counter, budget: int
-) -> Answer:  # type: ignore[no-untyped-def]
+    got: Fetched, question: str, now: datetime, fusion: Fusion, counter: TokenCounter, budget: int
+) -> Answer:
     ranked = drop_near_duplicates(score(got.candidates, now, fusion=fusion), got.near)
 
     def ids(s) -> frozenset[str]:  # type: ignore[no-untyped-def]

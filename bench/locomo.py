@@ -52,7 +52,7 @@ def _facts(sample: dict[str, Any]) -> list[Fact]:
     observed: dict[str, Any] = dict(sample.get("observation") or {})
     observed.update({k: v for k, v in sample.items() if _OBS.match(k)})
     out: list[Fact] = []
-    for key in sorted(observed, key=lambda k: int(_OBS.match(k).group(1)) if _OBS.match(k) else 0):
+    for key in sorted(observed, key=lambda k: int(m.group(1)) if (m := _OBS.match(k)) else 0):
         match = _OBS.match(key)
         if not match:
             continue

@@ -75,7 +75,7 @@ class Case:
         return statistics.quantiles(samples, n=100)[q - 1] if len(samples) > 1 else samples[0]
 
     def p50(self, which: str) -> float:
-        return statistics.median(getattr(self, f"{which}_ms"))
+        return float(statistics.median(getattr(self, f"{which}_ms")))
 
     def p95(self, which: str) -> float:
         return self._p(getattr(self, f"{which}_ms"), 95)

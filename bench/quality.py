@@ -145,7 +145,7 @@ def _baseline(
     if name == "full-text-only" and not terms:
         return {b: Answer(ranked=[]) for b in BUDGETS}
     params = {"user": user, "vec": vector_text(vec), "terms": terms, "limit": CANDIDATES}
-    rows = conn.execute(_BASELINE_SQL[name], params).fetchall()  # type: ignore[arg-type]
+    rows = conn.execute(_BASELINE_SQL[name], params).fetchall()
     return packed_answers([(r[0], parse_ids(r[1])) for r in rows])
 
 

@@ -81,8 +81,8 @@ async def _when(args: argparse.Namespace, server: Server) -> str:
     loaded = load(url, emb, plan)
     print(f"  per-user database: {loaded:,} beliefs in {time.perf_counter() - started:.0f} s")
     for n in sizes:
-        users = ordinary_users(1000) if n == PER_USER else [f"size-{n}"]
-        t = await time_recall(url, emb, users, calls=args.calls, warmup=args.warmup)
+        recalled = ordinary_users(1000) if n == PER_USER else [f"size-{n}"]
+        t = await time_recall(url, emb, recalled, calls=args.calls, warmup=args.warmup)
         per_user.append((n, t))
         print(f"  {n:,} beliefs/user: p50/p95 {_ms(t)} ms", flush=True)
     url = server.database("scale_total")
@@ -207,10 +207,11 @@ async def _cluster(args: argparse.Namespace, server: Server) -> str:
         "|---|---:|---:|",
     ]
     for i, processes in enumerate((1, 4)):
-        a, b = writes[single][i], writes[cluster][i]
+        one, many = writes[single][i], writes[cluster][i]
         lines.append(
             f"| {processes} worker process{'es' if processes > 1 else ''} "
-            f"| {a.jobs_per_s:,.1f} ({a.seconds:.1f}) | {b.jobs_per_s:,.1f} ({b.seconds:.1f}) |"
+            f"| {one.jobs_per_s:,.1f} ({one.seconds:.1f}) "
+            f"| {many.jobs_per_s:,.1f} ({many.seconds:.1f}) |"
         )
     d = writes[cluster][0]
     lines += [

@@ -145,7 +145,7 @@ def baseline(rev: str) -> Scrub:
         modules[name] = module
     old_redact = modules["redaction"].redact
     old_redact_secrets = modules["secret_scan"].redact_secrets
-    return lambda text: old_redact_secrets(old_redact(text))[0]  # type: ignore[no-any-return]
+    return lambda text: old_redact_secrets(old_redact(text))[0]
 
 
 @dataclass

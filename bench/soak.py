@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -363,7 +364,7 @@ async def main() -> None:
             embedding_dim=DIM,
             embedding_model=HashingEmbedder(DIM).name,
         )
-        for title, run in (
+        runs: tuple[tuple[str, Callable[[], Awaitable[dict[str, Any]]]], ...] = (
             (
                 "Crash after the answer (SIGKILL)",
                 lambda: soak_crashes(admin, template, args.kills, folder),
@@ -377,7 +378,8 @@ async def main() -> None:
             ),
             ("Users in parallel", lambda: soak_users(admin, template, args.users)),
             ("Erase while jobs are in flight", lambda: soak_erases(admin, template, args.erases)),
-        ):
+        )
+        for title, run in runs:
             print(f"== {title}", flush=True)
             sections[title] = await run()
             for k, v in sections[title].items():

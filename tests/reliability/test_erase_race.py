@@ -60,7 +60,7 @@ class GatedEngine(BeliefEngine):
 
     gate: Gate | None = None
 
-    async def apply(  # type: ignore[override]
+    async def apply(
         self, user_id: str, ops: Sequence[Op], *, provenance: Provenance, hook: Any = None
     ) -> Any:
         gate, self.gate = self.gate, None
