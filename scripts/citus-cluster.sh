@@ -89,10 +89,9 @@ build_citus() { # build_citus SRC: configure, make and install Citus into this i
   [[ -x "$src/configure" && -f "$src/src/backend/distributed/citus.control" ]] \
     || die "$src is not a Citus source folder (no configure / citus.control): fetch github.com/citusdata/citus there"
   log="$src/mem01-build.log"
-  # Optional compression and telemetry libraries: used when their headers are installed.
+  # Optional compression libraries: used when their headers are installed.
   [[ -f /usr/include/lz4.h ]] || flags+=(--without-lz4)
   [[ -f /usr/include/zstd.h ]] || flags+=(--without-zstd)
-  [[ -f /usr/include/curl/curl.h ]] || flags+=(--without-libcurl)
   # A server built by a newer compiler may carry warning flags an older gcc rejects.
   cflags="$("$PG_BIN/pg_config" --cflags | sed 's/-Wmissing-variable-declarations//')"
   say "building Citus from $src into $("$PG_BIN/pg_config" --pkglibdir) (log: $log)"
