@@ -10,6 +10,7 @@ from ..checks import check_id
 from ..db.schema import USER_TABLES
 from .parts import EngineParts
 from .records import EraseReceipt
+from .render import forget_rendered
 from .users import lock_user
 
 # Every user-scoped table but the one holding the tombstone (the vectors live in
@@ -43,6 +44,7 @@ async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
             ),
             {"u": user_id, "now": now},
         )
+    forget_rendered()
     return EraseReceipt(user_id=user_id, erased_at=now, deleted=deleted)
 
 

@@ -178,6 +178,13 @@ def _record_line(counter: TokenCounter, content: str, note: str) -> tuple[str, i
     return line, counter.count(line)
 
 
+def forget_rendered() -> None:
+    """Drop every remembered record line, so that after an erase no statement of the
+    erased user stays in this process's memory (the cache is per process: other processes
+    keep theirs until newer lines push them out)."""
+    _record_line.cache_clear()
+
+
 # Below this many free tokens no record can fit; stop trying smaller ones.
 _MIN_RECORD_TOKENS = 4
 
