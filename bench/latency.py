@@ -153,18 +153,18 @@ async def run(
     # Timed in a process of its own, as the peers are (bench/ours_driver.py); its setup
     # migrates the database the rows are copied into.
     ours = Peer("mem01session", log)
-    ours.call("setup", url=url, dim=emb.dim, model=emb.name)
     peers: dict[str, tuple[Peer, str]] = {}
-    for name in ("mem0", "mem01-engine"):
-        try:
-            peer = Peer(name, log)
-            purl = server.database("l_" + name.replace("-", "_"))
-            peer.setup(purl, emb.dim, tempfile.mkdtemp(dir="/tmp"))
-            peers[name] = (peer, purl)
-        except (PeerError, OSError) as exc:
-            out.failures[name] = str(exc)
-    loaded = 0
     try:
+        ours.call("setup", url=url, dim=emb.dim, model=emb.name)
+        for name in ("mem0", "mem01-engine"):
+            try:
+                peer = Peer(name, log)
+                purl = server.database("l_" + name.replace("-", "_"))
+                peer.setup(purl, emb.dim, tempfile.mkdtemp(dir="/tmp"))
+                peers[name] = (peer, purl)
+            except (PeerError, OSError) as exc:
+                out.failures[name] = str(exc)
+        loaded = 0
         for scale in sorted(scales):
             users = scale // PER_USER
             rows = synthetic_rows(

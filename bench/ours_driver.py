@@ -52,9 +52,7 @@ class _Driver:
         self.memory = self.loop.run_until_complete(
             open_memory(req["url"], self.embedder, clock=lambda: NOW)
         )
-        from importlib.metadata import version
-
-        return {"version": version("mem01session")}
+        return {}
 
     def latency(self, req: dict[str, Any]) -> dict[str, Any]:
         assert self.embedder is not None

@@ -43,19 +43,20 @@ def near_duplicates(twins: Sequence[Twin]) -> dict[int, list[int]]:
             near[b].append(a)
 
     same_text: defaultdict[tuple[str, str], list[int]] = defaultdict(list)
-    same_space: defaultdict[tuple[str, str, int], list[Twin]] = defaultdict(list)
+    same_space: defaultdict[tuple[str, str, int], list[tuple[int, bytes]]] = defaultdict(list)
     for t in twins:
         same_text[(t.status, t.norm_content)].append(t.id)
         if t.vector is not None and t.model is not None:
-            same_space[(t.status, t.model, len(t.vector))].append(t)
-    for ids in same_text.values():
-        for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
+            same_space[(t.status, t.model, len(t.vector))].append((t.id, t.vector))
+    for same in same_text.values():
+        for i, a in enumerate(same):
+            for b in same[i + 1 :]:
                 pair(a, b)
     for group in same_space.values():
         if len(group) < 2:
             continue
-        raw = b"".join(t.vector for t in group if t.vector is not None)
+        ids = [bid for bid, _ in group]
+        raw = b"".join(vector for _, vector in group)
         m = np.frombuffer(raw, dtype=">f4").reshape(len(group), -1).astype(np.float32)
         norms = np.sqrt(np.einsum("ij,ij->i", m, m))
         norms[norms == 0] = 1.0  # a zero vector is similar to nothing
@@ -63,5 +64,5 @@ def near_duplicates(twins: Sequence[Twin]) -> dict[int, list[int]]:
         rows, cols = np.nonzero(unit @ unit.T >= DUPLICATE_COSINE)
         for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
             if i < j:
-                pair(group[i].id, group[j].id)
+                pair(ids[i], ids[j])
     return dict(near)
