@@ -93,7 +93,9 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             charts["latency"] = {k: {str(s): v for s, v in d.items()} for k, d in r.table.items()}
             note = (
                 f"{r.queries} timed recalls per system and scale (after {args.warmup} warm-up), "
-                "sequential, one process per system, each recall's wall time measured inside "
+                f"in {r.rounds} rounds in which every system takes its turn (the order "
+                "rotating), so that a slow spell of the machine falls on all of them alike; "
+                "one process per system, each recall's wall time measured inside "
                 "that process around its own top-level call: `BeliefEngine.recall(user, q, "
                 "max_tokens=800)`; mem0 `Memory.search(q, top_k=20, filters={user_id})`; "
                 "mem01-engine `MemoryClient.recall(q, user_id, max_memory_tokens=800, k=20)`. "

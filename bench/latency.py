@@ -4,18 +4,22 @@ Rows come from :func:`bench.synthetic.synthetic_rows` (100 beliefs per user, ~10
 superseded). Each system's tables are filled by COPY in the shape its own write path
 produces (mem0: active rows only, as it overwrites; the peers' HNSW indexes are dropped
 before the COPY and rebuilt with the peers' own DDL after it). Then each system's recall
-call is timed in its own process, sequentially, query embeddings precomputed.
+call is timed in its own process, query embeddings precomputed, the systems taking turns
+in rounds (:data:`ROUNDS`) so that the machine's slow spells fall on all of them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -26,6 +30,8 @@ from .synthetic import Row, copy_rows, queries, synthetic_rows
 
 PER_USER = 100
 FLOOR = "floor (bare pgvector KNN)"
+# The timed queries are split into this many rounds, each system taking its turn in each.
+ROUNDS = 5
 
 
 @dataclass
@@ -36,6 +42,7 @@ class LatencyResult:
     load_s: dict[str, dict[int, float]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     queries: int = 0
+    rounds: int = 1
 
 
 def _copy_mem0(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> None:
@@ -98,42 +105,55 @@ def _copy_mem01_engine(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> N
         conn.execute("VACUUM (ANALYZE) embeddings")
 
 
-def _timed_by(
+Samples = tuple[list[float], list[int]]  # ms per recall, results returned per recall
+
+
+def _samples_by(
     driver: Peer,
     emb: PrecomputedEmbedder,
     plan: list[tuple[str, str]],
     warmup: int,
     **options: int,
-) -> tuple[float, float, float, float]:
-    """p50, p95, p99 and mean results returned of the plan's recalls, timed in ``driver``'s
-    process (each query sent with its precomputed vector)."""
+) -> Samples:
+    """Each recall's wall time and results returned, timed in ``driver``'s process (each
+    query sent with its precomputed vector); the first ``warmup`` are not kept."""
     reply = driver.call(
         "latency",
         warmup=warmup,
         queries=[{"user": u, "query": q, "vector": emb.cache[q]} for u, q in plan],
         **options,
     )
-    ret = reply["returned"]
-    p50, p95, p99 = percentiles(reply["ms"])
-    return p50, p95, p99, sum(ret) / len(ret)
+    return list(reply["ms"]), list(reply["returned"])
 
 
-def _time_floor(
-    url: str, emb: PrecomputedEmbedder, plan: list[tuple[str, str]], warmup: int
-) -> list[float]:
+def _peer_samples(
+    peer: Peer, emb: PrecomputedEmbedder, plan: list[tuple[str, str]], warmup: int
+) -> Samples:
+    return _samples_by(peer, emb, plan, warmup, k=20)
+
+
+def _floor_samples(
+    conn: psycopg.Connection[Any], emb: PrecomputedEmbedder, plan: list[tuple[str, str]],
+    warmup: int,
+) -> Samples:  # fmt: skip
     sql = (
         "SELECT id FROM beliefs WHERE user_id = %s AND status = 'active' "
         "ORDER BY embedding <=> %s::vector LIMIT 10"
     )
     samples: list[float] = []
-    with psycopg.connect(url, autocommit=True, prepare_threshold=0) as conn:
-        for i, (user, query) in enumerate(plan):
-            vec = "[" + ",".join(map(str, emb.cache[query])) + "]"
-            started = time.perf_counter()
-            conn.execute(sql, (user, vec)).fetchall()
-            if i >= warmup:
-                samples.append((time.perf_counter() - started) * 1000.0)
-    return [*percentiles(samples), 10.0]
+    for i, (user, query) in enumerate(plan):
+        vec = "[" + ",".join(map(str, emb.cache[query])) + "]"
+        started = time.perf_counter()
+        conn.execute(sql, (user, vec)).fetchall()
+        if i >= warmup:
+            samples.append((time.perf_counter() - started) * 1000.0)
+    return samples, [10] * len(samples)
+
+
+def _summary(samples: Samples) -> tuple[float, float, float, float]:
+    ms, returned = samples
+    p50, p95, p99 = percentiles(ms)
+    return p50, p95, p99, sum(returned) / len(returned)
 
 
 async def run(
@@ -146,7 +166,7 @@ async def run(
     warmup: int,
     log: Path,
 ) -> LatencyResult:
-    out = LatencyResult(scales=scales, queries=n_queries)
+    out = LatencyResult(scales=scales, queries=n_queries, rounds=ROUNDS)
     texts = queries(random.Random(3), 200)
     await emb.aprefill(texts)
     url = server.database("l_mem01session")
@@ -154,6 +174,7 @@ async def run(
     # migrates the database the rows are copied into.
     ours = Peer("mem01session", log)
     peers: dict[str, tuple[Peer, str]] = {}
+    floor = psycopg.connect(url, autocommit=True, prepare_threshold=0)
     try:
         ours.call("setup", url=url, dim=emb.dim, model=emb.name)
         for name in ("mem0", "mem01-engine"):
@@ -174,15 +195,10 @@ async def run(
             started = time.perf_counter()
             copy_rows(url, emb, rows)
             out.load_s.setdefault("mem01session", {})[scale] = time.perf_counter() - started
-            rng = random.Random(scale)
-            plan = [
-                (f"user-{rng.randrange(users):05d}", rng.choice(texts))
-                for _ in range(n_queries + warmup)
-            ]
-            out.table.setdefault(FLOOR, {})[scale] = tuple(_time_floor(url, emb, plan, warmup))  # type: ignore[assignment]
-            out.table.setdefault("mem01session", {})[scale] = _timed_by(
-                ours, emb, plan, warmup, max_tokens=800
-            )
+            timers: dict[str, Callable[[list[tuple[str, str]], int], Samples]] = {
+                FLOOR: lambda plan, w: _floor_samples(floor, emb, plan, w),
+                "mem01session": lambda plan, w: _samples_by(ours, emb, plan, w, max_tokens=800),
+            }
             for name, (peer, purl) in list(peers.items()):
                 if scale > peer_max:
                     continue
@@ -190,17 +206,61 @@ async def run(
                     started = time.perf_counter()
                     (_copy_mem0 if name == "mem0" else _copy_mem01_engine)(purl, emb, rows)
                     out.load_s.setdefault(name, {})[scale] = time.perf_counter() - started
-                    out.table.setdefault(name, {})[scale] = _timed_by(peer, emb, plan, warmup, k=20)
                 except (PeerError, OSError, psycopg.Error) as exc:
                     out.failures[name] = f"at {scale:,} beliefs: {exc}"
                     peers.pop(name)
                     peer.close()
+                    continue
+                timers[name] = functools.partial(_peer_samples, peer, emb)
+            rng = random.Random(scale)
+            plan = [
+                (f"user-{rng.randrange(users):05d}", rng.choice(texts))
+                for _ in range(n_queries + warmup)
+            ]
+            samples = _interleaved(timers, plan, warmup, out.failures, scale)
+            for name, got in samples.items():
+                out.table.setdefault(name, {})[scale] = _summary(got)
+            for name in [n for n in peers if n in out.failures]:
+                peers.pop(name)[0].close()
             loaded = users * PER_USER
     finally:
+        floor.close()
         ours.close()
         for peer, _ in peers.values():
             peer.close()
     return out
+
+
+def _interleaved(
+    timers: dict[str, Callable[[list[tuple[str, str]], int], Samples]],
+    plan: list[tuple[str, str]],
+    warmup: int,
+    failures: dict[str, str],
+    scale: int,
+) -> dict[str, Samples]:
+    """The timed queries in :data:`ROUNDS` rounds, every system taking its turn in each
+    (the order rotating), so that a slow spell of the machine falls on all of them alike.
+    Each system warms up on the first ``warmup`` queries before its first round."""
+    timed = plan[warmup:]
+    size = -(-len(timed) // ROUNDS)
+    chunks = [timed[i : i + size] for i in range(0, len(timed), size)]
+    samples: dict[str, Samples] = {name: ([], []) for name in timers}
+    names = list(timers)
+    for r, chunk in enumerate(chunks):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            if name not in samples:
+                continue
+            first = r == 0
+            try:
+                ms, ret = timers[name](plan[:warmup] + chunk if first else chunk,
+                                       warmup if first else 0)  # fmt: skip
+            except (PeerError, OSError, psycopg.Error) as exc:
+                failures[name] = f"at {scale:,} beliefs: {exc}"
+                del samples[name]
+                continue
+            samples[name][0].extend(ms)
+            samples[name][1].extend(ret)
+    return samples
 
 
 def table(result: LatencyResult) -> str:

@@ -53,7 +53,9 @@ def _bpe_openai(encoding: str) -> TokenCounter | None:
         enc.encode("probe")
     except Exception:
         return None
-    return TokenCounter(f"bpe-openai:{encoding}", lambda t: len(enc.encode(t)))
+    # Ordinary text: a special token's spelling ("<|endoftext|>") in a message is counted
+    # as the text it is, not refused (and this path is the faster one).
+    return TokenCounter(f"bpe-openai:{encoding}", lambda t: len(enc.encode_ordinary(t)))
 
 
 def byte_bound_counter() -> TokenCounter:

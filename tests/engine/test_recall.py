@@ -311,6 +311,24 @@ async def test_provenance_in_the_block_only_when_asked_for(
     assert len(quoted.beliefs[0].belief.sources) == 3
 
 
+async def test_sources_are_read_only_where_something_shows_them(
+    engine: BeliefEngine, db: Database, embedder: HashingEmbedder
+) -> None:
+    await seed_belief(
+        db, embedder, "u1", "Is vegetarian", sources=[("chat-1", "I stopped eating meat")]
+    )
+    plain = await engine.recall("u1", "diet vegetarian")
+    assert plain.beliefs[0].belief.sources == ()  # the default block shows none
+    for request in (
+        RecallRequest("diet vegetarian", provenance="brief"),
+        RecallRequest("diet vegetarian", explain=True),
+    ):
+        [src] = (await engine.recall("u1", request)).beliefs[0].belief.sources
+        assert (src.session_id, src.evidence) == ("chat-1", "I stopped eating meat")
+    [found] = await engine.search("u1", "diet vegetarian", limit=1)
+    assert found.belief.sources[0].session_id == "chat-1"
+
+
 @pytest.mark.parametrize("bad", [0, -5, True, 1.5, "800", None])
 async def test_bad_max_tokens_rejected(engine: BeliefEngine, bad: object) -> None:
     with pytest.raises(ConfigError, match="max_tokens"):

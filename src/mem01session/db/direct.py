@@ -21,13 +21,39 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, LiteralString
 
+import numpy as np
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.adapt import Dumper
+from psycopg.pq import Format, TransactionStatus
 from psycopg.rows import dict_row
+from psycopg.types import TypeInfo
 
 from ..redaction import redact_dsn
 
 Row = dict[str, Any]
+
+
+class BinaryVector:
+    """A vector parameter sent in pgvector's binary form (no text to format or parse).
+
+    Only the direct pool's connections know how to send it.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, values: Any) -> None:
+        floats = np.asarray(values, dtype=">f4")
+        if floats.ndim != 1 or not 0 < floats.shape[0] < 1 << 16:
+            raise ValueError(f"a vector has 1 to 65535 dimensions, got shape {floats.shape}")
+        # pgvector's wire format: dimensions (int16), an unused int16, big-endian float32s.
+        self.data = floats.shape[0].to_bytes(2, "big") + b"\0\0" + floats.tobytes()
+
+
+class _BinaryVectorDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: BinaryVector) -> bytes:
+        return obj.data
 
 
 class DirectPool:
@@ -50,6 +76,9 @@ class DirectPool:
         self._idle: deque[psycopg.AsyncConnection[Row]] = deque()
         self._slots = asyncio.Semaphore(max_open)
         self._closed = False
+        # pgvector's type, looked up on the first connection that finds it: later ones
+        # learn it without a round trip.
+        self._vector_dumper: type[Dumper] | None = None
 
     def __repr__(self) -> str:
         return f"DirectPool(url={redact_dsn(self._url)!r}, idle={len(self._idle)})"
@@ -99,9 +128,17 @@ class DirectPool:
             return await self._open()
 
     async def _open(self) -> psycopg.AsyncConnection[Row]:
-        return await psycopg.AsyncConnection.connect(
+        conn = await psycopg.AsyncConnection.connect(
             self._url, autocommit=True, row_factory=dict_row
         )
+        if self._vector_dumper is None:
+            info = await TypeInfo.fetch(conn, "vector")
+            if info is not None:  # None before the extension is created
+                oid = info.oid
+                self._vector_dumper = type("VectorDumper", (_BinaryVectorDumper,), {"oid": oid})
+        if self._vector_dumper is not None:
+            conn.adapters.register_dumper(BinaryVector, self._vector_dumper)
+        return conn
 
     async def _release(self, conn: psycopg.AsyncConnection[Row]) -> None:
         if conn.closed:
@@ -124,4 +161,4 @@ async def _run(
     return await cur.fetchall() if cur.description is not None else []
 
 
-__all__ = ["DirectPool", "Row"]
+__all__ = ["BinaryVector", "DirectPool", "Row"]

@@ -129,7 +129,12 @@ async def collect_evidence(
     """Read back what the database and transcripts hold, and judge it."""
     history = await engine.history(user_id)
     ledger = await engine.ledger(user_id)
-    recalled = [_belief_json(sb.belief, days) for sb in (recall.beliefs if recall else ())]
+    # Provenance from history: the block (and so the recall) shows none by default.
+    with_sources = {b.id: b for b in history}
+    recalled = [
+        _belief_json(with_sources.get(sb.belief.id, sb.belief), days)
+        for sb in (recall.beliefs if recall else ())
+    ]
     checks: list[Check] = []
 
     friday = next(t for t in transcripts if t.day == "Friday")

@@ -2,7 +2,7 @@
 
 It fetches the top vector candidates (exact cosine distance over the user's rows, among
 vectors of the embedder's model: no approximate index can drop one of them), the top
-full-text matches, the latest sources of each, and each candidate's vector (raw, for the
+full-text matches, when asked the latest sources of each, and each candidate's vector (raw, for the
 near-duplicate pairs :mod:`.near` finds in Python: cheaper than a self-join); and, when
 asked, one more value read in the same snapshot by the caller's
 :class:`SnapshotProbe` (the job queue's barrier probe). It runs on the database's direct
@@ -26,11 +26,12 @@ from datetime import datetime
 from functools import cache
 from typing import Any, Generic, Literal, LiteralString, TypeVar
 
+from ..db.direct import BinaryVector
 from . import scoring
 from .near import Twin, near_duplicates
 from .parts import EngineParts
 from .records import Belief, Source
-from .rows import BELIEF_COLUMNS, belief_from_row, vector_literal
+from .rows import BELIEF_COLUMNS, belief_from_row
 
 T = TypeVar("T")
 # Candidates fetched from each retriever: at least POOL, and enough to fill the budget
@@ -69,13 +70,15 @@ _COLS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 _OUT_COLS = ", ".join(f"c.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 
 # Candidates by similarity: an exact top-N over the user's rows found via (user_id, status),
-# among the vectors of the query's model only (others are found by full text alone).
-_VECTOR_CTE = """
-vec AS (
-  SELECT id, dist, row_number() OVER (ORDER BY dist, id DESC) AS rnk FROM (
-    SELECT b.id, b.embedding <=> q.v AS dist FROM beliefs b, q
-    WHERE b.user_id = %(user_id)s AND {scope} AND b.embedding_model = %(model)s
-    ORDER BY 2, 1 DESC LIMIT %(pool)s) s
+# among the vectors of the query's model only (others are found by full text alone). The
+# rows come whole, so only full-text matches outside them are looked up again.
+_VECTOR_CTE = f"""
+vec AS MATERIALIZED (
+  SELECT s.*, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank FROM (
+    SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, b.embedding <=> q.v AS dist
+    FROM beliefs b, q
+    WHERE b.user_id = %(user_id)s AND {{scope}} AND b.embedding_model = %(model)s
+    ORDER BY dist, b.id DESC LIMIT %(pool)s) s
 )"""
 # The query's words (as the full-text column makes them), each weighed by its rarity among
 # the user's active beliefs; the common ones left out. Then the matches, scored by the
@@ -87,7 +90,9 @@ w AS MATERIALIZED (
         LIMIT %(max_terms)s) l
   CROSS JOIN (SELECT greatest(1, coalesce(max(u.active_beliefs), 0)) AS n
               FROM memory_users u WHERE u.user_id = %(user_id)s) n
-  LEFT JOIN belief_terms t ON t.user_id = %(user_id)s AND t.lexeme = l.lexeme
+  LEFT JOIN LATERAL (  -- one index probe per query word, not a scan of the user's words
+    SELECT t.beliefs FROM belief_terms t WHERE t.user_id = %(user_id)s AND t.lexeme = l.lexeme
+  ) t ON true
   WHERE coalesce(t.beliefs, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
 ),
 tq AS MATERIALIZED (
@@ -109,13 +114,16 @@ _RECENCY = (
     "b.valid_from, b.last_confirmed_at, b.updated_at))) / 86400.0 / %(half_life)s)))"
 )
 _TAIL = f"""
-SELECT {_OUT_COLS}, c.embedding_model, c.dist, v.rnk AS vector_rank, t.rnk AS text_rank,
+SELECT {_OUT_COLS}, c.embedding_model, c.dist, c.vector_rank, t.rnk AS text_rank,
        t.score AS text_score, c.norm_content,
-       substring(vector_send(c.embedding) FROM 5) AS vec, s.src_session,
-       s.src_item, s.src_evidence, s.src_observed, s.src_extractor, s.src_job
+       substring(vector_send(c.embedding) FROM 5) AS vec{{sources}}
 FROM cand c
-LEFT JOIN vec v ON v.id = c.id
-LEFT JOIN txt t ON t.id = c.id
+LEFT JOIN txt t ON t.id = c.id"""
+# Each candidate's latest sources, when the caller wants them (the default block does not
+# show them, and these lookups are a large share of the statement's cost).
+_SOURCE_COLS = """, s.src_session,
+       s.src_item, s.src_evidence, s.src_observed, s.src_extractor, s.src_job"""
+_SOURCES_JOIN = f"""
 LEFT JOIN LATERAL (
   SELECT array_agg(x.session_id ORDER BY x.observed_at DESC, x.id DESC) AS src_session,
          array_agg(x.item_ref ORDER BY x.observed_at DESC, x.id DESC) AS src_item,
@@ -153,13 +161,15 @@ SELECT o.*, p.value AS probe_value FROM ({probe}) p(value) LEFT JOIN out o ON tr
 
 
 @cache
-def _statement(scope: Scope, kind: Kind, probe: str | None = None) -> str:
-    """The one statement for a scope and kind of query (built once, then cached)."""
+def _statement(scope: Scope, kind: Kind, probe: str | None = None, sources: bool = True) -> str:
+    """The one statement for a scope and kind of query, with or without each candidate's
+    latest sources (built once, then cached)."""
     where = _SCOPES[scope]
     if kind == "recent":
         body = f"""
 WITH cand AS MATERIALIZED (
-  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, NULL::float8 AS dist
+  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, NULL::float8 AS dist,
+         NULL::bigint AS vector_rank
   FROM beliefs b
   WHERE b.user_id = %(user_id)s AND {where}
   ORDER BY (1.0 - {scoring.W_RECENCY} + {scoring.W_RECENCY} * {_RECENCY})
@@ -167,7 +177,6 @@ WITH cand AS MATERIALIZED (
            b.id DESC
   LIMIT %(pool)s
 ),
-vec AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false),
 {_NO_TEXT_CTE.strip()}"""
     else:
         text_cte = _TEXT_CTE if kind == "hybrid" else _NO_TEXT_CTE
@@ -175,16 +184,20 @@ vec AS (SELECT NULL::bigint AS id, NULL::bigint AS rnk WHERE false),
 WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
 {_VECTOR_CTE.format(scope=where).strip()},
 {text_cte.format(scope=where).strip()},
-ids AS (SELECT id FROM vec UNION SELECT id FROM txt),
-cand AS MATERIALIZED (
+cand AS (
+  SELECT * FROM vec
+  UNION ALL
   SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model,
-         CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END AS dist
-  FROM beliefs b, q
-  WHERE b.user_id = %(user_id)s AND b.id IN (SELECT id FROM ids)
+         CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END, NULL::bigint
+  FROM txt t JOIN beliefs b ON b.user_id = %(user_id)s AND b.id = t.id, q
+  WHERE t.id NOT IN (SELECT id FROM vec)
 )"""
+    tail = _TAIL.format(sources=_SOURCE_COLS if sources else "") + (
+        _SOURCES_JOIN if sources else ""
+    )
     if probe is not None:
-        return f"{body},\nout AS ({_TAIL}\n){_PROBE_TAIL.format(probe=probe)}"
-    return body + _TAIL
+        return f"{body},\nout AS ({tail}\n){_PROBE_TAIL.format(probe=probe)}"
+    return body + tail
 
 
 def tsquery_terms(query: str) -> str:
@@ -194,7 +207,7 @@ def tsquery_terms(query: str) -> str:
 
 
 def _sources(row: Mapping[Any, Any]) -> tuple[Source, ...]:
-    observed = row["src_observed"]
+    observed = row.get("src_observed")
     if not observed:
         return ()
     return tuple(
@@ -246,8 +259,10 @@ async def fetch(
     as_of: datetime | None = None,
     probe: SnapshotProbe[Any] | None = None,
     common_share: float = COMMON_SHARE,
+    sources: bool = True,
 ) -> Fetched:
-    """Run the statement for ``query`` (already cleaned) over the user's rows in ``scope``."""
+    """Run the statement for ``query`` (already cleaned) over the user's rows in ``scope``;
+    without ``sources`` the candidates' beliefs carry none."""
     model = parts.embedder.name
     params: dict[str, Any] = {
         "user_id": user_id,
@@ -262,7 +277,7 @@ async def fetch(
         kind: Kind = "hybrid" if tsquery_terms(query) else "vector"
         [vec] = await parts.embedder.embed([query])
         params.update(
-            qvec=vector_literal(vec),
+            qvec=BinaryVector(vec),
             query=query,
             max_terms=MAX_QUERY_TERMS,
             common_share=common_share,
@@ -271,7 +286,7 @@ async def fetch(
     else:
         kind = "recent"
         params.update(now=now, half_life=scoring.HALF_LIFE_DAYS)
-    statement = _statement(scope, kind, probe.sql if probe is not None else None)
+    statement = _statement(scope, kind, probe.sql if probe is not None else None, sources)
     # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
     rows = await parts.db.direct.fetch(statement, params, binary=True)
     probed = None

@@ -48,6 +48,7 @@ async def _ranked(
     request: RecallRequest,
     pool: int,
     probe: SnapshotProbe[Any] | None,
+    sources: bool,
 ) -> tuple[list[ScoredBelief], int, int, Any]:
     """All candidates, scored, best first, near-duplicates dropped; how many there were, and
     how many of them have vectors of another model; the probe's value (same snapshot)."""
@@ -55,8 +56,9 @@ async def _ranked(
     as_of = request.as_of
     now = as_of or parts.now()
     scope = scope_of(request.include_history, as_of)
+    query = clean_query(request.query)
     got = await fetch(
-        parts, user_id, clean_query(request.query), scope, now, pool=pool, as_of=as_of, probe=probe
+        parts, user_id, query, scope, now, pool=pool, as_of=as_of, probe=probe, sources=sources
     )
     ranked = scoring.score(got.candidates, now, as_of=as_of is not None, explain=request.explain)
     if got.other_model:
@@ -78,7 +80,7 @@ async def rank(
     """The ``limit`` best beliefs for the request, ranked as :func:`read_block` ranks them
     (its ``max_tokens`` is not used)."""
     check_positive_int("limit", limit)
-    ranked, _, _, _ = await _ranked(parts, user_id, request, max(POOL, limit), None)
+    ranked, _, _, _ = await _ranked(parts, user_id, request, max(POOL, limit), None, True)
     return ranked[:limit]
 
 
@@ -92,11 +94,16 @@ async def read_block(
     and the probe's value (None without a probe).
 
     The whole block fits ``max_tokens`` as counted by ``parts.token_counter``. When no
-    belief is found or none fits, the text is ``""`` and ``tokens`` is 0.
+    belief is found or none fits, the text is ``""`` and ``tokens`` is 0. The beliefs carry
+    their sources when the block shows them (``provenance`` other than ``"none"``) or with
+    ``explain``; otherwise none are read (they cost more than the rest of the statement).
     """
     started = time.perf_counter()
     pool = pool_for(request.max_tokens)
-    ranked, considered, others, probed = await _ranked(parts, user_id, request, pool, probe)
+    sources = request.explain or request.provenance != "none"
+    ranked, considered, others, probed = await _ranked(
+        parts, user_id, request, pool, probe, sources
+    )
     style = Style(dates=asks_when(request.query), provenance=request.provenance)
     block = render_block(
         ranked, parts.token_counter, request.max_tokens, request.newer_turns, style

@@ -182,7 +182,12 @@ class ScoredBelief:
 
 @dataclass(frozen=True)
 class RecallResult:
-    """The read path's answer: ranked beliefs packed into a rendered memory block."""
+    """The read path's answer: ranked beliefs packed into a rendered memory block.
+
+    The beliefs carry their latest sources only when the request's block shows them
+    (``provenance`` ``"brief"`` or ``"quote"``) or asks to ``explain``; otherwise their
+    ``sources`` are empty (``BeliefEngine.search`` and ``history`` always read them).
+    """
 
     beliefs: tuple[ScoredBelief, ...]
     text: str

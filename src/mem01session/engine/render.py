@@ -66,9 +66,12 @@ def asks_when(query: str) -> bool:
 
 def escape(text: str, limit: int | None = None) -> str:
     """``text`` as one inert line: safe inside the block whatever it contains."""
-    if not text.isprintable():
+    if text.isprintable():
+        # The usual case: the only whitespace a printable string holds is " ".
+        flat = (_SPACE.sub(" ", text) if "  " in text else text).strip()
+    else:
         text = "".join(ch for ch in text if ch.isprintable() or ch.isspace())
-    flat = _SPACE.sub(" ", text).strip()
+        flat = _SPACE.sub(" ", text).strip()
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
     return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

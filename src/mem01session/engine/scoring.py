@@ -79,11 +79,12 @@ class Candidate:
 
 def recency(belief: Belief, now: datetime, half_life_days: float = HALF_LIFE_DAYS) -> float:
     """Exponential decay in [0, 1] since the belief was last stated, confirmed or revised."""
-    moments = [belief.valid_from, belief.updated_at]
-    if belief.last_confirmed_at is not None:
-        moments.append(belief.last_confirmed_at)
-    age_days = max(0.0, (now - max(moments)).total_seconds() / 86400.0)
-    return float(0.5 ** (age_days / half_life_days))
+    latest = max(belief.valid_from, belief.updated_at)
+    confirmed = belief.last_confirmed_at
+    if confirmed is not None and confirmed > latest:
+        latest = confirmed
+    age_days = (now - latest).total_seconds() / 86400.0
+    return 1.0 if age_days <= 0.0 else float(0.5 ** (age_days / half_life_days))
 
 
 def relevance(
