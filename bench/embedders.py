@@ -22,7 +22,15 @@ from mem01session.embeddings import HashingEmbedder, Vector
 from .common import PrecomputedEmbedder, Server, open_memory
 from .locomo import Conversation, load
 from .metrics import Query, Summary
-from .quality import BUDGETS, SettableClock, load_ours, ours_answers, stripped, summaries
+from .quality import (
+    BUDGETS,
+    SettableClock,
+    evidence_of,
+    load_ours,
+    ours_answers,
+    stripped,
+    summaries,
+)
 
 FP32_VECTORS = Path(__file__).parent / "data" / "minilm-fp32-conv-26.npz"
 FP32_NAME = "all-MiniLM-L6-v2-fp32-torch"
@@ -72,7 +80,8 @@ async def _ranked(
         await load_ours(engine, [conv], clock)
         dates = [f.observed_at for f in conv.facts if f.observed_at]
         clock.now = max(dates) + timedelta(days=1) if dates else clock.now
-        answers = [await ours_answers(engine, conv.user_id, t) for _, t in conv.queries]
+        evidence = await evidence_of(engine, conv.user_id)
+        answers = [await ours_answers(engine, conv.user_id, t, evidence) for _, t in conv.queries]
     finally:
         await memory.aclose()
     queries: list[Query] = [q for q, _ in conv.queries]

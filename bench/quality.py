@@ -112,14 +112,20 @@ def _ids_of(sources: Any) -> frozenset[str]:
     return parse_ids([s.item_ref for s in sources if s.item_ref])
 
 
-async def ours_answers(engine: BeliefEngine, user: str, question: str) -> dict[int, Answer]:
-    ranked = [_ids_of(s.belief.sources) for s in await engine.search(user, question, limit=10)]
+async def evidence_of(engine: BeliefEngine, user: str) -> dict[int, frozenset[str]]:
+    """Each of the user's beliefs' evidence ids, from its provenance (read once: the
+    default block, and so its recall result, carries no sources)."""
+    return {b.id: _ids_of(b.sources) for b in await engine.history(user, limit=1_000_000)}
+
+
+async def ours_answers(
+    engine: BeliefEngine, user: str, question: str, evidence: dict[int, frozenset[str]]
+) -> dict[int, Answer]:
+    ranked = [evidence[s.belief.id] for s in await engine.search(user, question, limit=10)]
     out: dict[int, Answer] = {}
     for budget in BUDGETS:
         result = await engine.recall(user, RecallRequest(question, max_tokens=budget))
-        out[budget] = Answer(
-            ranked, [_ids_of(s.belief.sources) for s in result.beliefs], result.tokens
-        )
+        out[budget] = Answer(ranked, [evidence[s.belief.id] for s in result.beliefs], result.tokens)
     return out
 
 
@@ -214,7 +220,12 @@ async def _one_run(
         engine = await memory.engine()
         out.load_ms_per_fact[OURS] = await load_ours(engine, convs, clock)
         clock.now = max(dates) + timedelta(days=1) if dates else clock.now
-        ours = [await ours_answers(engine, c.user_id, t) for c in convs for _, t in c.queries]
+        evidence = {c.user_id: await evidence_of(engine, c.user_id) for c in convs}
+        ours = [
+            await ours_answers(engine, c.user_id, t, evidence[c.user_id])
+            for c in convs
+            for _, t in c.queries
+        ]
     finally:
         await memory.aclose()
     by_system[OURS] = summaries(queries, ours)

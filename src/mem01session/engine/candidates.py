@@ -2,9 +2,9 @@
 
 It fetches the top vector candidates (exact cosine distance over the user's rows, among
 vectors of the embedder's model: no approximate index can drop one of them), the top
-full-text matches, when asked the latest sources of each, and each candidate's vector (raw, for the
-near-duplicate pairs :mod:`.near` finds in Python: cheaper than a self-join); and, when
-asked, one more value read in the same snapshot by the caller's
+full-text matches, when asked the latest sources of each, and each candidate's vector
+(raw, for the near-duplicate pairs :mod:`.near` finds in Python: cheaper than a
+self-join); and, when asked, one more value read in the same snapshot by the caller's
 :class:`SnapshotProbe` (the job queue's barrier probe). It runs on the database's direct
 pool (plain psycopg), the per-run path.
 
