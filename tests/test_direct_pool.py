@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import psycopg
 import pytest
 
-from mem01session.db.direct import DirectPool
+from mem01session.db.direct import BinaryVector, DirectPool
 
 BACKEND = "SELECT pg_backend_pid() AS pid"
 
@@ -114,3 +115,29 @@ async def test_a_statement_timeout_is_not_retried(db_url: str) -> None:
         assert row["statement_timeout"] == "50ms"
     finally:
         await pool.close()
+
+
+async def test_a_vector_parameter_goes_in_binary_on_the_pool_and_as_text_elsewhere(
+    db_url: str,
+) -> None:
+    vector = BinaryVector([0.1, -2.5, 3.0])
+    typed = "SELECT pg_typeof(%(v)s)::text AS sent_as"
+    cast = "SELECT CAST(%(v)s AS vector)::text AS v"
+    pool = DirectPool(db_url)
+    try:
+        assert await pool.fetch(typed, {"v": vector}) == [{"sent_as": "vector"}]  # binary
+        [row] = await pool.fetch(cast, {"v": vector})
+    finally:
+        await pool.close()
+    with psycopg.connect(db_url) as plain:  # no type registered: text, cast in SQL
+        with pytest.raises(psycopg.errors.IndeterminateDatatype):  # untyped text
+            plain.execute(typed, {"v": vector})
+        plain.rollback()
+        [(text,)] = plain.execute(cast, {"v": vector}).fetchall()
+    assert text == row["v"] == "[0.1,-2.5,3]"
+
+
+@pytest.mark.parametrize("bad", [[], [[1.0, 2.0]], [0.0] * 70_000])
+def test_a_vector_parameter_needs_one_to_65535_dimensions(bad: Any) -> None:
+    with pytest.raises(ValueError, match="1 to 65535 dimensions"):
+        BinaryVector(bad)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, LiteralString
 
 import numpy as np
@@ -34,19 +34,18 @@ Row = dict[str, Any]
 
 
 class BinaryVector:
-    """A vector parameter sent in pgvector's binary form (no text to format or parse).
-
-    Only the direct pool's connections know how to send it.
-    """
+    """A vector parameter sent in pgvector's binary form (no text to format or parse) on
+    the direct pool's connections, which know the type; any other psycopg connection
+    sends it as text (cast it: ``CAST(%(v)s AS vector)``)."""
 
     __slots__ = ("data",)
 
-    def __init__(self, values: Any) -> None:
+    def __init__(self, values: Sequence[float]) -> None:
         floats = np.asarray(values, dtype=">f4")
         if floats.ndim != 1 or not 0 < floats.shape[0] < 1 << 16:
             raise ValueError(f"a vector has 1 to 65535 dimensions, got shape {floats.shape}")
         # pgvector's wire format: dimensions (int16), an unused int16, big-endian float32s.
-        self.data = floats.shape[0].to_bytes(2, "big") + b"\0\0" + floats.tobytes()
+        self.data: bytes = floats.shape[0].to_bytes(2, "big") + b"\0\0" + floats.tobytes()
 
 
 class _BinaryVectorDumper(Dumper):
@@ -54,6 +53,17 @@ class _BinaryVectorDumper(Dumper):
 
     def dump(self, obj: BinaryVector) -> bytes:
         return obj.data
+
+
+class _TextVectorDumper(Dumper):
+    format = Format.TEXT
+
+    def dump(self, obj: BinaryVector) -> bytes:
+        floats = np.frombuffer(obj.data, dtype=">f4", offset=4)
+        return ("[" + ",".join(map(repr, floats.tolist())) + "]").encode()
+
+
+psycopg.adapters.register_dumper(BinaryVector, _TextVectorDumper)
 
 
 class DirectPool:
