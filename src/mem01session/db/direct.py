@@ -19,18 +19,19 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, LiteralString
+from typing import Any, LiteralString, TypeVar
 
 import numpy as np
 import psycopg
 from psycopg.adapt import Dumper
 from psycopg.pq import Format, TransactionStatus
-from psycopg.rows import dict_row
+from psycopg.rows import AsyncRowFactory, dict_row, tuple_row
 from psycopg.types import TypeInfo
 
 from ..redaction import redact_dsn
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class BinaryVector:
@@ -99,16 +100,33 @@ class DirectPool:
         """Run one statement in its own implicit transaction; its rows as dicts. With
         ``binary``, values come in PostgreSQL's binary form (cheaper to load: numbers,
         timestamps and arrays are not parsed from text; ``bytea`` arrives raw)."""
+        _, rows = await self._execute(query, params, binary, dict_row)
+        return rows
+
+    async def fetch_tuples(
+        self, query: LiteralString, params: Mapping[str, Any], *, binary: bool = False
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """:meth:`fetch`, the rows as tuples (cheaper for many rows) after their column
+        names."""
+        return await self._execute(query, params, binary, tuple_row)
+
+    async def _execute(
+        self,
+        query: LiteralString,
+        params: Mapping[str, Any],
+        binary: bool,
+        rows: AsyncRowFactory[T],
+    ) -> tuple[list[str], list[T]]:
         async with self._slots:
             conn, reused = await self._acquire()
             try:
                 try:
-                    return await _run(conn, query, params, binary)
+                    return await _run(conn, query, params, binary, rows)
                 except psycopg.OperationalError:
                     if not (reused and conn.broken):  # e.g. a statement timeout: not stale
                         raise
                     conn = await self._connect()  # it went stale while idle: one fresh try
-                    return await _run(conn, query, params, binary)
+                    return await _run(conn, query, params, binary, rows)
             finally:
                 await self._release(conn)
 
@@ -166,9 +184,13 @@ async def _run(
     query: LiteralString,
     params: Mapping[str, Any],
     binary: bool,
-) -> list[Row]:
-    cur = await conn.execute(query, params, binary=binary)
-    return await cur.fetchall() if cur.description is not None else []
+    rows: AsyncRowFactory[T],
+) -> tuple[list[str], list[T]]:
+    cur = conn.cursor(row_factory=rows)
+    await cur.execute(query, params, binary=binary)
+    if cur.description is None:
+        return [], []
+    return [c.name for c in cur.description], await cur.fetchall()
 
 
 __all__ = ["BinaryVector", "DirectPool", "Row"]

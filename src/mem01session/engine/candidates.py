@@ -20,7 +20,7 @@ covers.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -30,8 +30,8 @@ from ..db.direct import BinaryVector
 from . import scoring
 from .near import Twin, near_duplicates
 from .parts import EngineParts
-from .records import Belief, Source
-from .rows import BELIEF_COLUMNS, belief_from_row
+from .records import Source
+from .rows import BELIEF_COLUMNS, BELIEF_FIELDS, belief_from_values
 
 T = TypeVar("T")
 # Candidates fetched from each retriever: at least POOL, and enough to fill the budget
@@ -206,27 +206,15 @@ def tsquery_terms(query: str) -> str:
     return " | ".join(list(words)[:MAX_QUERY_TERMS])
 
 
-def _sources(row: Mapping[Any, Any]) -> tuple[Source, ...]:
-    observed = row.get("src_observed")
+def _sources(arrays: Sequence[Any]) -> tuple[Source, ...]:
+    """A candidate's latest sources from the statement's six ``src_*`` arrays."""
+    sessions, items, evidence, observed, extractors, jobs = arrays
     if not observed:
         return ()
     return tuple(
-        Source(
-            session_id=session,
-            item_ref=item,
-            evidence=evidence,
-            observed_at=at,
-            extractor=extractor,
-            job_id=job,
-        )
-        for session, item, evidence, at, extractor, job in zip(
-            row["src_session"],
-            row["src_item"],
-            row["src_evidence"],
-            observed,
-            row["src_extractor"],
-            row["src_job"],
-            strict=True,
+        Source(session_id=a, item_ref=b, evidence=c, observed_at=d, extractor=e, job_id=f)
+        for a, b, c, d, e, f in zip(
+            sessions, items, evidence, observed, extractors, jobs, strict=True
         )
     )
 
@@ -288,30 +276,38 @@ async def fetch(
         params.update(now=now, half_life=scoring.HALF_LIFE_DAYS)
     statement = _statement(scope, kind, probe.sql if probe is not None else None, sources)
     # One statement sees one snapshot: no BEGIN/ROLLBACK round trips needed around it.
-    rows = await parts.db.direct.fetch(statement, params, binary=True)
+    names, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
+    at = {name: i for i, name in enumerate(names)}
     probed = None
     if probe is not None:
-        probed = probe.parse(rows[0]["probe_value"])
-        rows = [r for r in rows if r["id"] is not None]
+        probed = probe.parse(rows[0][at["probe_value"]])
+        rows = [r for r in rows if r[0] is not None]  # the probe's row without a candidate
+    i_model, i_dist, i_vrank, i_trank, i_tscore, i_norm, i_vec = (
+        at[name]
+        for name in (
+            "embedding_model", "dist", "vector_rank", "text_rank", "text_score",
+            "norm_content", "vec",
+        )
+    )  # fmt: skip
+    i_src = at["src_session"] if sources else -1
     candidates: list[scoring.Candidate] = []
+    twins: list[Twin] = []
     for row in rows:
-        belief: Belief = belief_from_row(row, _sources(row))
-        dist = row["dist"]
+        belief = belief_from_values(
+            row[:BELIEF_FIELDS], _sources(row[i_src : i_src + 6]) if sources else ()
+        )
+        dist, text_score, row_model = row[i_dist], row[i_tscore], row[i_model]
         candidates.append(
             scoring.Candidate(
                 belief=belief,
-                vector_rank=row["vector_rank"],
-                vector_similarity=None if dist is None else 1.0 - float(dist),
-                text_rank=row["text_rank"],
-                text_score=None if row["text_score"] is None else float(row["text_score"]),
-                other_model=row["embedding_model"] != model,
+                vector_rank=row[i_vrank],
+                vector_similarity=None if dist is None else 1.0 - dist,
+                text_rank=row[i_trank],
+                text_score=None if text_score is None else float(text_score),
+                other_model=row_model != model,
             )
         )
-    near = near_duplicates(
-        [
-            Twin(int(r["id"]), r["status"], r["embedding_model"], r["norm_content"], r["vec"])
-            for r in rows
-        ]
-    )
+        twins.append(Twin(belief.id, belief.status, row_model, row[i_norm], row[i_vec]))
+    near = near_duplicates(twins)
     others = sum(c.other_model for c in candidates)
     return Fetched(candidates, near, others, probed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,8 +19,7 @@ import numpy as np
 DUPLICATE_COSINE = 0.95
 
 
-@dataclass(frozen=True)
-class Twin:
+class Twin(NamedTuple):
     """What decides whether a candidate duplicates another."""
 
     id: int

@@ -47,6 +47,21 @@ def belief_from_row(row: Mapping[Any, Any], sources: Sequence[Source] = ()) -> B
     )
 
 
+BELIEF_FIELDS = len(BELIEF_COLUMNS.split(","))
+
+
+def belief_from_values(values: Sequence[Any], sources: tuple[Source, ...] = ()) -> Belief:
+    """A belief from :data:`BELIEF_COLUMNS`' values in order, as PostgreSQL's binary form
+    loads them (ints, floats and datetimes already): they are :class:`Belief`'s fields in
+    that order."""
+    (bid, user, content, key, status, confidence, valid_from, valid_to, created_at,
+     updated_at, version, superseded_by, merged_into, confirmed) = values  # fmt: skip
+    return Belief(
+        bid, user, content, key, status, confidence, valid_from, valid_to, created_at,
+        updated_at, version, superseded_by, merged_into, confirmed, sources,
+    )  # fmt: skip
+
+
 def source_from_row(row: Mapping[Any, Any]) -> Source:
     return Source(
         session_id=row["session_id"],
