@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from .records import Belief, ScoredBelief
 
@@ -65,9 +66,9 @@ class Fusion:
 HALF_LIFE_DAYS = 90.0
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A belief fetched as a candidate, with its raw retrieval signals."""
+class Candidate(NamedTuple):
+    """A belief fetched as a candidate, with its raw retrieval signals (a named tuple:
+    dozens are made per recall)."""
 
     belief: Belief
     vector_rank: int | None  # 1-based rank among the vector candidates
