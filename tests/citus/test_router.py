@@ -35,17 +35,22 @@ Captured = list[tuple[str, dict[str, Any]]]
 def captured(db: Database) -> Iterator[Captured]:
     """The statements (and parameters) sent on the direct pool, the per-run path."""
     seen: Captured = []
-    original = db.direct.fetch
+    originals = {name: getattr(db.direct, name) for name in ("fetch", "fetch_tuples")}
 
-    async def fetch(query: Any, params: Mapping[str, Any], **options: Any) -> Any:
-        seen.append((str(query), dict(params)))
-        return await original(query, params, **options)
+    def capturing(original: Any) -> Any:
+        async def run(query: Any, params: Mapping[str, Any], **options: Any) -> Any:
+            seen.append((str(query), dict(params)))
+            return await original(query, params, **options)
 
-    db.direct.fetch = fetch  # type: ignore[method-assign]
+        return run
+
+    for name, original in originals.items():
+        setattr(db.direct, name, capturing(original))
     try:
         yield seen
     finally:
-        db.direct.fetch = original  # type: ignore[method-assign]
+        for name, original in originals.items():
+            setattr(db.direct, name, original)
 
 
 def explain(url: str, query: str, params: dict[str, Any]) -> list[str]:
