@@ -289,12 +289,12 @@ async def fetch(
             "norm_content", "vec",
         )
     )  # fmt: skip
-    i_src = at["src_session"] if sources else -1
+    i_src = at.get("src_session")  # the six src_* arrays, when sources were asked for
     candidates: list[scoring.Candidate] = []
     twins: list[Twin] = []
     for row in rows:
         belief = belief_from_values(
-            row[:BELIEF_FIELDS], _sources(row[i_src : i_src + 6]) if sources else ()
+            row[:BELIEF_FIELDS], () if i_src is None else _sources(row[i_src : i_src + 6])
         )
         dist, text_score, row_model = row[i_dist], row[i_tscore], row[i_model]
         candidates.append(
@@ -303,6 +303,7 @@ async def fetch(
                 vector_rank=row[i_vrank],
                 vector_similarity=None if dist is None else 1.0 - dist,
                 text_rank=row[i_trank],
+                # numeric in SQL: a Decimal here
                 text_score=None if text_score is None else float(text_score),
                 other_model=row_model != model,
             )
