@@ -162,8 +162,9 @@ class DirectPool:
         if self._vector_dumper is None:
             info = await TypeInfo.fetch(conn, "vector")
             if info is not None:  # None before the extension is created
-                oid = info.oid
-                self._vector_dumper = type("VectorDumper", (_BinaryVectorDumper,), {"oid": oid})
+                self._vector_dumper = type(
+                    "VectorDumper", (_BinaryVectorDumper,), {"oid": info.oid}
+                )
         if self._vector_dumper is not None:
             conn.adapters.register_dumper(BinaryVector, self._vector_dumper)
         return conn
