@@ -15,6 +15,8 @@ TABLES = {
     "belief_events",
     "belief_sources",
     "belief_terms",
+    "episodes",
+    "episode_terms",
     "memory_jobs",
     "memory_users",
     "memory_meta",

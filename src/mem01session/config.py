@@ -21,6 +21,9 @@ variable                   meaning
                            ``OPENAI_BASE_URL`` names another server)
 ``MEM01_MEMORY_PLACEMENT`` where the memory block goes: ``auto`` (default), ``system``,
                            ``user`` or ``instructions``
+``MEM01_EPISODES``         which messages are kept verbatim as episodes: ``user``
+                           (default), ``all`` (assistant replies too) or ``off``
+``MEM01_EPISODE_RETENTION_DAYS`` delete episodes said longer ago (default: keep them)
 =========================  ==========================================================
 """
 
@@ -31,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import platformdirs
 
@@ -44,6 +47,8 @@ DEFAULT_LLM_MAX_TOKENS = 1024
 DEFAULT_LLM_TIMEOUT = 60.0
 OPENAI_APIS = ("responses", "chat")
 MEMORY_PLACEMENTS = ("auto", "system", "user", "instructions")
+EpisodeKeep = Literal["user", "all", "off"]
+EPISODE_KEEPS: tuple[EpisodeKeep, ...] = ("user", "all", "off")
 _ROOT_HOME = Path("/var/lib/mem01session")
 
 
@@ -80,6 +85,8 @@ class Settings:
     llm_timeout: float = DEFAULT_LLM_TIMEOUT
     openai_api: str | None = None
     memory_placement: str = "auto"
+    episodes: EpisodeKeep = "user"
+    episode_retention_days: int | None = None
 
     def __post_init__(self) -> None:
         register_secret(self.openai_api_key)
@@ -112,6 +119,15 @@ class Settings:
                 "MEM01_MEMORY_PLACEMENT must be one of "
                 f"{', '.join(MEMORY_PLACEMENTS)}, got {self.memory_placement!r}"
             )
+        if self.episodes not in EPISODE_KEEPS:
+            raise ConfigError(
+                f"MEM01_EPISODES must be 'user', 'all' or 'off', got {self.episodes!r:.40}"
+            )
+        days = self.episode_retention_days
+        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
+            raise ConfigError(
+                f"MEM01_EPISODE_RETENTION_DAYS must be a whole number of days >= 1, got {days!r}"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -138,6 +154,7 @@ class Settings:
             raise ConfigError(f"MEM01_EMBEDDING_MODEL_VERIFY must be 1 or 0, got {verify!r}")
         max_tokens = _number(get, "MEM01_LLM_MAX_TOKENS", int, DEFAULT_LLM_MAX_TOKENS)
         timeout = _number(get, "MEM01_LLM_TIMEOUT", float, DEFAULT_LLM_TIMEOUT)
+        retention = get("MEM01_EPISODE_RETENTION_DAYS")
         return cls(
             database_url=get("MEM01_DATABASE_URL") or get("DATABASE_URL"),
             home=Path(home).expanduser() if home else default_home(),
@@ -153,6 +170,10 @@ class Settings:
             llm_timeout=timeout,
             openai_api=(get("MEM01_OPENAI_API") or "").lower() or None,
             memory_placement=(get("MEM01_MEMORY_PLACEMENT") or "auto").lower(),
+            episodes=cast(EpisodeKeep, (get("MEM01_EPISODES") or "user").lower()),
+            episode_retention_days=(
+                None if retention is None else _number(get, "MEM01_EPISODE_RETENTION_DAYS", int, 0)
+            ),
         )
 
     @property
@@ -176,7 +197,8 @@ class Settings:
             f"openai_api_key={'***' if self.openai_api_key else None!r}, "
             f"openai_base_url={self.openai_base_url!r}, llm_model={self.llm_model!r}, "
             f"embedding_model={self.embedding_model!r}, embedding_dim={self.embedding_dim!r}, "
-            f"embedding_base_url={self.embedding_base_url!r})"
+            f"embedding_base_url={self.embedding_base_url!r}, episodes={self.episodes!r}, "
+            f"episode_retention_days={self.episode_retention_days!r})"
         )
 
     __str__ = __repr__

@@ -47,6 +47,10 @@ class BeliefNotFoundError(Mem01Error, LookupError):
     """No belief with that id exists for that user."""
 
 
+class EpisodeNotFoundError(Mem01Error, LookupError):
+    """No episode with that id exists for that user."""
+
+
 class UserErasedError(Mem01Error):
     """The user's memory was erased; writes are refused until the user is reinstated."""
 

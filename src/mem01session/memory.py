@@ -18,6 +18,7 @@ from .config import Settings
 from .db import Database
 from .embeddings import Embedder, default_embedder
 from .engine import BeliefEngine
+from .engine.episodes import EpisodePolicy
 from .engine.parts import Clock, utcnow
 from .errors import MemoryClosedError
 from .extraction import Extractor, default_extractor
@@ -100,7 +101,14 @@ class Memory:
                         embedding_model=embedder.name,
                         embedding_dim=embedder.dim,
                     )
-                    self._engine = BeliefEngine(self._db, embedder, clock=self._clock)
+                    self._engine = BeliefEngine(
+                        self._db,
+                        embedder,
+                        clock=self._clock,
+                        episodes=EpisodePolicy(
+                            self.settings.episodes, self.settings.episode_retention_days
+                        ),
+                    )
         return self._engine
 
     def now(self) -> datetime:

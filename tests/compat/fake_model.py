@@ -14,7 +14,8 @@ import json
 import re
 from typing import Any
 
-from mem01session.engine.render import CLOSE, OPEN, parse_block
+from mem01session.engine.parse import parse_block
+from mem01session.engine.render import CLOSE, OPEN
 
 _CANDIDATE = re.compile(r"^(b\d+): (.*?)(?: \[([\w.]+)\])?(?: \(since [\d-]+\))?$")
 _CITY = re.compile(r"\bI (?:live|moved) (?:in|to) ((?:[A-Z][a-z]+ ?)+)")

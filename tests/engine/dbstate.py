@@ -16,9 +16,11 @@ async def table_rows(engine: BeliefEngine, user_id: str | None = None) -> dict[s
     async with engine.db.sa_engine.connect() as conn:
         for table in TABLES:
             where = "" if user_id is None else "WHERE user_id = :u"
-            order = {"memory_users": "user_id", "belief_terms": "user_id, lexeme"}.get(
-                table, "user_id, id"
-            )
+            order = {
+                "memory_users": "user_id",
+                "belief_terms": "user_id, lexeme",
+                "episode_terms": "user_id, lexeme",
+            }.get(table, "user_id, id")
             # The whole row as text: comparable, embedding included.
             rows = await conn.scalars(
                 text(f"SELECT CAST(t AS text) FROM {table} t {where} ORDER BY {order}"),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import text
 
-from mem01session.engine import BeliefEngine
+from mem01session.engine import BeliefEngine, Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.errors import UserErasedError
 
@@ -17,7 +19,10 @@ PROV = Provenance(session_id="s1", extractor="test")
 
 async def populate(engine: BeliefEngine, user_id: str) -> None:
     r = await engine.apply(
-        user_id, [Op.add("Likes tea"), Op.add("Lives in Paris", key="city")], provenance=PROV
+        user_id,
+        [Op.add("Likes tea"), Op.add("Lives in Paris", key="city")],
+        provenance=replace(PROV, job_id=1),
+        utterances=[Utterance(0, "user", "I like tea. I live in Paris, near the river.")],
     )
     paris = r.changes[1].belief_id
     await engine.apply(user_id, [Op.supersede(paris, "Lives in Rome")], provenance=PROV)
@@ -46,20 +51,26 @@ async def test_erase_deletes_everything_and_returns_counts(engine: BeliefEngine)
         "belief_events": 3,
         "belief_sources": 3,
         "belief_terms": before["belief_terms"],
+        "episodes": 1,
+        "episode_terms": before["episode_terms"],
         "memory_jobs": 2,
     }
     assert receipt.deleted == {t: before[t] for t in receipt.deleted}
-    assert before["belief_terms"] > 0
-    assert receipt.total == 11 + before["belief_terms"]
+    assert before["belief_terms"] > 0 and before["episode_terms"] > 0
+    assert receipt.total == 12 + before["belief_terms"] + before["episode_terms"]
     after = await counts(engine, U)
     assert {t: n for t, n in after.items() if t != "memory_users"} == {
         "beliefs": 0,
         "belief_events": 0,
         "belief_sources": 0,
         "belief_terms": 0,
+        "episodes": 0,
+        "episode_terms": 0,
         "memory_jobs": 0,
     }
     assert await engine.history(U) == [] and await engine.ledger(U) == []
+    assert await engine.episodes(U) == []
+    assert (await engine.recall(U, "where do I live? tea?")).text == ""
     assert await table_rows(engine, "bob") == bob_before  # nothing crosses users
     assert await engine.user_version(U) == version + 1  # caches keyed by version go stale
 
@@ -97,6 +108,8 @@ async def test_erasing_an_unknown_user_leaves_a_tombstone(engine: BeliefEngine) 
         "belief_events",
         "belief_sources",
         "belief_terms",
+        "episodes",
+        "episode_terms",
         "memory_jobs",
     }
     with pytest.raises(UserErasedError):

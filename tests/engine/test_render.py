@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mem01session.engine.parse import parse_block
 from mem01session.engine.records import Belief, BeliefStatus, ScoredBelief, Source
 from mem01session.engine.render import (
     CLOSE,
@@ -18,7 +19,6 @@ from mem01session.engine.render import (
     asks_when,
     escape,
     format_record,
-    parse_block,
     render_block,
 )
 from mem01session.tokens import TokenCounter, byte_bound_counter, default_token_counter

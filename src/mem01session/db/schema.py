@@ -30,6 +30,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 DEFAULT_EMBEDDING_DIM = 384  # all-MiniLM-L6-v2, the default embedder
 BELIEF_STATUSES = ("active", "superseded", "invalidated", "merged")
 JOB_STATUSES = ("pending", "running", "done", "failed")
+EPISODE_ROLES = ("user", "assistant")
 # Tables keyed by user_id: erasing a user deletes their rows from each one.
 USER_TABLES = (
     "memory_users",
@@ -37,6 +38,8 @@ USER_TABLES = (
     "belief_events",
     "belief_sources",
     "belief_terms",
+    "episodes",
+    "episode_terms",
     "memory_jobs",
 )
 OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
@@ -87,6 +90,7 @@ def build_metadata() -> MetaData:
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
         Column("active_beliefs", Integer, nullable=False, server_default=text("0")),
+        Column("episodes", Integer, nullable=False, server_default=text("0")),
         PrimaryKeyConstraint("user_id", name="memory_users_pkey"),
     )
 
@@ -174,8 +178,60 @@ def build_metadata() -> MetaData:
         Column("extractor", Text, nullable=True),
         Column("job_id", BigInteger, nullable=True),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column("episode_id", BigInteger, nullable=True),
         PrimaryKeyConstraint("user_id", "id", name="belief_sources_pkey"),
         Index("belief_sources_user_belief_idx", "user_id", "belief_id"),
+        Index(
+            "belief_sources_user_episode_idx",
+            "user_id",
+            "episode_id",
+            postgresql_where=text("episode_id IS NOT NULL"),
+        ),
+    )
+
+    Table(
+        "episodes",
+        md,
+        Column("user_id", Text, nullable=False),
+        _id("episodes"),
+        Column("session_id", Text, nullable=False),
+        Column("job_id", BigInteger, nullable=False),
+        Column("message", SmallInteger, nullable=False),
+        Column("passage", SmallInteger, nullable=False, server_default=text("0")),
+        Column("item_ref", Text, nullable=True),
+        Column("role", Text, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("said_at", DateTime(timezone=True), nullable=False),
+        Column("embedding", Vector(), nullable=True),
+        Column("embedding_model", Text, nullable=True),
+        Column(
+            "tsv",
+            TSVECTOR,
+            Computed("to_tsvector('english'::regconfig, content)", persisted=True),
+        ),
+        Column("hidden_at", DateTime(timezone=True), nullable=True),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        PrimaryKeyConstraint("user_id", "id", name="episodes_pkey"),
+        UniqueConstraint(
+            "user_id", "job_id", "message", "passage", name="episodes_user_job_message_passage_key"
+        ),
+        CheckConstraint(_in("role", EPISODE_ROLES), name="episodes_role_valid"),
+        CheckConstraint(
+            "(embedding IS NULL) = (embedding_model IS NULL)", name="episodes_embedding_model_named"
+        ),
+        Index("episodes_user_said_idx", "user_id", "said_at"),
+        Index("episodes_user_session_idx", "user_id", "session_id", "said_at"),
+        Index("episodes_user_tsv_idx", "user_id", "tsv", postgresql_using="gin"),
+    )
+
+    Table(
+        "episode_terms",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("lexeme", Text, nullable=False),
+        Column("episodes", Integer, nullable=False),
+        PrimaryKeyConstraint("user_id", "lexeme", name="episode_terms_pkey"),
+        CheckConstraint("episodes >= 0", name="episode_terms_episodes_nonnegative"),
     )
 
     Table(

@@ -1,9 +1,9 @@
 """A deterministic answering model for offline demos: it answers only from its input.
 
-It has no knowledge of its own. Its reply quotes what the memory block and the earlier
-user messages of the transcript say about the question's words, so the answer shows
-exactly what the model was given. Not a language model: use it to see memory at work
-without an API key.
+It has no knowledge of its own. Its reply quotes what the memory block (its notes and its
+dated quotes) and the earlier user messages of the transcript say about the question's
+words, so the answer shows exactly what the model was given. Not a language model: use it
+to see memory at work without an API key.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from ..engine.render import OPEN, parse_block
+from ..engine.parse import parse_block, parse_quotes
+from ..engine.render import OPEN
 from ..session.items import is_memory, item_text, memory_texts
 
 _WORD = re.compile(r"[a-z0-9$]+")
@@ -68,6 +69,10 @@ def compose_answer(items: list[TResponseInputItem], instructions: str | None = N
             label = "current" if record.status == "active" else "no longer current"
             note = f"; {record.note}" if record.note else ""
             lines.append(f"{record.content} ({label}{note})")
+    for quote in (q for b in blocks for q in parse_quotes(b)):
+        if relevant(quote.content):
+            who = "I said" if quote.role == "assistant" else "you said"
+            lines.append(f'{who} on {quote.day}: "{quote.content}"')
     for text in earlier:
         if relevant(text):
             lines.append(f'you said earlier in this conversation: "{text}"')

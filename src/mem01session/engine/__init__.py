@@ -1,24 +1,29 @@
-"""The belief engine: the long-term tier.
+"""The belief engine: the long-term tier, beliefs and episodes.
 
-Write path (:mod:`.write`, :mod:`.validate`, :mod:`.batch`): validate a batch of lifecycle
-ops, then apply it atomically under the user's advisory lock, with ledger and provenance.
+Write path (:mod:`.write`, :mod:`.validate`, :mod:`.batch`, :mod:`.episodes`): validate a
+batch of lifecycle ops, then apply it atomically under the user's advisory lock, with
+ledger and provenance, beside the turn's episodes (what was said, verbatim).
 Read path (:mod:`.read`, :mod:`.scoring`, :mod:`.render`): hybrid candidates (vector +
-full text, exact within the user's rows), fused scoring, near-duplicate suppression,
-token-budgeted rendering. :mod:`.records` and :mod:`.ops` hold the types it takes and returns.
+full text, exact within the user's rows) over beliefs and episodes, fused scoring,
+near-duplicate suppression, token-budgeted rendering. :mod:`.records` and :mod:`.ops` hold
+the types it takes and returns.
 """
 
 from .core import BeliefEngine
+from .episodes import EpisodePolicy, Utterance
 from .ops import Op, Provenance
 from .read import SnapshotProbe
 from .records import (
     ApplyResult,
     Belief,
     Change,
+    Episode,
     EraseReceipt,
     LedgerEvent,
     RecallRequest,
     RecallResult,
     ScoredBelief,
+    ScoredEpisode,
     Source,
     UserSummary,
 )
@@ -29,6 +34,8 @@ __all__ = [
     "Belief",
     "BeliefEngine",
     "Change",
+    "Episode",
+    "EpisodePolicy",
     "EraseReceipt",
     "LedgerEvent",
     "Op",
@@ -36,8 +43,10 @@ __all__ = [
     "RecallRequest",
     "RecallResult",
     "ScoredBelief",
+    "ScoredEpisode",
     "SnapshotProbe",
     "Source",
     "TransactionHook",
     "UserSummary",
+    "Utterance",
 ]

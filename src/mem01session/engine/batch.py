@@ -1,15 +1,16 @@
 """Applying checked ops, in order, inside the batch's open transaction.
 
 Each op writes a ledger row (its ``after`` snapshot names the provenance's extractor);
-each belief it creates, revises or confirms gets a provenance row. A restatement of an
-active belief never creates a duplicate: ADD confirms it, SUPERSEDE and MERGE hand over
-to it, UPDATE is rejected.
+each belief it creates, revises or confirms gets a provenance row (pointing at the turn's
+episode, when one was kept). A restatement of an active belief never creates a duplicate:
+ADD confirms it, SUPERSEDE and MERGE hand over to it, UPDATE is rejected. A forgotten
+belief takes the episodes it was drawn from out of recall.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import aware
 from ..errors import InvalidOpError
+from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change
 from .rows import BELIEF_COLUMNS, normalize_content
@@ -91,6 +93,8 @@ class Batch:
         # counts follow them (see finish()).
         self._activated: list[str] = []
         self._deactivated: list[str] = []
+        # The episode of this turn a belief drawn from ``evidence`` points at.
+        self.episode_of: Callable[[str | None], int | None] = lambda _evidence: None
 
     async def apply(self, c: CheckedOp) -> Change:
         if c.kind == "ADD":
@@ -179,6 +183,8 @@ class Batch:
         old = await self._load(c.target)
         await self._retire([c.target], "invalidated", self._at(c), "", {})
         new = await self._load(c.target)
+        if self.record_as == "FORGET":
+            await hide_sources_of(self.conn, self.user_id, c.target, self.now)
         op = self.record_as or "INVALIDATE"
         extra = {"evidence": c.evidence} if c.evidence else {}
         await self._ledger(op, new, (), snapshot(old), c.reason, extra)
@@ -196,9 +202,9 @@ class Batch:
         await self.conn.execute(
             text(
                 "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
-                "observed_at, extractor, job_id, created_at) "
+                "observed_at, extractor, job_id, episode_id, created_at) "
                 "SELECT user_id, :canon, session_id, item_ref, evidence, observed_at, extractor, "
-                "job_id, :now FROM belief_sources "
+                "job_id, episode_id, :now FROM belief_sources "
                 "WHERE user_id = :u AND belief_id = ANY(CAST(:ids AS bigint[])) "
                 "ORDER BY observed_at, id"
             ),
@@ -358,8 +364,9 @@ class Batch:
         await self.conn.execute(
             text(
                 "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
-                "observed_at, extractor, job_id, created_at) VALUES (:u, :b, :session_id, "
-                ":item_ref, :evidence, :observed_at, :extractor, :job_id, :now)"
+                "observed_at, extractor, job_id, episode_id, created_at) VALUES (:u, :b, "
+                ":session_id, :item_ref, :evidence, :observed_at, :extractor, :job_id, "
+                ":episode_id, :now)"
             ),
             {
                 "u": self.user_id,
@@ -370,6 +377,7 @@ class Batch:
                 "observed_at": self.observed_at,
                 "extractor": p.extractor,
                 "job_id": p.job_id,
+                "episode_id": self.episode_of(evidence),
                 "now": self.now,
             },
         )

@@ -248,9 +248,11 @@ async def fetch(
     probe: SnapshotProbe[Any] | None = None,
     common_share: float = COMMON_SHARE,
     sources: bool = True,
+    vector: Sequence[float] | None = None,
 ) -> Fetched:
     """Run the statement for ``query`` (already cleaned) over the user's rows in ``scope``;
-    without ``sources`` the candidates' beliefs carry none."""
+    without ``sources`` the candidates' beliefs carry none. ``vector`` is the query's
+    embedding when the caller made it already."""
     model = parts.embedder.name
     params: dict[str, Any] = {
         "user_id": user_id,
@@ -263,7 +265,7 @@ async def fetch(
         params["as_of"] = as_of
     if query:
         kind: Kind = "hybrid" if tsquery_terms(query) else "vector"
-        [vec] = await parts.embedder.embed([query])
+        [vec] = [vector] if vector is not None else await parts.embedder.embed([query])
         params.update(
             qvec=BinaryVector(vec),
             query=query,

@@ -11,12 +11,14 @@ from ..embeddings import Embedder
 from ..tokens import TokenCounter, default_token_counter
 from . import erase, inspection, read, users, write
 from . import reembed as reembedding
+from .episodes import EpisodePolicy, Utterance
 from .ops import Op, Provenance
 from .parts import Clock, EngineParts, utcnow
 from .read import SnapshotProbe
 from .records import (
     ApplyResult,
     Belief,
+    Episode,
     EraseReceipt,
     LedgerEvent,
     RecallRequest,
@@ -43,8 +45,15 @@ class BeliefEngine:
         *,
         token_counter: TokenCounter | None = None,
         clock: Clock = utcnow,
+        episodes: EpisodePolicy | None = None,
     ) -> None:
-        self.parts = EngineParts(db, embedder, token_counter or default_token_counter(), clock)
+        self.parts = EngineParts(
+            db,
+            embedder,
+            token_counter or default_token_counter(),
+            clock,
+            episodes if episodes is not None else EpisodePolicy(),
+        )
 
     def __repr__(self) -> str:
         return f"BeliefEngine(db={self.db!r}, embedder={self.embedder.name!r})"
@@ -61,6 +70,11 @@ class BeliefEngine:
     def token_counter(self) -> TokenCounter:
         return self.parts.token_counter
 
+    @property
+    def episode_policy(self) -> EpisodePolicy:
+        """Which messages this engine keeps as episodes, and for how long."""
+        return self.parts.episodes
+
     def clock(self) -> datetime:
         """The engine's current time (time-zone aware)."""
         return self.parts.now()
@@ -74,13 +88,16 @@ class BeliefEngine:
         *,
         provenance: Provenance,
         hook: TransactionHook | None = None,
+        utterances: Sequence[Utterance] = (),
     ) -> ApplyResult:
         """Validate and apply a batch atomically; an invalid op rejects the whole batch.
 
-        ``hook`` runs inside the transaction, under the user's lock, after the ops are
-        written; raising rolls the whole batch back.
+        ``utterances``: the turn's messages; those :attr:`episode_policy` keeps are stored
+        as episodes in the same transaction (``provenance`` must name the turn's job and
+        conversation). ``hook`` runs inside the transaction, under the user's lock, after
+        the ops are written; raising rolls the whole batch back.
         """
-        return await write.apply_ops(self.parts, user_id, ops, provenance, hook)
+        return await write.apply_ops(self.parts, user_id, ops, provenance, hook, utterances)
 
     async def correct(
         self,
@@ -142,6 +159,24 @@ class BeliefEngine:
         """The user's beliefs, oldest first (``valid_from``, then id); with ``contains``,
         only those whose statement contains it (ignoring case)."""
         return await inspection.history(self.parts, user_id, include_inactive, limit, contains)
+
+    async def episodes(
+        self,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 100,
+        contains: str | None = None,
+    ) -> list[Episode]:
+        """The user's most recent episodes (what was said, hidden ones included), oldest
+        first, each with the beliefs drawn from it; with ``session_id``, one conversation's;
+        with ``contains``, those whose words contain it (ignoring case)."""
+        return await inspection.episodes(self.parts, user_id, session_id, limit, contains)
+
+    async def episode(self, user_id: str, episode_id: int) -> Episode:
+        """One episode with the beliefs drawn from it; :class:`EpisodeNotFoundError` if not
+        the user's."""
+        return await inspection.get_episode(self.parts, user_id, episode_id)
 
     async def keyed(self, user_id: str, *, limit: int = 50) -> list[Belief]:
         """Active beliefs with a key (``home.city``…), newest first: extractor candidates."""

@@ -19,7 +19,8 @@ ERASED_TABLES = tuple(t for t in USER_TABLES if t != "memory_users")
 
 
 async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
-    """Delete the user's beliefs, ledger, provenance and jobs; refuse later writes.
+    """Delete the user's beliefs, episodes, ledger, provenance and jobs; refuse later
+    writes.
 
     Waits for the user's lock, so a batch being applied either lands before the erase
     (and is deleted with the rest) or is refused after it. Erasing an unknown user
@@ -40,7 +41,7 @@ async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
                 "INSERT INTO memory_users (user_id, version, erased_at, created_at, updated_at) "
                 "VALUES (:u, 1, :now, :now, :now) ON CONFLICT (user_id) DO UPDATE SET "
                 "erased_at = EXCLUDED.erased_at, version = memory_users.version + 1, "
-                "active_beliefs = 0, updated_at = EXCLUDED.updated_at"
+                "active_beliefs = 0, episodes = 0, updated_at = EXCLUDED.updated_at"
             ),
             {"u": user_id, "now": now},
         )

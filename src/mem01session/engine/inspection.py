@@ -1,4 +1,4 @@
-"""Inspection: one belief, the timeline, the ledger. Plain reads, no ranking."""
+"""Inspection: one belief, the timeline, the ledger, the episodes. Plain reads, no ranking."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import check_filter, check_id, check_positive_int
-from ..errors import BeliefNotFoundError
+from ..errors import BeliefNotFoundError, EpisodeNotFoundError
 from .parts import EngineParts
-from .records import Belief, LedgerEvent, Source, UserSummary
+from .records import Belief, Episode, LedgerEvent, Source, UserSummary
 from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
 
 
@@ -150,8 +150,8 @@ async def load_sources(
     rows = (
         await conn.execute(
             text(
-                "SELECT belief_id, session_id, item_ref, evidence, observed_at, extractor, job_id "
-                "FROM belief_sources "
+                "SELECT belief_id, session_id, item_ref, evidence, observed_at, extractor, job_id, "
+                "episode_id FROM belief_sources "
                 "WHERE user_id = :u AND belief_id = ANY(CAST(:ids AS bigint[])) "
                 "ORDER BY observed_at, id"
             ),
@@ -165,7 +165,7 @@ async def load_sources(
 
 
 _USERS = """
-SELECT u.user_id, u.version, u.erased_at, u.created_at, u.updated_at,
+SELECT u.user_id, u.version, u.erased_at, u.created_at, u.updated_at, u.episodes,
        coalesce(c.counts, '{}'::jsonb) AS counts
 FROM memory_users u
 LEFT JOIN LATERAL (
@@ -184,6 +184,7 @@ def _summary(row: Mapping[Any, Any]) -> UserSummary:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         beliefs={str(k): int(v) for k, v in row["counts"].items()},
+        episodes=int(row["episodes"]),
     )
 
 
@@ -218,3 +219,90 @@ async def user_summary(parts: EngineParts, user_id: str) -> UserSummary | None:
             .first()
         )
     return None if row is None else _summary(row)
+
+
+_EPISODE_COLUMNS = (
+    "e.id, e.user_id, e.session_id, e.job_id, e.message, e.passage, e.role, e.content, "
+    "e.said_at, e.item_ref, e.hidden_at, "
+    "ARRAY(SELECT s.belief_id FROM belief_sources s WHERE s.user_id = e.user_id "
+    "AND s.episode_id = e.id ORDER BY s.belief_id) AS belief_ids"
+)
+
+
+def _episode(row: Mapping[Any, Any]) -> Episode:
+    return Episode(
+        id=int(row["id"]),
+        user_id=str(row["user_id"]),
+        session_id=str(row["session_id"]),
+        job_id=int(row["job_id"]),
+        message=int(row["message"]),
+        passage=int(row["passage"]),
+        role=row["role"],
+        content=str(row["content"]),
+        said_at=row["said_at"],
+        item_ref=row["item_ref"],
+        hidden_at=row["hidden_at"],
+        belief_ids=tuple(int(b) for b in row["belief_ids"] or ()),
+    )
+
+
+async def episodes(
+    parts: EngineParts,
+    user_id: str,
+    session_id: str | None = None,
+    limit: int = 100,
+    contains: str | None = None,
+) -> list[Episode]:
+    """The user's most recent ``limit`` episodes (hidden ones included), oldest first, each
+    with the beliefs drawn from it; with ``session_id``, one conversation's only; with
+    ``contains``, those whose words contain it (ignoring case)."""
+    user_id = check_id("user_id", user_id)
+    check_positive_int("limit", limit)
+    where = ""
+    if session_id is not None:
+        session_id = check_id("session_id", session_id)
+        where += "AND e.session_id = :s "
+    q = check_filter("contains", contains)
+    if q is not None:
+        where += "AND strpos(lower(e.content), lower(:q)) > 0 "
+    async with parts.db.sa_engine.connect() as conn:
+        rows = (
+            (
+                await conn.execute(
+                    text(
+                        f"SELECT {_EPISODE_COLUMNS} FROM episodes e WHERE e.user_id = :u "
+                        f"{where}ORDER BY e.said_at DESC, e.id DESC LIMIT :limit"
+                    ),
+                    {"u": user_id, "s": session_id, "q": q, "limit": limit},
+                )
+            )
+            .mappings()
+            .all()
+        )
+    return [_episode(r) for r in reversed(rows)]
+
+
+async def get_episode(parts: EngineParts, user_id: str, episode_id: int) -> Episode:
+    """The user's episode ``episode_id``; :class:`EpisodeNotFoundError` if not the user's."""
+    user_id = check_id("user_id", user_id)
+    if isinstance(episode_id, bool) or not isinstance(episode_id, int):
+        raise EpisodeNotFoundError(f"episode ids are ints, got {episode_id!r:.40}")
+    if not 1 <= episode_id <= MAX_BIGINT:
+        raise EpisodeNotFoundError(f"episode #{episode_id} does not exist for this user")
+    async with parts.db.sa_engine.connect() as conn:
+        row = (
+            (
+                await conn.execute(
+                    text(
+                        f"SELECT {_EPISODE_COLUMNS} FROM episodes e "
+                        "WHERE e.user_id = :u AND e.id = :id"
+                    ),
+                    {"u": user_id, "id": episode_id},
+                )
+            )
+            .mappings()
+            .first()
+        )
+    if row is None:
+        raise EpisodeNotFoundError(f"episode #{episode_id} does not exist for this user")
+    return _episode(row)

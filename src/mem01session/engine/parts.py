@@ -1,4 +1,5 @@
-"""What every engine operation needs: the database, the embedder, the token counter, the clock.
+"""What every engine operation needs: the database, the embedder, the token counter, the
+clock, and which episodes are kept.
 
 The read, write, erase and inspection modules take an :class:`EngineParts`;
 :class:`~mem01session.engine.core.BeliefEngine` holds one and adds nothing but the API.
@@ -7,13 +8,14 @@ The read, write, erase and inspection modules take an :class:`EngineParts`;
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..checks import aware
 from ..db import Database
 from ..embeddings import Embedder
 from ..tokens import TokenCounter
+from .episodes import EpisodePolicy
 
 Clock = Callable[[], datetime]
 
@@ -30,6 +32,7 @@ class EngineParts:
     embedder: Embedder
     token_counter: TokenCounter
     clock: Clock = utcnow
+    episodes: EpisodePolicy = field(default_factory=EpisodePolicy)
 
     def now(self) -> datetime:
         """The clock's reading, time-zone aware."""

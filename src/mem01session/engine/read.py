@@ -1,5 +1,6 @@
-"""The read path: candidates (:mod:`.candidates`), fused ranking (:mod:`.scoring`),
-near-duplicate suppression, and the token-budgeted block (:mod:`.render`).
+"""The read path: candidates (beliefs: :mod:`.candidates`; episodes:
+:mod:`.episode_candidates`), fused ranking (:mod:`.scoring`), near-duplicate suppression,
+and the token-budgeted block (:mod:`.render`).
 
 Ranking and packing run in Python on the candidates of one statement. No LLM call is
 made here.
@@ -7,10 +8,12 @@ made here.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checks import check_id, check_positive_int, is_utf8
@@ -25,8 +28,9 @@ from .candidates import (
     scope_of,
     tsquery_terms,
 )
+from .episode_candidates import fetch_episodes
 from .parts import EngineParts
-from .records import RecallRequest, RecallResult, ScoredBelief
+from .records import RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
 from .render import Style, asks_when, render_block
 
 log = get_logger(__name__)
@@ -42,6 +46,18 @@ def clean_query(query: str) -> str:
     return text.strip()
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """Both kinds of candidates, scored, best first; what the recall result reports of
+    them; and the probe's value (same snapshot as the beliefs)."""
+
+    beliefs: list[ScoredBelief]
+    episodes: list[ScoredEpisode]
+    considered: int
+    other_model: int
+    probed: Any
+
+
 async def _ranked(
     parts: EngineParts,
     user_id: str,
@@ -49,17 +65,40 @@ async def _ranked(
     pool: int,
     probe: SnapshotProbe[Any] | None,
     sources: bool,
-) -> tuple[list[ScoredBelief], int, int, Any]:
-    """All candidates, scored, best first, near-duplicates dropped; how many there were, and
-    how many of them have vectors of another model; the probe's value (same snapshot)."""
+) -> _Ranked:
+    """All candidates, scored, best first, near-duplicates dropped. Beliefs and episodes
+    are read by two statements at once on the direct pool; the probe rides on the beliefs'
+    (which runs, fetching none, even when only episodes are asked for)."""
     user_id = check_id("user_id", user_id)
     as_of = request.as_of
     now = as_of or parts.now()
     scope = scope_of(request.include_history, as_of)
     query = clean_query(request.query)
-    got = await fetch(
-        parts, user_id, query, scope, now, pool=pool, as_of=as_of, probe=probe, sources=sources
+    vector = (await parts.embedder.embed([query]))[0] if query else None
+    quoting = request.kinds != "beliefs" and parts.episodes.enabled and vector is not None
+    fetching = fetch(
+        parts,
+        user_id,
+        query,
+        scope,
+        now,
+        pool=pool if request.kinds != "episodes" else 0,
+        as_of=as_of,
+        probe=probe,
+        sources=sources,
+        vector=vector,
     )
+    if quoting:
+        assert vector is not None
+        got, quotes = await asyncio.gather(
+            fetching,
+            fetch_episodes(
+                parts, user_id, query, vector, now, pool=pool, as_of=as_of,
+                text=bool(tsquery_terms(query)),
+            ),
+        )  # fmt: skip
+    else:
+        got, quotes = await fetching, []
     ranked = scoring.score(got.candidates, now, as_of=as_of is not None, explain=request.explain)
     if got.other_model:
         notice_once(
@@ -71,7 +110,9 @@ async def _ranked(
             parts.embedder.name,
         )
     kept = scoring.drop_near_duplicates(ranked, got.near)
-    return kept, len(got.candidates), got.other_model, got.probed
+    episodes = scoring.score_episodes(quotes, now, explain=request.explain)
+    considered = len(got.candidates) + len(quotes)
+    return _Ranked(kept, episodes, considered, got.other_model, got.probed)
 
 
 async def rank(
@@ -80,8 +121,9 @@ async def rank(
     """The ``limit`` best beliefs for the request, ranked as :func:`read_block` ranks them
     (its ``max_tokens`` is not used)."""
     check_positive_int("limit", limit)
-    ranked, _, _, _ = await _ranked(parts, user_id, request, max(POOL, limit), None, True)
-    return ranked[:limit]
+    request = replace(request, kinds="beliefs")
+    ranked = await _ranked(parts, user_id, request, max(POOL, limit), None, True)
+    return ranked.beliefs[:limit]
 
 
 async def read_block(
@@ -101,12 +143,15 @@ async def read_block(
     started = time.perf_counter()
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
-    ranked, considered, others, probed = await _ranked(
-        parts, user_id, request, pool, probe, sources
-    )
+    ranked = await _ranked(parts, user_id, request, pool, probe, sources)
     style = Style(dates=asks_when(request.query), provenance=request.provenance)
     block = render_block(
-        ranked, parts.token_counter, request.max_tokens, request.newer_turns, style
+        ranked.beliefs,
+        parts.token_counter,
+        request.max_tokens,
+        request.newer_turns,
+        style,
+        episodes=ranked.episodes,
     )
     result = RecallResult(
         beliefs=block.packed,
@@ -114,12 +159,13 @@ async def read_block(
         tokens=block.tokens,
         tokenizer=parts.token_counter.name,
         max_tokens=request.max_tokens,
-        candidates=considered,
-        other_model_candidates=others,
+        candidates=ranked.considered,
+        other_model_candidates=ranked.other_model,
         latency_ms=(time.perf_counter() - started) * 1000.0,
         stale=False,
+        episodes=block.quoted,
     )
-    return result, probed
+    return result, ranked.probed
 
 
 __all__: Sequence[str] = ("SnapshotProbe", "clean_query", "rank", "read_block", "tsquery_terms")

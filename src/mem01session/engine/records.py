@@ -13,6 +13,9 @@ from ..errors import ConfigError
 BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
 BlockProvenance = Literal["none", "brief", "quote"]
 """How much of where each belief was said the memory block shows (see engine/render.py)."""
+RecallKinds = Literal["all", "beliefs", "episodes"]
+"""What a recall searches: beliefs and episodes (``"all"``), or one kind only."""
+RECALL_KINDS: tuple[RecallKinds, ...] = ("all", "beliefs", "episodes")
 
 DEFAULT_MAX_TOKENS = 800
 
@@ -28,8 +31,9 @@ class RecallRequest:
     ``"quote"``) is how much of where each belief was said the block shows; ``newer_turns``
     is how many recent turns of the conversation asking are not reflected in the records
     yet (the block says so, so that a record the conversation just made stale is not taken
-    for the latest truth). A malformed
-    field raises :class:`ConfigError`.
+    for the latest truth); ``kinds`` what is searched: beliefs and episodes (``"all"``),
+    ``"beliefs"`` or ``"episodes"`` only (episodes are searched only where the engine keeps
+    them). A malformed field raises :class:`ConfigError`.
     """
 
     query: str
@@ -39,6 +43,7 @@ class RecallRequest:
     explain: bool = False
     newer_turns: int = 0
     provenance: BlockProvenance = "none"
+    kinds: RecallKinds = "all"
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -50,6 +55,10 @@ class RecallRequest:
         if self.provenance not in ("none", "brief", "quote"):
             raise ConfigError(
                 f"provenance must be 'none', 'brief' or 'quote', got {self.provenance!r}"
+            )
+        if self.kinds not in RECALL_KINDS:
+            raise ConfigError(
+                f"kinds must be 'all', 'beliefs' or 'episodes', got {self.kinds!r:.40}"
             )
         if self.as_of is not None:
             object.__setattr__(self, "as_of", check_moment("as_of", self.as_of))
@@ -65,6 +74,8 @@ class Source:
     observed_at: datetime
     extractor: str | None
     job_id: int | None = None
+    episode_id: int | None = None
+    """The episode holding the words the belief was drawn from (None: none was kept)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,29 @@ class Belief:
     merged_into: int | None = None
     last_confirmed_at: datetime | None = None
     sources: tuple[Source, ...] = ()
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What someone said in a conversation, verbatim (after the secret screen) and dated:
+    one passage of one message of a turn. Never edited; ``hidden_at`` is set when a belief
+    drawn from it is forgotten, and keeps it out of recall."""
+
+    id: int
+    user_id: str
+    session_id: str
+    job_id: int
+    message: int
+    """The message's place in its turn (0: the first)."""
+    passage: int
+    """The passage's place in its message (0: the first; a long message has several)."""
+    role: Literal["user", "assistant"]
+    content: str
+    said_at: datetime
+    item_ref: str | None = None
+    hidden_at: datetime | None = None
+    belief_ids: tuple[int, ...] = ()
+    """Beliefs drawn from it (filled by recall and by :meth:`BeliefEngine.episode`)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +156,8 @@ class UserSummary:
     """The last applied batch, erase or reinstatement."""
     beliefs: dict[str, int] = field(default_factory=dict)
     """How many beliefs the user has in each status (absent statuses: none)."""
+    episodes: int = 0
+    """How many of the user's episodes recall can quote (hidden ones not counted)."""
 
     @property
     def erased(self) -> bool:
@@ -181,6 +217,15 @@ class ScoredBelief:
 
 
 @dataclass(frozen=True)
+class ScoredEpisode:
+    """A recalled episode with its fused score (and per-signal scores with ``explain``)."""
+
+    episode: Episode
+    score: float
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RecallResult:
     """The read path's answer: ranked beliefs packed into a rendered memory block.
 
@@ -200,7 +245,9 @@ class RecallResult:
     other_model_candidates: int = 0
     """Candidates whose vectors another embedding model made: they were found by full
     text only (``mem01session reembed`` converts them)."""
+    episodes: tuple[ScoredEpisode, ...] = ()
+    """The episodes in the block, best first (they are rendered by date)."""
 
     @property
     def empty(self) -> bool:
-        return not self.beliefs
+        return not self.beliefs and not self.episodes

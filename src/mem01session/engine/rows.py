@@ -70,6 +70,7 @@ def source_from_row(row: Mapping[Any, Any]) -> Source:
         observed_at=row["observed_at"],
         extractor=row["extractor"],
         job_id=row["job_id"],
+        episode_id=row.get("episode_id"),
     )
 
 

@@ -28,15 +28,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from .records import Belief, ScoredBelief
+from .records import Belief, Episode, ScoredBelief, ScoredEpisode
 
 RRF_K = 60
 MIN_COVERAGE = 0.2
 W_RECENCY = 0.04
 W_CONFIDENCE = 0.08
 INACTIVE_FACTOR = 0.9
+# An episode's score is scaled by this much: at equal relevance the belief (a conclusion,
+# current, shorter) is packed first, the quote after it.
+EPISODE_FACTOR = 0.9
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,62 @@ def score(
         out.append(ScoredBelief(c.belief, fused, signals))
     out.sort(key=lambda s: (-s.score, -s.belief.id))
     return out
+
+
+class EpisodeSignals(Protocol):
+    """What :func:`score_episodes` reads of a candidate episode."""
+
+    @property
+    def episode(self) -> Episode: ...
+    @property
+    def vector_rank(self) -> int | None: ...
+    @property
+    def vector_similarity(self) -> float | None: ...
+    @property
+    def text_rank(self) -> int | None: ...
+    @property
+    def text_score(self) -> float | None: ...
+
+
+def score_episodes(
+    candidates: Iterable[EpisodeSignals],
+    now: datetime,
+    *,
+    explain: bool = False,
+    fusion: Fusion = Fusion(),
+) -> list[ScoredEpisode]:
+    """Fused scores of candidate episodes, best first (ties: newer first); an episode
+    saying exactly what a better-ranked one says is dropped.
+
+    The same relevance as beliefs, scaled by the recency of when it was said and by
+    :data:`EPISODE_FACTOR` (episodes carry no confidence)."""
+    out: list[ScoredEpisode] = []
+    for c in candidates:
+        rel = relevance(c.vector_rank, c.text_rank, fusion, c.text_score)
+        age = (now - c.episode.said_at).total_seconds() / 86400.0
+        rec = 1.0 if age <= 0.0 else float(0.5 ** (age / HALF_LIFE_DAYS))
+        fused = rel * (1.0 - fusion.w_recency + fusion.w_recency * rec) * EPISODE_FACTOR
+        signals: dict[str, float] = {}
+        if explain:
+            signals = {
+                "vector": c.vector_similarity if c.vector_similarity is not None else 0.0,
+                "vector_rank": float(c.vector_rank or 0),
+                "text": c.text_score if c.text_score is not None else 0.0,
+                "text_rank": float(c.text_rank or 0),
+                "relevance": rel,
+                "recency": rec,
+                "fused": fused,
+            }
+        out.append(ScoredEpisode(c.episode, fused, signals))
+    out.sort(key=lambda s: (-s.score, -s.episode.said_at.timestamp(), -s.episode.id))
+    seen: set[str] = set()
+    kept: list[ScoredEpisode] = []
+    for s in out:
+        said = " ".join(s.episode.content.casefold().split())
+        if said not in seen:
+            seen.add(said)
+            kept.append(s)
+    return kept
 
 
 def drop_near_duplicates(

@@ -1,19 +1,24 @@
 """The write path: apply a validated batch of lifecycle ops atomically under the user's lock.
 
 One transaction per batch: lock the user, refuse an erased user, check the targets,
-apply the ops in order (each with a ledger row, each resulting belief with a
-provenance row), bump the user's version, run the caller's hook, commit.
+write the turn's episodes (what was said, :mod:`.episodes`), apply the ops in order (each
+with a ledger row, each resulting belief with a provenance row pointing at its episode),
+delete episodes past their retention, bump the user's version, run the caller's hook,
+commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..checks import check_id
-from ..errors import BeliefNotFoundError
+from ..checks import aware, check_id
+from ..errors import BeliefNotFoundError, ConfigError
+from . import episodes
 from .batch import Batch
+from .episodes import Utterance
 from .ops import Op, Provenance
 from .parts import EngineParts
 from .records import ApplyResult
@@ -32,14 +37,19 @@ async def apply_ops(
     ops: Sequence[Op],
     provenance: Provenance,
     hook: TransactionHook | None = None,
+    utterances: Sequence[Utterance] = (),
 ) -> ApplyResult:
     """Validate ``ops`` and apply them in one transaction; any invalid op rejects all.
 
+    ``utterances`` are the turn's messages: those the episode policy keeps are stored as
+    episodes in the same transaction (they need ``provenance.job_id``, the turn's job, and
+    are dated ``provenance.observed_at``), and the beliefs the ops touch point at them.
+
     Raises :class:`InvalidOpError` (nothing changed), :class:`UserErasedError`, or
-    whatever ``hook`` raises (nothing changed either). An empty batch changes nothing
-    and leaves the version alone, but still runs ``hook`` under the lock.
+    whatever ``hook`` raises (nothing changed either). An empty batch without episodes
+    changes nothing and leaves the version alone, but still runs ``hook`` under the lock.
     """
-    return await _apply(parts, user_id, ops, provenance, hook)
+    return await _apply(parts, user_id, ops, provenance, hook, utterances=utterances)
 
 
 async def correct(
@@ -95,12 +105,19 @@ async def _apply(
     hook: TransactionHook | None,
     *,
     record_as: str | None = None,
+    utterances: Sequence[Utterance] = (),
 ) -> ApplyResult:
     user_id = check_id("user_id", user_id)
     check_provenance(provenance)
     checked = check_ops(ops)
+    drafts = episodes.drafts(utterances, parts.episodes, parts.token_counter)
+    if drafts and (provenance.job_id is None or not provenance.session_id):
+        raise ConfigError(
+            "episodes need the turn's job and conversation (provenance.job_id, session_id)"
+        )
     # Embedding may be a network call: never inside the transaction (it holds the lock).
-    texts = list(dict.fromkeys(c.content for c in checked if c.content and c.kind != "INVALIDATE"))
+    statements = (c.content for c in checked if c.content and c.kind != "INVALIDATE")
+    texts = list(dict.fromkeys([*statements, *(d.content for d in drafts)]))
     vectors = await parts.embedder.embed(texts) if texts else []
     if len(vectors) != len(texts):
         raise RuntimeError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
@@ -111,11 +128,40 @@ async def _apply(
         now = parts.now()
         version = await open_user(conn, user_id, now)
         await check_targets(conn, user_id, checked)
+        stored = await _store_episodes(parts, conn, user_id, drafts, provenance, literals, now)
         batch = Batch(conn, user_id, provenance, now, literals, record_as, parts.embedder.name)
+        batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
         changes = tuple([await batch.apply(c) for c in checked])
         await batch.finish()
-        if changes:
+        oldest = parts.episodes.oldest(now)
+        pruned = await episodes.prune(conn, user_id, oldest) if oldest is not None else 0
+        if changes or stored or pruned:
             version = await bump_version(conn, user_id, now)
         if hook is not None:
             await hook(conn)
     return ApplyResult(changes, version)
+
+
+async def _store_episodes(
+    parts: EngineParts,
+    conn: AsyncConnection,
+    user_id: str,
+    drafts: Sequence[episodes.Draft],
+    provenance: Provenance,
+    vectors: dict[str, str],
+    now: datetime,
+) -> list[episodes.Stored]:
+    if not drafts:
+        return []
+    assert provenance.job_id is not None and provenance.session_id  # checked before
+    return await episodes.insert(
+        conn,
+        user_id,
+        drafts,
+        session_id=provenance.session_id,
+        job_id=provenance.job_id,
+        said_at=aware(provenance.observed_at) if provenance.observed_at else now,
+        vectors=vectors,
+        model=parts.embedder.name,
+        now=now,
+    )

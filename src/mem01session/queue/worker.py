@@ -3,7 +3,8 @@
 One worker per extractor of a :class:`~mem01session.memory.Memory`, shared by every session
 using it; the ``Memory`` starts it and stops it. It claims the oldest job of each user under
 a lease, shows the extractor the user's most relevant active beliefs under aliases, applies
-the proposed ops and marks the job done in the same transaction. Failures retry with
+the proposed ops, stores the turn's episodes and marks the job done in the same
+transaction. Failures retry with
 exponential backoff, then stay ``failed`` for inspection. Jobs left running by a dead
 process are reclaimed once their lease expires.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..engine import BeliefEngine
+from ..engine.episodes import Utterance
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
 from ..errors import EmbeddingError, InvalidOpError, UserErasedError
@@ -27,6 +29,7 @@ from ..redaction import redact
 from .extractor import Candidate, Extractor
 from .job_records import Job
 from .jobs import JobLostError, JobStore
+from .turns import Turn
 
 log = get_logger(__name__)
 
@@ -43,6 +46,11 @@ class WorkerPolicy:
     poll_interval: float = 1.0
     candidates: int = 10
     keyed: int = 30  # 0: candidates from search only
+
+
+def utterances(turn: Turn) -> list[Utterance]:
+    """The turn's messages as the engine keeps them as episodes (it applies its policy)."""
+    return [Utterance(index, m.role, m.text, m.item_ref) for index, m in enumerate(turn.messages)]
 
 
 class MemoryWorker:
@@ -177,11 +185,13 @@ class MemoryWorker:
                 extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
             ops = resolve_aliases(extraction.ops, aliases)
             now = self.engine.clock()
-            if not ops:
+            said = utterances(turn)
+            if not ops and not any(self.engine.episode_policy.keeps(u.role) for u in said):
                 await self.jobs.complete_without_ops(
                     job, self.worker_id, now=now, usage=extraction.usage
                 )
             else:
+                # The turn's ops, its episodes and the job's completion: one transaction.
                 first_ref = next((m.item_ref for m in turn.messages if m.role == "user"), None)
                 await self.engine.apply(
                     job.user_id,
@@ -194,6 +204,7 @@ class MemoryWorker:
                         job_id=job.id,
                     ),
                     hook=self.jobs.done_hook(job, self.worker_id, now=now, usage=extraction.usage),
+                    utterances=said,
                 )
             self.processed += 1
         except JobLostError:

@@ -1,0 +1,150 @@
+"""The read path's statement over episodes: what the user said that best answers a query.
+
+Like :mod:`.candidates` for beliefs, in one statement: the top vector candidates (exact
+cosine distance over the user's recallable episodes, among vectors of the embedder's
+model) and the top full-text matches, each word weighed by its rarity among the user's
+recallable episodes (``episode_terms``, kept by the write path; a word held by at least
+half of them tells nothing and is left out), with, for each candidate, the beliefs drawn
+from it (so that a quote whose belief is in the block is not repeated). Hidden episodes
+(a belief drawn from them was forgotten) and those past the retention never come back.
+It runs on the direct pool, beside the belief statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any, NamedTuple
+
+from ..db.direct import BinaryVector
+from .candidates import COMMON_MIN, COMMON_SHARE, MAX_QUERY_TERMS
+from .parts import EngineParts
+from .records import Episode
+
+_COLUMNS = (
+    "e.id, e.user_id, e.session_id, e.job_id, e.message, e.passage, e.role, e.content, "
+    "e.said_at, e.item_ref, e.hidden_at"
+)
+EPISODE_FIELDS = 11
+
+
+class EpisodeCandidate(NamedTuple):
+    """An episode fetched as a candidate, with its raw retrieval signals."""
+
+    episode: Episode
+    vector_rank: int | None
+    vector_similarity: float | None
+    text_rank: int | None
+    text_score: float | None
+
+
+@cache
+def _statement(window: str, text: bool) -> str:
+    """The statement for a time window (retention, ``as_of``) and kind of query."""
+    where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
+    vec = f"""
+vec AS MATERIALIZED (
+  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank FROM (
+    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
+    WHERE {where} AND e.embedding_model = %(model)s
+    ORDER BY dist, e.id DESC LIMIT %(pool)s) s
+)"""
+    if text:
+        txt = f"""
+w AS MATERIALIZED (
+  SELECT l.lexeme, ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf
+  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+        LIMIT %(max_terms)s) l
+  CROSS JOIN (SELECT greatest(1, coalesce(max(u.episodes), 0)) AS n
+              FROM memory_users u WHERE u.user_id = %(user_id)s) n
+  LEFT JOIN LATERAL (
+    SELECT t.episodes FROM episode_terms t WHERE t.user_id = %(user_id)s AND t.lexeme = l.lexeme
+  ) t ON true
+  WHERE coalesce(t.episodes, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
+),
+tq AS MATERIALIZED (
+  SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS t, sum(idf) AS total FROM w
+),
+txt AS MATERIALIZED (
+  SELECT id, score, row_number() OVER (ORDER BY score DESC, id DESC) AS rnk FROM (
+    SELECT e.id,
+           (SELECT sum(w.idf) FROM w WHERE w.lexeme = ANY(tsvector_to_array(e.tsv))) / tq.total
+             AS score
+    FROM episodes e, tq
+    WHERE {where} AND e.tsv @@ tq.t
+    ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s
+)"""
+    else:
+        txt = """
+txt AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::bigint AS rnk WHERE false)"""
+    return f"""
+WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
+{vec.strip()},
+{txt.strip()},
+cand AS (
+  SELECT v.id, v.dist, v.vector_rank, t.rnk AS text_rank, t.score AS text_score
+  FROM vec v LEFT JOIN txt t ON t.id = v.id
+  UNION ALL
+  SELECT t.id, NULL::float8, NULL::bigint, t.rnk, t.score FROM txt t
+  WHERE t.id NOT IN (SELECT id FROM vec)
+)
+SELECT {_COLUMNS}, c.dist, c.vector_rank, c.text_rank, c.text_score,
+       ARRAY(SELECT s.belief_id FROM belief_sources s
+             WHERE s.user_id = %(user_id)s AND s.episode_id = e.id) AS belief_ids
+FROM cand c JOIN episodes e ON e.user_id = %(user_id)s AND e.id = c.id"""
+
+
+async def fetch_episodes(
+    parts: EngineParts,
+    user_id: str,
+    query: str,
+    vector: Sequence[float],
+    now: datetime,
+    *,
+    pool: int,
+    as_of: datetime | None = None,
+    text: bool = True,
+) -> list[EpisodeCandidate]:
+    """The episodes that best answer ``query`` (cleaned, not empty; ``vector`` its
+    embedding), with their signals; ``text``: whether the query has words to match."""
+    params: dict[str, Any] = {
+        "user_id": user_id,
+        "pool": pool,
+        "model": parts.embedder.name,
+        "qvec": BinaryVector(vector),
+    }
+    window = ""
+    oldest = parts.episodes.oldest(now)
+    if oldest is not None:
+        window += " AND e.said_at >= %(oldest)s"
+        params["oldest"] = oldest
+    if as_of is not None:
+        window += " AND e.said_at <= %(as_of)s"
+        params["as_of"] = as_of
+    if text:
+        params.update(
+            query=query,
+            max_terms=MAX_QUERY_TERMS,
+            common_share=COMMON_SHARE,
+            common_min=COMMON_MIN,
+        )
+    _, rows = await parts.db.direct.fetch_tuples(_statement(window, text), params, binary=True)
+    out: list[EpisodeCandidate] = []
+    for row in rows:
+        (eid, user, session, job, message, passage, role, content, said_at, item_ref,
+         hidden_at, dist, vrank, trank, tscore, belief_ids) = row  # fmt: skip
+        episode = Episode(
+            eid, user, session, job, message, passage, role, content, said_at, item_ref,
+            hidden_at, tuple(belief_ids or ()),
+        )  # fmt: skip
+        out.append(
+            EpisodeCandidate(
+                episode,
+                vrank,
+                None if dist is None else 1.0 - dist,
+                trank,
+                None if tscore is None else float(tscore),
+            )
+        )
+    return out

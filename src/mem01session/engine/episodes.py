@@ -1,0 +1,295 @@
+"""Episodes on the write path: which messages are kept, their passages, and their rows.
+
+An episode is one passage of one message of a turn, verbatim (the job's text, already
+screened for secrets), dated by when the turn was said. :class:`EpisodePolicy` says which
+messages are kept (the user's, every message, or none) and for how long. The worker hands
+the turn's messages to the engine as :class:`Utterance` objects; the engine splits each
+into passages (:func:`passages`), embeds them with the batch's statements, and
+:func:`insert` writes them in the transaction that applies the turn's ops, so that a turn
+is kept exactly once. The user's word counts (``episode_terms``, what recall's word rarity
+rests on) follow every episode that enters or leaves recall, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..config import EPISODE_KEEPS, EpisodeKeep
+from ..errors import ConfigError
+from ..tokens import TokenCounter
+
+PASSAGE_TOKENS = 64
+"""The most tokens one passage holds: a longer message is split at sentence ends (and a
+longer sentence at spaces), so that recall can quote the part that answers."""
+MAX_PASSAGES = 64
+"""The most passages kept of one message (a pasted document is not what episodes are for;
+the job's text is capped already)."""
+
+
+@dataclass(frozen=True)
+class EpisodePolicy:
+    """Which messages become episodes and how long they are kept.
+
+    ``keep``: ``"user"`` (the user's own messages, the default), ``"all"`` (the
+    assistant's replies too) or ``"off"`` (none kept, none recalled). ``retention_days``:
+    episodes said longer ago leave recall and are deleted by the next write for the user
+    (None: kept until the user is erased).
+    """
+
+    keep: EpisodeKeep = "user"
+    retention_days: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep not in EPISODE_KEEPS:
+            raise ConfigError(f"episodes must be 'user', 'all' or 'off', got {self.keep!r:.40}")
+        days = self.retention_days
+        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
+            raise ConfigError(
+                f"episode retention must be a whole number of days >= 1, got {days!r}"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return self.keep != "off"
+
+    def keeps(self, role: str) -> bool:
+        """Whether a message of ``role`` becomes an episode."""
+        return self.keep == "all" or (self.keep == "user" and role == "user")
+
+    def oldest(self, now: datetime) -> datetime | None:
+        """The earliest ``said_at`` still kept at ``now`` (None: no retention)."""
+        return None if self.retention_days is None else now - timedelta(days=self.retention_days)
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One message of a turn, as the worker hands it to the engine: its place in the turn,
+    who said it, what (already screened), and the SDK item it came from."""
+
+    message: int
+    role: Literal["user", "assistant"]
+    text: str
+    item_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One episode row to insert: a passage of an utterance."""
+
+    message: int
+    passage: int
+    role: Literal["user", "assistant"]
+    content: str
+    item_ref: str | None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+_SPACE = re.compile(r"\s+")
+
+
+def passages(body: str, counter: TokenCounter, limit: int = PASSAGE_TOKENS) -> list[str]:
+    """``body`` cut into passages of at most ``limit`` tokens: whole sentences where they
+    fit, a sentence longer than ``limit`` cut at spaces (a run without spaces at ``limit``
+    tokens' worth of characters). Whitespace is collapsed; nothing is lost but it."""
+    out: list[str] = []
+    current: list[str] = []
+    used = 0
+    for raw in _SENTENCE_END.split(body):
+        sentence = _SPACE.sub(" ", raw).strip()
+        if not sentence:
+            continue
+        cost = counter.count(sentence)
+        if cost > limit:
+            if current:
+                out.append(" ".join(current))
+                current, used = [], 0
+            out += _cut(sentence, counter, limit)
+            continue
+        if current and used + 1 + cost > limit:
+            out.append(" ".join(current))
+            current, used = [], 0
+        current.append(sentence)
+        used += cost + (1 if used else 0)
+    if current:
+        out.append(" ".join(current))
+    return out[:MAX_PASSAGES]
+
+
+def _cut(sentence: str, counter: TokenCounter, limit: int) -> list[str]:
+    """A sentence longer than ``limit`` tokens, cut at spaces into pieces that fit."""
+    out: list[str] = []
+    piece = ""
+    for word in sentence.split(" "):
+        while counter.count(word) > limit:  # no space to cut at: cut the characters
+            head = word[: max(1, limit * 2)]
+            if piece:
+                out.append(piece)
+                piece = ""
+            out.append(head)
+            word = word[len(head) :]
+        candidate = f"{piece} {word}" if piece else word
+        if piece and counter.count(candidate) > limit:
+            out.append(piece)
+            piece = word
+        else:
+            piece = candidate
+    if piece:
+        out.append(piece)
+    return out
+
+
+def drafts(
+    utterances: Sequence[Utterance], policy: EpisodePolicy, counter: TokenCounter
+) -> list[Draft]:
+    """The episode rows a turn's messages make under ``policy``."""
+    out: list[Draft] = []
+    for u in utterances:
+        if not policy.keeps(u.role):
+            continue
+        for index, body in enumerate(passages(u.text, counter)):
+            out.append(Draft(u.message, index, u.role, body, u.item_ref))
+    return out
+
+
+# Lexemes as the full-text column makes them, counted once per statement.
+_LEXEMES = (
+    "SELECT l.lexeme, count(*) AS n FROM unnest(CAST(:texts AS text[])) AS t(body), "
+    "unnest(tsvector_to_array(to_tsvector('english', t.body))) AS l(lexeme) GROUP BY l.lexeme"
+)
+_TERMS_UP = text(
+    f"INSERT INTO episode_terms (user_id, lexeme, episodes) SELECT :u, c.lexeme, c.n "
+    f"FROM ({_LEXEMES}) c ON CONFLICT (user_id, lexeme) "
+    "DO UPDATE SET episodes = episode_terms.episodes + EXCLUDED.episodes"
+)
+_TERMS_DOWN = text(
+    f"UPDATE episode_terms t SET episodes = greatest(0, t.episodes - c.n) FROM ({_LEXEMES}) c "
+    "WHERE t.user_id = :u AND t.lexeme = c.lexeme"
+)
+_COUNT = text("UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u")
+_INSERT = text(
+    "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
+    "content, said_at, embedding, embedding_model, created_at) "
+    "SELECT :u, :session, :job, r.message, r.passage, r.item_ref, r.role, r.content, :said, "
+    "CAST(r.vec AS vector), :model, :now "
+    "FROM unnest(CAST(:messages AS smallint[]), CAST(:passages AS smallint[]), "
+    "CAST(:refs AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
+    "CAST(:vecs AS text[])) AS r(message, passage, item_ref, role, content, vec) "
+    "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
+    "RETURNING id, message, passage, role, content"
+)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """An episode row just written: its id and what the batch's sources match against."""
+
+    id: int
+    message: int
+    passage: int
+    role: str
+    content: str
+
+
+async def insert(
+    conn: AsyncConnection,
+    user_id: str,
+    rows: Sequence[Draft],
+    *,
+    session_id: str,
+    job_id: int,
+    said_at: datetime,
+    vectors: Mapping[str, str],
+    model: str,
+    now: datetime,
+) -> list[Stored]:
+    """Write the turn's episodes (one statement; a row already there is left alone) and
+    count their words; returns the rows written, in turn order."""
+    if not rows:
+        return []
+    result = await conn.execute(
+        _INSERT,
+        {
+            "u": user_id,
+            "session": session_id,
+            "job": job_id,
+            "said": said_at,
+            "model": model,
+            "now": now,
+            "messages": [r.message for r in rows],
+            "passages": [r.passage for r in rows],
+            "refs": [r.item_ref for r in rows],
+            "roles": [r.role for r in rows],
+            "contents": [r.content for r in rows],
+            "vecs": [vectors[r.content] for r in rows],
+        },
+    )
+    stored = sorted(
+        (Stored(int(r.id), int(r.message), int(r.passage), str(r.role), str(r.content))
+         for r in result),
+        key=lambda s: (s.message, s.passage),
+    )  # fmt: skip
+    await _count(conn, user_id, [s.content for s in stored], up=True)
+    return stored
+
+
+async def _count(conn: AsyncConnection, user_id: str, contents: list[str], *, up: bool) -> None:
+    """Keep the user's episode word counts in step with episodes entering (``up``) or
+    leaving recall."""
+    if not contents:
+        return
+    await conn.execute(_TERMS_UP if up else _TERMS_DOWN, {"u": user_id, "texts": contents})
+    await conn.execute(_COUNT, {"u": user_id, "n": len(contents) if up else -len(contents)})
+
+
+async def hide_sources_of(
+    conn: AsyncConnection, user_id: str, belief_id: int, now: datetime
+) -> int:
+    """Keep the episodes ``belief_id`` was drawn from out of recall (a forgotten belief
+    must not come back as a quote); returns how many were hidden."""
+    hidden = await conn.execute(
+        text(
+            "UPDATE episodes e SET hidden_at = :now FROM belief_sources s "
+            "WHERE e.user_id = :u AND s.user_id = :u AND s.belief_id = :b "
+            "AND e.id = s.episode_id AND e.hidden_at IS NULL RETURNING e.content"
+        ),
+        {"u": user_id, "b": belief_id, "now": now},
+    )
+    contents = [str(r.content) for r in hidden]
+    await _count(conn, user_id, contents, up=False)
+    return len(contents)
+
+
+async def prune(conn: AsyncConnection, user_id: str, oldest: datetime) -> int:
+    """Delete the user's episodes said before ``oldest`` (retention); returns how many."""
+    gone = await conn.execute(
+        text(
+            "DELETE FROM episodes WHERE user_id = :u AND said_at < :oldest "
+            "RETURNING content, hidden_at"
+        ),
+        {"u": user_id, "oldest": oldest},
+    )
+    rows = list(gone)
+    # Hidden ones were counted out when they were hidden.
+    await _count(conn, user_id, [str(r.content) for r in rows if r.hidden_at is None], up=False)
+    return len(rows)
+
+
+def source_episode(stored: Sequence[Stored], evidence: str | None) -> int | None:
+    """The episode a belief drawn from this turn points at: the user's passage that holds
+    the op's evidence, else the user's first passage (None: no episode was kept)."""
+    users = [s for s in stored if s.role == "user"]
+    if not users:
+        return None
+    if evidence:
+        wanted = _SPACE.sub(" ", evidence).strip().casefold()
+        for s in users:
+            if wanted and wanted in s.content.casefold():
+                return s.id
+    return users[0].id

@@ -1,0 +1,72 @@
+"""Reading a memory block back: the records and quotes :mod:`.render` wrote, for programs
+that read blocks (the demo's offline model, tests)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .render import CLOSE, QUOTES_HEADER
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+@dataclass(frozen=True)
+class RenderedQuote:
+    """One quote read back from a rendered block (see :func:`parse_quotes`)."""
+
+    day: str  # as the block wrote it: "2 Mar 2026"
+    content: str
+    role: str  # "user" or "assistant"
+    note: str
+
+
+_DAY = re.compile(r"^(?P<day>\d{1,2} [A-Z][a-z]{2} \d{4}):$")
+_QUOTE = re.compile(r'^- (?P<who>\(assistant\) )?"(?P<content>.*)"(?: \((?P<note>[^()]*)\))?$')
+
+
+def parse_quotes(text: str) -> list[RenderedQuote]:
+    """The quotes of a block :func:`render_block` wrote, in order."""
+    out: list[RenderedQuote] = []
+    body = text.split(CLOSE)[0]
+    if QUOTES_HEADER not in body:
+        return out
+    current = ""
+    for line in body.split(QUOTES_HEADER, 1)[1].splitlines():
+        line = line.strip()
+        if m := _DAY.match(line):
+            current = m["day"]
+        elif m := _QUOTE.match(line):
+            role = "assistant" if m["who"] else "user"
+            out.append(RenderedQuote(current, _unescape(m["content"]), role, m["note"] or ""))
+    return out
+
+
+@dataclass(frozen=True)
+class RenderedRecord:
+    """One record read back from a rendered block (see :func:`parse_block`)."""
+
+    content: str
+    status: str  # "active", or "past" for a record that no longer holds
+    note: str  # what the parenthesis said, "" without one
+
+
+_RECORD = re.compile(r"^- (?P<content>.+?)(?: \((?P<note>[^()]*)\))?$")
+
+
+def parse_block(text: str) -> list[RenderedRecord]:
+    """The records of a block :func:`render_block` wrote, in order: its inverse, for
+    programs that read blocks (the demo's offline model, tests). Quotes are not records
+    (:func:`parse_quotes` reads them)."""
+    out: list[RenderedRecord] = []
+    for line in text.split(CLOSE)[0].split(QUOTES_HEADER)[0].splitlines():
+        match = _RECORD.match(line.strip())
+        if match:
+            note = match["note"] or ""
+            past = note.startswith(("until ", "no longer true"))
+            out.append(
+                RenderedRecord(_unescape(match["content"]), "past" if past else "active", note)
+            )
+    return out
