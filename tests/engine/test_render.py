@@ -9,12 +9,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mem01session.engine.parse import parse_block
-from mem01session.engine.records import Belief, BeliefStatus, ScoredBelief, Source
+from mem01session.engine.parse import parse_block, parse_quotes
+from mem01session.engine.records import (
+    Belief,
+    BeliefStatus,
+    Episode,
+    ScoredBelief,
+    ScoredEpisode,
+    Source,
+)
 from mem01session.engine.render import (
     CLOSE,
     HEADER,
     OPEN,
+    QUOTES_HEADER,
     Style,
     asks_when,
     escape,
@@ -139,3 +147,70 @@ def test_rank_order_kept_and_smaller_records_fill_the_rest() -> None:
     block = render_block(items, counter, base + first + third)
     assert [s.belief.id for s in block.packed] == [1, 3]
     assert block.tokens == base + first + third
+
+
+def episode(eid: int, content: str, day: int, *, beliefs: tuple[int, ...] = ()) -> Episode:
+    when = datetime(2026, 3, day, 12, tzinfo=UTC)
+    return Episode(eid, "u", "conv", eid, 0, 0, "user", content, when, belief_ids=beliefs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    beliefs=st.lists(st.text(min_size=1, max_size=120), max_size=10),
+    quotes=st.lists(
+        st.tuples(st.text(min_size=1, max_size=160), st.integers(1, 28), st.booleans()),
+        min_size=1,
+        max_size=15,
+    ),
+    budget=st.integers(min_value=1, max_value=2000),
+    which=st.sampled_from(range(len(COUNTERS))),
+)
+def test_block_with_quotes_never_exceeds_budget(
+    beliefs: list[str], quotes: list[tuple[str, int, bool]], budget: int, which: int
+) -> None:
+    counter = COUNTERS[which]
+    records = ranked(beliefs)
+    scored = [
+        ScoredEpisode(episode(100 + i, text, day, beliefs=(1,) if drawn else ()), 0.99 - i / 50)
+        for i, (text, day, drawn) in enumerate(quotes)
+    ]
+    block = render_block(records, counter, budget, episodes=scored)
+    assert block.tokens <= budget and block.tokens == counter.count(block.text)
+    if not block.text:
+        assert block.packed == () and block.quoted == ()
+        return
+    assert len(parse_block(block.text)) == len(block.packed)
+    read = parse_quotes(block.text)
+    assert len(read) == len(block.quoted)
+    said = {html.unescape(escape(q.episode.content)) for q in block.quoted}
+    assert {q.content for q in read} == said
+    if any(b.belief.id == 1 for b in block.packed):  # its words are not repeated as quotes
+        assert all(1 not in q.episode.belief_ids for q in block.quoted)
+
+
+def test_quotes_are_grouped_by_day_oldest_first_after_the_records() -> None:
+    counter = default_token_counter()
+    scored = [
+        ScoredEpisode(episode(11, "Second day, best match.", 3), 0.9),
+        ScoredEpisode(episode(12, "First day.", 2), 0.8),
+        ScoredEpisode(episode(13, "Second day, later.", 3), 0.7),
+    ]
+    block = render_block(ranked(["Lives in Porto"]), counter, 500, episodes=scored)
+    assert block.text.split("\n")[2:-1] == [
+        "- Lives in Porto",
+        QUOTES_HEADER.strip(),
+        "2 Mar 2026:",
+        '- "First day."',
+        "3 Mar 2026:",
+        '- "Second day, best match."',
+        '- "Second day, later."',
+    ]
+    assert [q.episode.id for q in block.quoted] == [11, 12, 13]  # best first
+
+
+def test_a_belief_packed_after_its_quote_replaces_it() -> None:
+    counter = default_token_counter()
+    quote = ScoredEpisode(episode(21, "I live in Porto, by the river.", 2, beliefs=(1,)), 0.95)
+    block = render_block(ranked(["Lives in Porto"]), counter, 500, episodes=[quote])
+    assert [b.belief.content for b in block.packed] == ["Lives in Porto"]
+    assert block.quoted == () and "river" not in block.text

@@ -15,6 +15,7 @@ from ._errors import OneLineErrors
 from .beliefs import app as beliefs_app
 from .db import app as db_app
 from .demo import demo
+from .episodes import app as episodes_app
 from .jobs import app as jobs_app
 from .memory import erase, forget, recall, reinstate
 from .reembed import reembed
@@ -45,6 +46,7 @@ def root(
 app.add_typer(db_app, name="db")
 app.command()(demo)
 app.add_typer(beliefs_app, name="beliefs")
+app.add_typer(episodes_app, name="episodes")
 app.command()(recall)
 app.command()(forget)
 app.command()(erase)

@@ -15,7 +15,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..engine.records import Belief, LedgerEvent, Source
+from ..engine.records import Belief, Episode, LedgerEvent, Source
 
 STATUS_STYLE = {
     "active": "green",
@@ -89,7 +89,7 @@ def beliefs_table(beliefs: Iterable[Belief], *, show_all: bool) -> Table:
 def sources_table(sources: Sequence[Source]) -> Table:
     """Provenance: every source of one belief, oldest first."""
     table = Table(title="provenance", expand=False)
-    for name in ("observed", "session", "item", "extractor", "job", "evidence"):
+    for name in ("observed", "session", "item", "extractor", "job", "episode", "evidence"):
         table.add_column(name)
     for s in sources:
         table.add_row(
@@ -98,7 +98,46 @@ def sources_table(sources: Sequence[Source]) -> Table:
             Text(s.item_ref or "-"),
             Text(s.extractor or "-"),
             "-" if s.job_id is None else str(s.job_id),
+            "-" if s.episode_id is None else f"e#{s.episode_id}",
             Text(s.evidence or "-", style="italic"),
+        )
+    return table
+
+
+def said(episode: Episode) -> Text:
+    """``e#N, when, in which conversation: "the words"`` (hidden ones marked)."""
+    text = Text(f"e#{episode.id} {when(episode.said_at)} in ")
+    text.append(Text(episode.session_id))
+    text.append(": ")
+    if episode.role == "assistant":
+        text.append("(assistant) ")
+    text.append(json.dumps(episode.content, ensure_ascii=False), style="italic")
+    if episode.hidden_at is not None:
+        text.append(f" (hidden {day(episode.hidden_at)}: a belief drawn from it was forgotten)")
+    return text
+
+
+def episodes_table(episodes: Iterable[Episode]) -> Table:
+    """One row per episode, by conversation then time: id, said, who, words, beliefs."""
+    table = Table(title="episodes", expand=False)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("said", no_wrap=True)
+    table.add_column("conversation")
+    table.add_column("who", no_wrap=True)
+    table.add_column("words")
+    table.add_column("beliefs", no_wrap=True)
+    ordered = sorted(episodes, key=lambda e: (e.session_id, e.said_at, e.message, e.passage))
+    for e in ordered:
+        words = Text(e.content, style="dim" if e.hidden_at is not None else "")
+        if e.hidden_at is not None:
+            words.append(" (hidden)")
+        table.add_row(
+            f"e#{e.id}",
+            when(e.said_at),
+            Text(e.session_id),
+            e.role,
+            words,
+            ", ".join(f"#{b}" for b in e.belief_ids) or "-",
         )
     return table
 

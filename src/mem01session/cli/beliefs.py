@@ -11,7 +11,7 @@ from ._console import console
 
 if TYPE_CHECKING:
     from ..engine import BeliefEngine
-    from ..engine.records import Belief, LedgerEvent
+    from ..engine.records import Belief, Episode, LedgerEvent
 
 app = typer.Typer(help="Inspect a user's long-term beliefs.", no_args_is_help=True)
 
@@ -91,12 +91,14 @@ def show(
     from . import _render as render
     from ._engine import require_belief, require_user, with_engine
 
-    async def work(engine: BeliefEngine) -> tuple[Belief, list[LedgerEvent]]:
+    async def work(engine: BeliefEngine) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
         await require_user(engine, user)
         belief = await require_belief(engine, user, bid)
-        return belief, await engine.ledger(user, belief_id=bid)
+        ids = dict.fromkeys(s.episode_id for s in belief.sources if s.episode_id is not None)
+        episodes = [await engine.episode(user, i) for i in ids if i is not None]
+        return belief, await engine.ledger(user, belief_id=bid), episodes
 
-    belief, events = with_engine(work)
+    belief, events, episodes = with_engine(work)
     head = Text(f"#{belief.id} ", style="bold")
     head.append(belief.content)
     console().print(head)
@@ -116,4 +118,6 @@ def show(
         console().print(render.sources_table(belief.sources))
     else:
         console().print(Text("no recorded sources"))
+    for episode in episodes:
+        console().print(Text("  said: ") + render.said(episode))
     console().print(render.ledger_table(events, title="versions"))

@@ -25,7 +25,7 @@ from ..config import EPISODE_KEEPS, EpisodeKeep
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 
-PASSAGE_TOKENS = 64
+PASSAGE_TOKENS = 32
 """The most tokens one passage holds: a longer message is split at sentence ends (and a
 longer sentence at spaces), so that recall can quote the part that answers."""
 MAX_PASSAGES = 64
@@ -128,7 +128,7 @@ def _cut(sentence: str, counter: TokenCounter, limit: int) -> list[str]:
     piece = ""
     for word in sentence.split(" "):
         while counter.count(word) > limit:  # no space to cut at: cut the characters
-            head = word[: max(1, limit * 2)]
+            head = _fitting_prefix(word, counter, limit)
             if piece:
                 out.append(piece)
                 piece = ""
@@ -143,6 +143,17 @@ def _cut(sentence: str, counter: TokenCounter, limit: int) -> list[str]:
     if piece:
         out.append(piece)
     return out
+
+
+def _fitting_prefix(word: str, counter: TokenCounter, limit: int) -> str:
+    """The longest start of ``word`` (one character at least) that fits ``limit`` tokens."""
+    n = len(word)
+    while n > 1:
+        cost = counter.count(word[:n])
+        if cost <= limit:
+            break
+        n = max(1, min(n - 1, n * limit // cost))
+    return word[:n]
 
 
 def drafts(

@@ -1,0 +1,33 @@
+"""Passages: a message too long for the block is cut where a reader would cut it."""
+
+from __future__ import annotations
+
+import pytest
+
+from mem01session.engine.episodes import PASSAGE_TOKENS, EpisodePolicy, passages
+from mem01session.errors import ConfigError
+from mem01session.tokens import byte_bound_counter, default_token_counter
+
+
+def test_a_long_message_is_split_into_passages_that_fit() -> None:
+    counter = default_token_counter()
+    sentence = "I spent the whole weekend repainting the old fence behind the house"
+    body = ". ".join([sentence] * 12) + ". " + "x" * 600
+    cut = passages(body, counter)
+    assert len(cut) > 6 and cut[-1].startswith("x")
+    assert all(0 < counter.count(p) <= PASSAGE_TOKENS for p in cut)
+    assert "".join(cut).replace(" ", "") == body.replace(" ", "")  # nothing lost but spaces
+    assert passages("Short one.\n\n  Two.  ", counter) == ["Short one. Two."]
+    assert passages("   ", counter) == []
+
+
+def test_passages_fit_with_any_counter() -> None:
+    counter = byte_bound_counter()
+    cut = passages("Ünïcödé wörds " * 40 + "🙂" * 30, counter)
+    assert cut and all(0 < counter.count(p) <= PASSAGE_TOKENS for p in cut)
+
+
+@pytest.mark.parametrize("bad", [{"keep": "some"}, {"retention_days": 0}, {"retention_days": True}])
+def test_a_bad_policy_names_what_is_wrong(bad: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="episode"):
+        EpisodePolicy(**bad)  # type: ignore[arg-type]

@@ -1,0 +1,87 @@
+"""What the user said reaches later conversations through the real Runner, with its date,
+even when no extractor made a belief of it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from agents import Agent, Runner
+from agents.testing import ScriptedModel, assistant_message
+
+from mem01session import Mem01Session
+from mem01session.engine import BeliefEngine
+from mem01session.extraction import RuleExtractor
+from tests.session.conftest import MemoryFactory
+
+MONDAY = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def say(session: Mem01Session, words: str) -> ScriptedModel:
+    model = ScriptedModel([[assistant_message("I see.")]])
+    agent = Agent(name="a", model=model)
+    await Runner.run(agent, words, session=session, run_config=session.run_config())
+    return model
+
+
+async def test_monday_words_reach_friday_with_their_date(
+    memories: MemoryFactory,
+    make_session: Callable[..., Mem01Session],
+    engine: BeliefEngine,
+) -> None:
+    clock = Clock(MONDAY)
+    memory = memories(extractor=RuleExtractor(), clock=clock)
+    monday = make_session("monday", "alice", memory=memory)
+    await say(monday, "I lost my job as a banker yesterday.")
+    assert await monday.flush_memory(timeout=30)
+    assert await engine.history("alice") == []  # no rule made a belief of it
+
+    clock.now = MONDAY + timedelta(days=4)
+    friday = make_session("friday", "alice", memory=memory)
+    model = await say(friday, "When did I lose my job?")
+    sent = json.dumps(model.calls[0].input)
+    assert "I lost my job as a banker yesterday." in sent
+    assert "23 Nov 2026" in sent
+    # The transcript holds Friday only: the quote was injected, not stored.
+    items = await friday.get_items()
+    assert [i.get("role") for i in items] == ["user", "assistant"]
+    assert "banker" not in json.dumps(items)
+
+
+async def test_an_episode_keeps_the_screened_words_only(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    session = make_session("conv", "bob")
+    await say(session, "My new API key is sk-proj-AbCdEfGhIjKlMnOpQrStUvWx1234 for the bot.")
+    assert await session.flush_memory(timeout=30)
+    [episode] = await engine.episodes("bob")
+    assert "sk-proj" not in episode.content and "[redacted]" in episode.content
+
+
+async def test_forget_and_erase_reach_the_words_too(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    session = make_session("conv", "carol")
+    await say(session, "I live in Porto")
+    await say(session, "I collect old maps of Porto")
+    assert await session.flush_memory(timeout=30)
+    [porto] = await engine.history("carol")
+    await session.forget_memory(porto.id)
+    result = await session.recall("Where do I live? Porto")
+    assert result is not None
+    assert [q.episode.content for q in result.episodes] == ["I collect old maps of Porto"]
+
+    receipt = await session.clear_memory()
+    assert receipt.deleted["episodes"] == 2
+    assert await engine.episodes("carol") == []
+    after = await session.recall("Where do I live? Porto")
+    assert after is not None and after.empty
