@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from bench.common import replace_section
 from bench.locomo import (
     NO_REPLY,
     Dialogue,
@@ -130,3 +131,10 @@ def test_two_turns_of_one_user_at_one_instant_are_refused() -> None:
 def test_raw_text_is_dated_and_names_the_speaker(dialogue: Dialogue) -> None:
     first = dialogue.sessions[0]
     assert raw_text(first, first.turns[1]) == "[3 March 2024] Bob: Hi Ann."
+
+
+def test_a_new_section_goes_before_the_named_one() -> None:
+    doc = "# T\n\n## A\n\na\n\n## How to reproduce\n\nr\n"
+    out = replace_section(doc, "New", "## New\n\nn\n", before="How to reproduce")
+    assert out == "# T\n\n## A\n\na\n\n## New\n\nn\n\n## How to reproduce\n\nr\n"
+    assert replace_section(out, "New", "## New\n\nm\n") == out.replace("\nn\n", "\nm\n")
