@@ -126,6 +126,16 @@ class E2EResult:
     unmapped_sources: int = 0  # belief sources whose observed time names no turn
     failures: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    repeats: list[dict[str, dict[int, Summary]]] = field(default_factory=list)  # every run's
+
+    def agreed(self, name: str, budget: int, category: int | None = None) -> bool:
+        """Whether every run gave this row the same figure (overall, or one category)."""
+        values = {
+            (run[name][budget].in_block if category is None
+             else run[name][budget].by_category.get(category))
+            for run in self.repeats if name in run
+        }  # fmt: skip
+        return len(values) <= 1
 
 
 def _count(text: str) -> int:
@@ -140,20 +150,27 @@ def _request(question: str, budget: int, kinds: str | None) -> RecallRequest:
     return dataclasses.replace(request, **changes)
 
 
+Provenances = Mapping[str, Mapping[int, frozenset[str]]]  # user -> belief -> dia_ids
+
+
 async def _provenance(
-    engine: BeliefEngine, user: str, turns: Turns, out: E2EResult
-) -> dict[int, frozenset[str]]:
-    """Each of the user's beliefs -> the dia_ids of the turns it came from (history holds the
+    engine: BeliefEngine, dialogue: Dialogue, turns: Turns, out: E2EResult
+) -> Provenances:
+    """Each user's beliefs -> the dia_ids of the turns they came from (history holds the
     sources; the default recall block carries none)."""
-    found: dict[int, frozenset[str]] = {}
-    for belief in await engine.history(user, limit=1_000_000):
-        ids = {turns.get((user, s.observed_at)) for s in belief.sources}
-        out.unmapped_sources += sum(1 for s in belief.sources if (user, s.observed_at) not in turns)
-        found[belief.id] = frozenset(i for i in ids if i is not None)
+    found: dict[str, dict[int, frozenset[str]]] = {}
+    for user in (dialogue.user_id(s) for s in dialogue.speakers):
+        mine = found[user] = {}
+        for belief in await engine.history(user, limit=1_000_000):
+            ids = {turns.get((user, s.observed_at)) for s in belief.sources}
+            out.unmapped_sources += sum(
+                1 for s in belief.sources if (user, s.observed_at) not in turns
+            )
+            mine[belief.id] = frozenset(i for i in ids if i is not None)
     return found
 
 
-def _recalled(
+def recalled_ids(
     result: RecallResult, user: str, beliefs: Mapping[int, frozenset[str]], turns: Turns
 ) -> list[frozenset[str]]:
     """The dia_ids of each item in a recalled block: beliefs by their provenance, episodes
@@ -166,10 +183,10 @@ def _recalled(
 
 
 async def _answers(
-    engine: BeliefEngine, dialogue: Dialogue, turns: Turns, kinds: str | None, out: E2EResult
-) -> dict[int, list[Answer]]:
+    engine: BeliefEngine, dialogue: Dialogue, turns: Turns, provenance: Provenances,
+    kinds: str | None,
+) -> dict[int, list[Answer]]:  # fmt: skip
     users = [dialogue.user_id(s) for s in dialogue.speakers]
-    provenance = {u: await _provenance(engine, u, turns, out) for u in users}
     answers: dict[int, list[Answer]] = {b: [] for b in BUDGETS}
     for _, question in dialogue.queries:
         for budget in BUDGETS:
@@ -177,7 +194,7 @@ async def _answers(
             tokens = 0
             for user in users:
                 result = await engine.recall(user, _request(question, budget, kinds))
-                block += _recalled(result, user, provenance[user], turns)
+                block += recalled_ids(result, user, provenance[user], turns)
                 tokens += result.tokens
             answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
     return answers
@@ -228,8 +245,9 @@ async def _pipeline(
         for dialogue in dialogues:
             clock.now = dialogue.sessions[-1].date + timedelta(days=1)
             turns = instants(dialogue)
+            provenance = await _provenance(engine, dialogue, turns, out)
             for name, kinds in pipeline_rows().items():
-                got = await _answers(engine, dialogue, turns, kinds, out)
+                got = await _answers(engine, dialogue, turns, provenance, kinds)
                 for b in BUDGETS:
                     rows[name].answers.setdefault(b, []).extend(got[b])
     finally:
@@ -276,7 +294,9 @@ async def _raw(
         row.ingest_s_per_turn = (time.perf_counter() - started) / max(out.turns, 1)
         for d in dialogues:
             clock.now = d.sessions[-1].date + timedelta(days=1)
-            got = await _answers(engine, d, instants(d), None, out)
+            turns = instants(d)
+            provenance = await _provenance(engine, d, turns, out)
+            got = await _answers(engine, d, turns, provenance, None)
             for b in BUDGETS:
                 row.answers.setdefault(b, []).extend(got[b])
     finally:
@@ -344,10 +364,29 @@ def stripped(dialogues: list[Dialogue]) -> list[Dialogue]:
     ]
 
 
-async def run(server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path) -> E2EResult:
+async def run(
+    server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path, runs: int = 2
+) -> E2EResult:
+    """The whole protocol ``runs`` times on fresh databases; the first run's figures, with
+    every run's summaries in :attr:`E2EResult.repeats` (to mark what differed)."""
     set_tracing_disabled(True)
     started = time.perf_counter()
     dialogues = stripped(load_dialogues(folder))
+    # Vectors computed up front for what every row embeds as is (the turns as said, as
+    # stored verbatim, the questions): no row's ingest time includes them.
+    texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
+    texts += [raw_text(s, t) for d in dialogues for s in d.sessions for t in s.turns]
+    await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
+    results = [await _one_run(server, emb, dialogues, log) for _ in range(runs)]
+    out = results[0]
+    out.repeats = [{name: row.summaries for name, row in r.rows.items()} for r in results]
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+async def _one_run(
+    server: Server, emb: PrecomputedEmbedder, dialogues: list[Dialogue], log: Path
+) -> E2EResult:
     out = E2EResult(dialogues=len(dialogues))
     out.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
     queries: list[Query] = [q for d in dialogues for q, _ in d.queries if q.evidence]
@@ -356,11 +395,6 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path)
         out.category_counts[q.category] = out.category_counts.get(q.category, 0) + 1
     said = {t.dia_id for d in dialogues for s in d.sessions for t in s.turns}
     out.ceiling = sum(bool(q.evidence & said) for q in queries) / max(len(queries), 1)
-    # Vectors computed up front for what every row embeds as is (the turns as said, as
-    # stored verbatim, the questions): no row's ingest time includes them.
-    texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
-    texts += [raw_text(s, t) for d in dialogues for s in d.sessions for t in s.turns]
-    await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
     await _pipeline(server, emb, dialogues, out)
     await _raw(server, emb, dialogues, out)
     try:
@@ -370,5 +404,4 @@ async def run(server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path)
     all_queries = [q for d in dialogues for q, _ in d.queries]
     for row in out.rows.values():
         row.summaries = {b: summarize(all_queries, row.answers[b]) for b in BUDGETS}
-    out.seconds = time.perf_counter() - started
     return out

@@ -19,6 +19,10 @@ def _per_user(counts: dict[str, int], users: int) -> str:
     return f"{sum(counts.values()) / max(users, len(counts)):.1f}"
 
 
+def _mark(r: E2EResult, name: str, budget: int, category: int | None = None) -> str:
+    return "" if r.agreed(name, budget, category) else " †"
+
+
 def table(r: E2EResult) -> str:
     users = 2 * r.dialogues
     lines = [
@@ -30,7 +34,7 @@ def table(r: E2EResult) -> str:
         "|---|" + "---:|" * (2 * len(BUDGETS) + 3),
     ]
     for name, row in r.rows.items():
-        hits = " | ".join(f"{row.summaries[b].in_block:.3f}" for b in BUDGETS)
+        hits = " | ".join(f"{row.summaries[b].in_block:.3f}{_mark(r, name, b)}" for b in BUDGETS)
         tokens = " | ".join(f"{row.summaries[b].mean_tokens:.0f}" for b in BUDGETS)
         beliefs = _per_user(row.beliefs, users) + (" memories" if name == MEM0 else "")
         lines.append(
@@ -48,8 +52,11 @@ def categories(r: E2EResult) -> str:
     for name, row in r.rows.items():
         for b in BUDGETS:
             s = row.summaries[b]
-            cells = " | ".join(f"{s.by_category.get(c, float('nan')):.3f}" for c in CATEGORIES)
-            lines.append(f"| {name} | {b} | {cells} | {s.in_block:.3f} |")
+            cells = " | ".join(
+                f"{s.by_category.get(c, float('nan')):.3f}{_mark(r, name, b, c)}"
+                for c in CATEGORIES
+            )
+            lines.append(f"| {name} | {b} | {cells} | {s.in_block:.3f}{_mark(r, name, b)} |")
     counts = r.category_counts
     lines.append("")
     lines.append(
@@ -96,8 +103,19 @@ def note(r: E2EResult) -> str:
         "the flushes; raw turns, `engine.apply` calls; mem0, its own `add` calls. Vectors "
         "of the turns, the stored texts and the questions were computed before any timing "
         "(one embedder for every row); the pipeline's timing includes embedding the "
-        "beliefs its extractor wrote. One run.",
+        "beliefs its extractor wrote.",
     ]
+    same = [
+        name
+        for name in r.rows
+        if all(r.agreed(name, b, c) for b in BUDGETS for c in (None, *CATEGORIES))
+    ]
+    parts[1] += (
+        f" The whole evaluation ran {len(r.repeats)} time(s) on fresh databases; figures "
+        "marked † differed between runs (the first run's shown); every evidence figure "
+        f"agreed for: {', '.join(same) or 'none'}. Timings and the checks below are the "
+        "first run's."
+    )
     mem0 = r.rows.get(MEM0)
     if mem0 is not None and mem0.returned:
         parts[0] += (

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from bench.common import replace_section
+from bench.e2e import BUDGETS, packed, recalled_ids
 from bench.locomo import (
     NO_REPLY,
     Dialogue,
@@ -138,3 +140,27 @@ def test_a_new_section_goes_before_the_named_one() -> None:
     out = replace_section(doc, "New", "## New\n\nn\n", before="How to reproduce")
     assert out == "# T\n\n## A\n\na\n\n## New\n\nn\n\n## How to reproduce\n\nr\n"
     assert replace_section(out, "New", "## New\n\nm\n") == out.replace("\nn\n", "\nm\n")
+
+
+def test_recalled_items_name_their_turns_beliefs_and_episodes() -> None:
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    turns = {("u", when): "D1:1", ("u", when + timedelta(seconds=1)): "D1:2"}
+    belief = SimpleNamespace(belief=SimpleNamespace(id=7))
+    episode = SimpleNamespace(episode=SimpleNamespace(said_at=when + timedelta(seconds=1)))
+    stranger = SimpleNamespace(episode=SimpleNamespace(said_at=when + timedelta(days=1)))
+    result = SimpleNamespace(beliefs=(belief,), episodes=(episode, stranger))
+    got = recalled_ids(result, "u", {7: frozenset({"D1:1"})}, turns)  # type: ignore[arg-type]
+    assert got == [frozenset({"D1:1"}), frozenset({"D1:2"}), frozenset()]
+    # Today's recall result has no episodes: beliefs alone.
+    only = SimpleNamespace(beliefs=(belief,))
+    assert recalled_ids(only, "u", {7: frozenset({"D1:1"})}, turns) == [frozenset({"D1:1"})]  # type: ignore[arg-type]
+
+
+def test_a_ranked_list_is_packed_into_each_budget() -> None:
+    items = [(f"turn {i} " + "word " * 30, frozenset({f"D1:{i}"})) for i in range(100)]
+    blocks = packed(items)
+    assert set(blocks) == set(BUDGETS)
+    sizes = [len(blocks[b].block) for b in BUDGETS]
+    assert 0 < sizes[0] < sizes[1] < sizes[2]
+    assert all(0 < blocks[b].block_tokens <= b for b in BUDGETS)
+    assert blocks[BUDGETS[0]].block[0] == frozenset({"D1:0"})  # rank order kept
