@@ -21,6 +21,8 @@ from pathlib import Path
 from mem01session.tokens import default_token_counter
 
 from . import (
+    e2e,
+    e2e_report,
     embedder,
     embedders,
     fusion,
@@ -35,8 +37,9 @@ from .common import embedded_server, machine, make_embedder, replace_section, ve
 from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
-    "latency", "quality", "fusion", "embedders", "tokens", "overhead", "write", "embedder"
+    "latency", "quality", "e2e", "fusion", "embedders", "tokens", "overhead", "write", "embedder"
 )  # fmt: skip
+E2E = "End-to-end memory on real dialogue (LoCoMo)"
 DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
 IMG = Path("docs/img")
 
@@ -137,6 +140,15 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 facts,
                 f"{quality.table(q)}\n\n{note}\n\n![recall versus budget](img/bench-recall.png)",
             )  # fmt: skip
+        if "e2e" in which:
+            ee = await e2e.run(server, emb, args.locomo, log)
+            charts["e2e"] = {**e2e_report.chart_data(ee), "__ceiling__": ee.ceiling}
+            sections[E2E] = _section(
+                E2E, f"python -m bench e2e --locomo {args.locomo}", facts,
+                f"{e2e_report.table(ee)}\n\n{e2e_report.note(ee)}\n\nEvidence in the blocks "
+                "per LoCoMo category:\n\n" + e2e_report.categories(ee)
+                + "\n\n![evidence in the block versus budget](img/bench-e2e.png)",
+            )  # fmt: skip
         if "fusion" in which:
             t = time.perf_counter()
             fr = await fusion.run(server, emb, args.locomo)
@@ -223,11 +235,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(var, None)  # the benchmark never calls a model API
     which = list(BENCHES) if args.which == "all" else [args.which]
-    for needs_locomo in ("quality", "fusion", "embedders"):
+    for needs_locomo in ("quality", "e2e", "fusion", "embedders"):
         if needs_locomo in which and not args.locomo.is_dir():
             print(f"no LoCoMo folder at {args.locomo}; skipping {needs_locomo}", file=sys.stderr)
             which.remove(needs_locomo)
-    if not args.skip_setup and {"latency", "quality"} & set(which):
+    if not args.skip_setup and {"latency", "quality", "e2e"} & set(which):
         _setup_peers()
     started = time.perf_counter()
     sections = asyncio.run(_run(args, which))
@@ -239,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         fresh = args.which == "all" or not args.out.exists()
         doc = notes.INTRO if fresh else args.out.read_text()
         for title, text in sections.items():
-            doc = replace_section(doc, title, text)
+            doc = replace_section(doc, title, text, before="How to reproduce")
         doc = replace_section(doc, "How to reproduce", notes.REPRODUCE)
         doc = replace_section(doc, "Caveats", notes.CAVEATS)
         args.out.write_text(doc)

@@ -203,12 +203,17 @@ def machine(server: Server | None = None) -> str:
     return ", ".join(parts)
 
 
-def replace_section(text: str, title: str, section: str) -> str:
-    """Replace the ``## title`` section of a markdown text (or append it)."""
+def replace_section(text: str, title: str, section: str, before: str | None = None) -> str:
+    """Replace the ``## title`` section of a markdown text; a new one goes just before the
+    ``## before`` section when there is one, else at the end."""
     heading = f"## {title}"
     head, found, tail = text.partition(heading + "\n")
     body = section.rstrip("\n") + "\n"
     if not found:
+        mark = f"\n## {before}\n"
+        if before is not None and mark in text:
+            at = text.index(mark) + 1
+            return text[:at] + body + "\n" + text[at:]
         return text.rstrip("\n") + "\n\n" + body
     rest = tail.split("\n## ", 1)
     after = "\n## " + rest[1] if len(rest) > 1 else ""

@@ -16,8 +16,9 @@ REPRODUCE = """## How to reproduce
 
 ```
 bash bench/run_all.sh            # = bash bench/setup_peers.sh && python -m bench all
-python -m bench latency|quality|fusion|embedders|tokens|overhead|write|embedder
+python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embedder
 python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
+python -m bench e2e --locomo DIR       # the same dialogues through the real Runner
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead
 ```
 
@@ -36,7 +37,8 @@ How the peers are driven:
   `Memory.add(messages, user_id=..., metadata=..., infer=False)` (no LLM), and
   `memory.embedding_model` is replaced by a table of the harness's vectors. Reads:
   `Memory.search(query, top_k=..., filters={"user_id": ...})` (its hybrid semantic +
-  keyword scoring). Provenance (dia_ids) rides in `metadata`.
+  keyword scoring). Provenance (dia_ids) rides in `metadata`. In the end-to-end
+  benchmark each dialogue turn is one such `add` (one user message) for its speaker's user.
 - **mem01-engine** (`mem01` package): `PostgresBeliefStore(url, embedding_dim=384)` and
   `MemoryClient(store, embedder, llm)` with an embedder over the harness's vectors and an
   LLM stub that raises if called (it is not). Writes: `apply_ops` with `ADD` ops (what its
@@ -73,6 +75,11 @@ CAVEATS = """## Caveats
 - **Per-run overhead is measured in pairs**: bare and Mem01Session conversations with the
   same texts, the order alternating between cases, so after-effects of background work
   land on both sides.
+- **End to end, offline.** The end-to-end rows run the default offline configuration: the
+  rule extractor reads only plain first-person statements of a narrow kind, so on free
+  dialogue it writes few beliefs; an LLM extractor (with a key) is not measured here. The
+  raw-turn rows store every turn, so their blocks are full at every budget: they measure
+  ranking over the whole dialogue, not what an extractor kept.
 - **Write-path figures are single runs**; ops/s does not scale with users here because
   everything shares one event loop and two cores with the server.
 - **Peers loaded by COPY** for the latency benchmark: their write path is not what is timed

@@ -41,7 +41,13 @@ def latency(data: dict, out: Path) -> None:
     fig.savefig(out / "bench-latency.png", dpi=110)
 
 
-def quality(data: dict, out: Path) -> None:
+def quality(
+    data: dict,
+    out: Path,
+    filename: str = "bench-recall.png",
+    title: str = "LoCoMo retrieval: recall versus budget",
+    xlabel: str = "memory block budget, tokens",
+) -> None:
     """Evidence in the block against the block's token budget, one line per system."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ceiling = data.pop("__ceiling__", None)
@@ -52,13 +58,13 @@ def quality(data: dict, out: Path) -> None:
         ax.axhline(ceiling, ls=":", color="grey", label="ceiling (evidence covered at all)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(budgets, [str(b) for b in budgets])
-    ax.set_xlabel("memory block budget, tokens")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("questions whose evidence is in the block")
-    ax.set_title("LoCoMo retrieval: recall versus budget")
+    ax.set_title(title)
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "bench-recall.png", dpi=110)
+    fig.savefig(out / filename, dpi=110)
 
 
 def main() -> None:
@@ -69,6 +75,14 @@ def main() -> None:
         latency(data["latency"], out)
     if data.get("quality"):
         quality(data["quality"], out)
+    if data.get("e2e"):
+        quality(
+            data["e2e"],
+            out,
+            "bench-e2e.png",
+            "LoCoMo end to end: real dialogue through the Runner",
+            "memory block budget per speaker, tokens",
+        )
 
 
 if __name__ == "__main__":

@@ -60,18 +60,43 @@ def setup(req: dict[str, Any]) -> dict[str, Any]:
     return {"version": metadata.version("mem0ai")}
 
 
+def _add_one(user: str, text: str, vector: list[float], meta: dict[str, Any]) -> float:
+    """One user message stored verbatim (``infer=False``: no LLM); its time in ms."""
+    memory = STATE["memory"]
+    STATE["vectors"].remember(text, vector)
+    messages = [{"role": "user", "content": text}]
+    _, ms = timed(lambda: memory.add(messages, user_id=user, metadata=meta, infer=False))
+    return ms
+
+
 def add(req: dict[str, Any]) -> dict[str, Any]:
-    memory, vectors = STATE["memory"], STATE["vectors"]
     total = 0.0
     for fact in req["facts"]:
-        vectors.remember(fact["text"], fact["vector"])
         meta = {"dia_ids": " ".join(fact["ids"]), "observed_at": fact.get("observed_at")}
-        messages = [{"role": "user", "content": fact["text"]}]
-        _, ms = timed(
-            lambda m=messages, md=meta: memory.add(m, user_id=req["user"], metadata=md, infer=False)
-        )
-        total += ms
+        total += _add_one(req["user"], fact["text"], fact["vector"], meta)
     return {"ms": total, "count": len(req["facts"])}
+
+
+def add_turns(req: dict[str, Any]) -> dict[str, Any]:
+    """Dialogue turns, each a message of its speaker's user, its dia_id in the metadata."""
+    total = 0.0
+    for turn in req["turns"]:
+        meta = {
+            "dia_ids": turn["dia_id"],
+            "speaker": turn["speaker"],
+            "observed_at": turn["observed_at"],
+        }
+        total += _add_one(turn["user"], turn["text"], turn["vector"], meta)
+    return {"ms": total, "count": len(req["turns"])}
+
+
+def count(req: dict[str, Any]) -> dict[str, Any]:
+    """How many memories each user holds."""
+    out = {}
+    for user in req["users"]:
+        found = STATE["memory"].get_all(filters={"user_id": user}, top_k=1_000_000)
+        out[user] = len(found["results"] if isinstance(found, dict) else found)
+    return {"counts": out}
 
 
 def _search(user: str, query: str, vector: list[float], k: int) -> list[dict[str, Any]]:
@@ -103,4 +128,14 @@ def latency(req: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     print("mem0 driver ready", file=sys.stderr)
-    serve({"setup": setup, "add": add, "recall": recall, "latency": latency, "quit": lambda r: {}})
+    serve(
+        {
+            "setup": setup,
+            "add": add,
+            "add_turns": add_turns,
+            "count": count,
+            "recall": recall,
+            "latency": latency,
+            "quit": lambda r: {},
+        }
+    )

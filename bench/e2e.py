@@ -1,0 +1,407 @@
+"""End-to-end memory on real dialogue (LoCoMo): what users get from the real pipeline.
+
+Each LoCoMo conversation has two users, one per speaker. For each session, in order, with
+the memory's clock at the session's date, and for each speaker, one chat
+(:func:`bench.locomo.chat`): that speaker's turns are the user messages, the other
+speaker's turns the replies, given verbatim by :class:`ReplayModel`. Every turn goes
+through the real ``Runner.run(agent, text, session=session, run_config=session.run_config())``
+on ``Mem01Session(chat_id, user_id, memory=memory)`` (one shared ``Memory``: the rule
+extractor in the background worker, the harness's embedder); each chat is flushed at its
+end. The clock gives each turn its own instant (session date + turn index seconds), so
+every stored item's observed time names its turn (:func:`bench.locomo.instants`).
+
+Then, for each question of categories 1-4 with evidence, both speakers' users recall at B
+tokens each; a question is a hit at B when an item in either block came from a user turn
+(never the reply) whose dia_id is in the evidence. Rows: this pipeline (per kind of record
+once the engine recalls episodes too, see :func:`pipeline_rows`), every turn stored
+verbatim as a belief of its speaker's user (``engine.apply``), and mem0 storing the same
+turns as raw messages (``infer=False``, in its own process), packed into B tokens as
+``- text`` lines under a one-line header. One tokenizer counts every block.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from agents import Agent, Runner, set_tracing_disabled
+from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import Model
+from agents.testing import assistant_message
+from agents.usage import Usage
+
+from mem01session import Mem01Session, Memory
+from mem01session.engine import BeliefEngine, RecallRequest, RecallResult
+from mem01session.engine.ops import Op, Provenance
+from mem01session.session.items import memory_texts
+from mem01session.tokens import default_token_counter
+
+from .common import PrecomputedEmbedder, Server, open_memory
+from .locomo import NO_REPLY, Dialogue, chat, instants, load_dialogues, raw_text, turn_instant
+from .metrics import Answer, Query, Summary, pack, summarize
+from .peer_client import Peer, PeerError
+from .quality import CANDIDATES, HEADER, SettableClock
+
+BUDGETS = (200, 400, 800)
+RAW = "raw turns"
+MEM0 = "mem0 (raw messages)"
+Turns = Mapping[tuple[str, datetime], str]  # (user, instant) -> dia_id
+
+
+def pipeline_rows() -> dict[str, str | None]:
+    """This pipeline's rows and the ``kinds`` each recalls: one row (today's recall, beliefs
+    only) until ``RecallRequest`` takes ``kinds``; then all, beliefs only, episodes only."""
+    if "kinds" in {f.name for f in dataclasses.fields(RecallRequest)}:
+        return {"mem01session": "all", "beliefs only": "beliefs", "episodes only": "episodes"}
+    return {"mem01session (beliefs)": None}
+
+
+class ReplayModel(Model):
+    """Answers with :attr:`reply` verbatim (the other speaker's next turn) and keeps the
+    input items of its last call, as the SDK gave them (their types mark recalled memory)."""
+
+    def __init__(self) -> None:
+        self.reply = NO_REPLY
+        self.last_input: list[TResponseInputItem] = []
+        self.calls = 0
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        self.calls += 1
+        items = input if isinstance(input, list) else ItemHelpers.input_to_new_input_list(input)
+        self.last_input = copy.copy(items)
+        return ModelResponse(
+            output=[assistant_message(self.reply)], usage=Usage(), response_id=None
+        )
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        raise NotImplementedError("ReplayModel answers Runner.run, not streaming")
+
+
+@dataclass
+class Row:
+    """One system's figures: per budget, one Answer per question; what it stored."""
+
+    answers: dict[int, list[Answer]] = field(default_factory=dict)
+    summaries: dict[int, Summary] = field(default_factory=dict)
+    beliefs: dict[str, int] = field(default_factory=dict)  # user -> active beliefs
+    episodes: dict[str, int] = field(default_factory=dict)  # user -> episodes
+    ingest_s_per_turn: float = 0.0
+    returned: list[int] = field(default_factory=list)  # results per search (peers)
+
+
+@dataclass
+class Injection:
+    runs: int = 0
+    recalled: int = 0
+    carried: int = 0
+
+
+@dataclass
+class E2EResult:
+    dialogues: int = 0
+    turns: int = 0
+    questions: int = 0
+    category_counts: dict[int, int] = field(default_factory=dict)  # questions per category
+    ceiling: float = 0.0  # questions whose evidence names a turn of the dialogue
+    rows: dict[str, Row] = field(default_factory=dict)
+    # Runner.run calls in each dialogue's first session and after it: how many, how many
+    # recalled a non-empty block, how many model inputs carried exactly that block.
+    runs: dict[str, Injection] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)  # the pipeline's jobs by status
+    flush_failures: list[str] = field(default_factory=list)
+    unmapped_sources: int = 0  # belief sources whose observed time names no turn
+    failures: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    repeats: list[dict[str, dict[int, Summary]]] = field(default_factory=list)  # every run's
+
+    def agreed(self, name: str, budget: int, category: int | None = None) -> bool:
+        """Whether every run gave this row the same figure (overall, or one category)."""
+        values = {
+            (run[name][budget].in_block if category is None
+             else run[name][budget].by_category.get(category))
+            for run in self.repeats if name in run
+        }  # fmt: skip
+        return len(values) <= 1
+
+
+def _count(text: str) -> int:
+    return default_token_counter().count(text)
+
+
+def _request(question: str, budget: int, kinds: str | None) -> RecallRequest:
+    request = RecallRequest(question, max_tokens=budget)
+    if kinds is None:
+        return request
+    changes: dict[str, Any] = {"kinds": kinds}  # a field only once episodes are recalled
+    return dataclasses.replace(request, **changes)
+
+
+Provenances = Mapping[str, Mapping[int, frozenset[str]]]  # user -> belief -> dia_ids
+
+
+async def _provenance(
+    engine: BeliefEngine, dialogue: Dialogue, turns: Turns, out: E2EResult
+) -> Provenances:
+    """Each user's beliefs -> the dia_ids of the turns they came from (history holds the
+    sources; the default recall block carries none)."""
+    found: dict[str, dict[int, frozenset[str]]] = {}
+    for user in (dialogue.user_id(s) for s in dialogue.speakers):
+        mine = found[user] = {}
+        for belief in await engine.history(user, limit=1_000_000):
+            ids = {turns.get((user, s.observed_at)) for s in belief.sources}
+            out.unmapped_sources += sum(
+                1 for s in belief.sources if (user, s.observed_at) not in turns
+            )
+            mine[belief.id] = frozenset(i for i in ids if i is not None)
+    return found
+
+
+def recalled_ids(
+    result: RecallResult, user: str, beliefs: Mapping[int, frozenset[str]], turns: Turns
+) -> list[frozenset[str]]:
+    """The dia_ids of each item in a recalled block: beliefs by their provenance, episodes
+    (once the engine recalls them) by the instant they were said."""
+    items = [beliefs.get(s.belief.id, frozenset()) for s in result.beliefs]
+    for scored in getattr(result, "episodes", ()):
+        dia = turns.get((user, scored.episode.said_at))
+        items.append(frozenset({dia}) if dia else frozenset())
+    return items
+
+
+async def _answers(
+    engine: BeliefEngine, dialogue: Dialogue, turns: Turns, provenance: Provenances,
+    kinds: str | None,
+) -> dict[int, list[Answer]]:  # fmt: skip
+    users = [dialogue.user_id(s) for s in dialogue.speakers]
+    answers: dict[int, list[Answer]] = {b: [] for b in BUDGETS}
+    for _, question in dialogue.queries:
+        for budget in BUDGETS:
+            block: list[frozenset[str]] = []
+            tokens = 0
+            for user in users:
+                result = await engine.recall(user, _request(question, budget, kinds))
+                block += recalled_ids(result, user, provenance[user], turns)
+                tokens += result.tokens
+            answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
+    return answers
+
+
+async def _ingest_pipeline(
+    dialogue: Dialogue, memory: Memory, clock: SettableClock, out: E2EResult
+) -> None:
+    """Every turn through ``Runner.run`` on ``Mem01Session``; each chat flushed at its end."""
+    model = ReplayModel()
+    agent = Agent(name="assistant", instructions="Reply as the other speaker.", model=model)
+    for number, session in enumerate(dialogue.sessions):
+        for speaker in dialogue.speakers:
+            s = Mem01Session(
+                dialogue.chat_id(session, speaker), dialogue.user_id(speaker), memory=memory
+            )
+            try:
+                for exchange in chat(session, speaker):
+                    clock.now = turn_instant(session, exchange.turn)
+                    model.reply = exchange.reply
+                    await Runner.run(
+                        agent, exchange.turn.text, session=s, run_config=s.run_config()
+                    )
+                    block = s.last_recall.text if s.last_recall is not None else ""
+                    phase = out.runs.setdefault("later" if number else "first", Injection())
+                    phase.runs += 1
+                    phase.recalled += bool(block)
+                    phase.carried += bool(block) and memory_texts(model.last_input) == [block]
+                if not await s.flush_memory():
+                    out.flush_failures.append(f"{s.session_id}: {s.last_memory_error}")
+            finally:
+                await s.aclose()
+
+
+async def _pipeline(
+    server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], out: E2EResult
+) -> None:
+    clock = SettableClock()
+    url = server.database("e2e_pipeline")
+    memory = await open_memory(url, emb, clock=clock)
+    rows = {name: Row() for name in pipeline_rows()}
+    try:
+        started = time.perf_counter()
+        for dialogue in dialogues:
+            await _ingest_pipeline(dialogue, memory, clock, out)
+        per_turn = (time.perf_counter() - started) / max(out.turns, 1)
+        engine = await memory.engine()
+        for dialogue in dialogues:
+            clock.now = dialogue.sessions[-1].date + timedelta(days=1)
+            turns = instants(dialogue)
+            provenance = await _provenance(engine, dialogue, turns, out)
+            for name, kinds in pipeline_rows().items():
+                got = await _answers(engine, dialogue, turns, provenance, kinds)
+                for b in BUDGETS:
+                    rows[name].answers.setdefault(b, []).extend(got[b])
+    finally:
+        await memory.aclose()
+    beliefs = _stored(url, "beliefs", "status = 'active'")
+    episodes = _stored(url, "episodes")
+    out.jobs = _stored(url, "memory_jobs", by="status")
+    for row in rows.values():
+        row.beliefs, row.episodes, row.ingest_s_per_turn = beliefs, episodes, per_turn
+    out.rows.update(rows)
+
+
+def _stored(url: str, table: str, where: str = "true", by: str = "user_id") -> dict[str, int]:
+    """Rows per user (or per ``by``) in ``table``; empty when the schema has no such table."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+        if row is None or row[0] is None:
+            return {}
+        sql = f"SELECT {by}, count(*) FROM {table} WHERE {where} GROUP BY {by}"
+        return {str(u): int(n) for u, n in conn.execute(sql).fetchall()}
+
+
+async def _raw(
+    server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], out: E2EResult
+) -> None:
+    """Every turn ADDed as a belief of its speaker's user, observed at the turn's instant."""
+    clock = SettableClock()
+    url = server.database("e2e_raw")
+    memory = await open_memory(url, emb, clock=clock)
+    row = out.rows[RAW] = Row()
+    try:
+        engine = await memory.engine()
+        started = time.perf_counter()
+        for d in dialogues:
+            for session in d.sessions:
+                for turn in session.turns:
+                    clock.now = turn_instant(session, turn)
+                    prov = Provenance(session_id=d.chat_id(session, turn.speaker),
+                                      item_ref=turn.dia_id, observed_at=clock.now,
+                                      extractor="verbatim")  # fmt: skip
+                    await engine.apply(
+                        d.user_id(turn.speaker), [Op.add(raw_text(session, turn))], provenance=prov
+                    )
+        row.ingest_s_per_turn = (time.perf_counter() - started) / max(out.turns, 1)
+        for d in dialogues:
+            clock.now = d.sessions[-1].date + timedelta(days=1)
+            turns = instants(d)
+            provenance = await _provenance(engine, d, turns, out)
+            got = await _answers(engine, d, turns, provenance, None)
+            for b in BUDGETS:
+                row.answers.setdefault(b, []).extend(got[b])
+    finally:
+        await memory.aclose()
+    row.beliefs = _stored(url, "beliefs", "status = 'active'")
+
+
+def _mem0(
+    server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], log: Path,
+    out: E2EResult,
+) -> None:  # fmt: skip
+    """mem0 storing each turn as a raw message of its speaker's user (``infer=False``)."""
+    row = Row()
+    with Peer("mem0", log) as peer:
+        peer.setup(server.database("e2e_mem0"), emb.dim, tempfile.mkdtemp(dir="/tmp"))
+        ms = 0.0
+        for d in dialogues:
+            for session in d.sessions:
+                batch = [
+                    {
+                        "user": d.user_id(t.speaker),
+                        "speaker": t.speaker,
+                        "dia_id": t.dia_id,
+                        "text": raw_text(session, t),
+                        "observed_at": turn_instant(session, t).isoformat(),
+                        "vector": emb.cache[raw_text(session, t)],
+                    }
+                    for t in session.turns
+                ]
+                ms += float(peer.call("add_turns", turns=batch)["ms"])
+        row.ingest_s_per_turn = ms / 1000.0 / max(out.turns, 1)
+        for d in dialogues:
+            users = [d.user_id(s) for s in d.speakers]
+            row.beliefs = {**row.beliefs, **peer.call("count", users=users)["counts"]}
+            for _, question in d.queries:
+                blocks = {b: Answer(ranked=()) for b in BUDGETS}
+                for user in users:
+                    reply = peer.call("recall", user=user, query=question,
+                                      vector=emb.cache[question], k=CANDIDATES)  # fmt: skip
+                    items = [(i["text"], frozenset(i["ids"])) for i in reply["items"]]
+                    row.returned.append(len(items))
+                    for b, got in packed(items).items():
+                        blocks[b] = Answer((), [*blocks[b].block, *got.block],
+                                           blocks[b].block_tokens + got.block_tokens)  # fmt: skip
+                for b in BUDGETS:
+                    row.answers.setdefault(b, []).append(blocks[b])
+    out.rows[MEM0] = row
+
+
+def packed(items: Sequence[tuple[str, frozenset[str]]]) -> dict[int, Answer]:
+    """A ranked list as a block at each budget: its leading items as ``- text`` lines under
+    a one-line header, counted with the shared tokenizer."""
+    out: dict[int, Answer] = {}
+    for budget in BUDGETS:
+        taken = pack([t for t, _ in items], _count, budget, HEADER)
+        text = HEADER + "".join(f"- {items[i][0]}\n" for i in taken)
+        out[budget] = Answer((), [items[i][1] for i in taken], _count(text) if taken else 0)
+    return out
+
+
+def stripped(dialogues: list[Dialogue]) -> list[Dialogue]:
+    """The questions as every row gets them: without surrounding whitespace."""
+    return [
+        dataclasses.replace(d, queries=[(q, t.strip()) for q, t in d.queries]) for d in dialogues
+    ]
+
+
+async def run(
+    server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path, runs: int = 2
+) -> E2EResult:
+    """The whole protocol ``runs`` times on fresh databases; the first run's figures, with
+    every run's summaries in :attr:`E2EResult.repeats` (to mark what differed)."""
+    set_tracing_disabled(True)
+    started = time.perf_counter()
+    dialogues = stripped(load_dialogues(folder))
+    # Vectors computed up front for what every row embeds as is (the turns as said, as
+    # stored verbatim, the questions): no row's ingest time includes them.
+    texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
+    texts += [raw_text(s, t) for d in dialogues for s in d.sessions for t in s.turns]
+    await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
+    results = [await _one_run(server, emb, dialogues, log) for _ in range(runs)]
+    out = results[0]
+    out.repeats = [{name: row.summaries for name, row in r.rows.items()} for r in results]
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+async def _one_run(
+    server: Server, emb: PrecomputedEmbedder, dialogues: list[Dialogue], log: Path
+) -> E2EResult:
+    out = E2EResult(dialogues=len(dialogues))
+    out.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
+    queries: list[Query] = [q for d in dialogues for q, _ in d.queries if q.evidence]
+    out.questions = len(queries)
+    for q in queries:
+        out.category_counts[q.category] = out.category_counts.get(q.category, 0) + 1
+    said = {t.dia_id for d in dialogues for s in d.sessions for t in s.turns}
+    out.ceiling = sum(bool(q.evidence & said) for q in queries) / max(len(queries), 1)
+    await _pipeline(server, emb, dialogues, out)
+    await _raw(server, emb, dialogues, out)
+    try:
+        _mem0(server, emb, dialogues, log, out)
+    except (PeerError, OSError) as exc:
+        out.failures["mem0"] = str(exc)
+    all_queries = [q for d in dialogues for q, _ in d.queries]
+    for row in out.rows.values():
+        row.summaries = {b: summarize(all_queries, row.answers[b]) for b in BUDGETS}
+    return out
