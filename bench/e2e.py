@@ -12,8 +12,8 @@ every stored item's observed time names its turn (:func:`bench.locomo.instants`)
 
 Then, for each question of categories 1-4 with evidence, both speakers' users recall at B
 tokens each; a question is a hit at B when an item in either block came from a user turn
-(never the reply) whose dia_id is in the evidence. Rows: this pipeline (per kind of record
-once the engine recalls episodes too, see :func:`pipeline_rows`), every turn stored
+(never the reply) whose dia_id is in the evidence. Rows: this pipeline (what it recalls by
+default, and each kind of record alone: :data:`PIPELINE_ROWS`), every turn stored
 verbatim as a belief of its speaker's user (``engine.apply``), and mem0 storing the same
 turns as raw messages (``infer=False``, in its own process), packed into B tokens as
 ``- text`` lines under a one-line header. One tokenizer counts every block.
@@ -41,6 +41,7 @@ from agents.usage import Usage
 from mem01session import Mem01Session, Memory
 from mem01session.engine import BeliefEngine, RecallRequest, RecallResult
 from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.records import RecallKinds
 from mem01session.session.items import memory_texts
 from mem01session.tokens import default_token_counter
 
@@ -56,12 +57,12 @@ MEM0 = "mem0 (raw messages)"
 Turns = Mapping[tuple[str, datetime], str]  # (user, instant) -> dia_id
 
 
-def pipeline_rows() -> dict[str, str | None]:
-    """This pipeline's rows and the ``kinds`` each recalls: one row (today's recall, beliefs
-    only) until ``RecallRequest`` takes ``kinds``; then all, beliefs only, episodes only."""
-    if "kinds" in {f.name for f in dataclasses.fields(RecallRequest)}:
-        return {"mem01session": "all", "beliefs only": "beliefs", "episodes only": "episodes"}
-    return {"mem01session (beliefs)": None}
+# This pipeline's rows and what each recalls: everything (the default), one kind alone.
+PIPELINE_ROWS: dict[str, RecallKinds] = {
+    "mem01session": "all",
+    "beliefs only": "beliefs",
+    "episodes only": "episodes",
+}
 
 
 class ReplayModel(Model):
@@ -142,14 +143,6 @@ def _count(text: str) -> int:
     return default_token_counter().count(text)
 
 
-def _request(question: str, budget: int, kinds: str | None) -> RecallRequest:
-    request = RecallRequest(question, max_tokens=budget)
-    if kinds is None:
-        return request
-    changes: dict[str, Any] = {"kinds": kinds}  # a field only once episodes are recalled
-    return dataclasses.replace(request, **changes)
-
-
 Provenances = Mapping[str, Mapping[int, frozenset[str]]]  # user -> belief -> dia_ids
 
 
@@ -174,9 +167,9 @@ def recalled_ids(
     result: RecallResult, user: str, beliefs: Mapping[int, frozenset[str]], turns: Turns
 ) -> list[frozenset[str]]:
     """The dia_ids of each item in a recalled block: beliefs by their provenance, episodes
-    (once the engine recalls them) by the instant they were said."""
+    by the instant they were said."""
     items = [beliefs.get(s.belief.id, frozenset()) for s in result.beliefs]
-    for scored in getattr(result, "episodes", ()):
+    for scored in result.episodes:
         dia = turns.get((user, scored.episode.said_at))
         items.append(frozenset({dia}) if dia else frozenset())
     return items
@@ -184,7 +177,7 @@ def recalled_ids(
 
 async def _answers(
     engine: BeliefEngine, dialogue: Dialogue, turns: Turns, provenance: Provenances,
-    kinds: str | None,
+    kinds: RecallKinds,
 ) -> dict[int, list[Answer]]:  # fmt: skip
     users = [dialogue.user_id(s) for s in dialogue.speakers]
     answers: dict[int, list[Answer]] = {b: [] for b in BUDGETS}
@@ -193,7 +186,8 @@ async def _answers(
             block: list[frozenset[str]] = []
             tokens = 0
             for user in users:
-                result = await engine.recall(user, _request(question, budget, kinds))
+                request = RecallRequest(question, max_tokens=budget, kinds=kinds)
+                result = await engine.recall(user, request)
                 block += recalled_ids(result, user, provenance[user], turns)
                 tokens += result.tokens
             answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
@@ -235,7 +229,7 @@ async def _pipeline(
     clock = SettableClock()
     url = server.database("e2e_pipeline")
     memory = await open_memory(url, emb, clock=clock)
-    rows = {name: Row() for name in pipeline_rows()}
+    rows = {name: Row() for name in PIPELINE_ROWS}
     try:
         started = time.perf_counter()
         for dialogue in dialogues:
@@ -246,7 +240,7 @@ async def _pipeline(
             clock.now = dialogue.sessions[-1].date + timedelta(days=1)
             turns = instants(dialogue)
             provenance = await _provenance(engine, dialogue, turns, out)
-            for name, kinds in pipeline_rows().items():
+            for name, kinds in PIPELINE_ROWS.items():
                 got = await _answers(engine, dialogue, turns, provenance, kinds)
                 for b in BUDGETS:
                     rows[name].answers.setdefault(b, []).extend(got[b])
@@ -261,11 +255,8 @@ async def _pipeline(
 
 
 def _stored(url: str, table: str, where: str = "true", by: str = "user_id") -> dict[str, int]:
-    """Rows per user (or per ``by``) in ``table``; empty when the schema has no such table."""
+    """Rows per user (or per ``by``) in ``table``."""
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
-        if row is None or row[0] is None:
-            return {}
         sql = f"SELECT {by}, count(*) FROM {table} WHERE {where} GROUP BY {by}"
         return {str(u): int(n) for u, n in conn.execute(sql).fetchall()}
 
@@ -296,7 +287,7 @@ async def _raw(
             clock.now = d.sessions[-1].date + timedelta(days=1)
             turns = instants(d)
             provenance = await _provenance(engine, d, turns, out)
-            got = await _answers(engine, d, turns, provenance, None)
+            got = await _answers(engine, d, turns, provenance, "beliefs")
             for b in BUDGETS:
                 row.answers.setdefault(b, []).extend(got[b])
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 
-from .e2e import BUDGETS, MEM0, RAW, E2EResult, pipeline_rows
+from .e2e import BUDGETS, MEM0, PIPELINE_ROWS, RAW, E2EResult
 from .locomo import NO_REPLY
 from .quality import CANDIDATES
 
@@ -67,13 +67,8 @@ def categories(r: E2EResult) -> str:
 
 def note(r: E2EResult) -> str:
     first, later = r.runs.get("first"), r.runs.get("later")
-    pipeline = next(iter(pipeline_rows()))
-    kinds = (
-        "one row, today's recall (beliefs only): the rows per kind of record (all, beliefs "
-        "only, episodes only) appear once the engine recalls episodes"
-        if len(pipeline_rows()) == 1
-        else "its rows recall all records, beliefs only and episodes only"
-    )
+    pipeline = next(iter(PIPELINE_ROWS))
+    kinds = "its rows recall all records (the default), beliefs only and episodes only"
     parts = [
         f"{r.dialogues} conversation(s), {r.turns} turns, {r.questions} questions of "
         f"categories 1-4 with evidence (their evidence names a turn of the dialogue for "

@@ -151,9 +151,6 @@ def test_recalled_items_name_their_turns_beliefs_and_episodes() -> None:
     result = SimpleNamespace(beliefs=(belief,), episodes=(episode, stranger))
     got = recalled_ids(result, "u", {7: frozenset({"D1:1"})}, turns)  # type: ignore[arg-type]
     assert got == [frozenset({"D1:1"}), frozenset({"D1:2"}), frozenset()]
-    # Today's recall result has no episodes: beliefs alone.
-    only = SimpleNamespace(beliefs=(belief,))
-    assert recalled_ids(only, "u", {7: frozenset({"D1:1"})}, turns) == [frozenset({"D1:1"})]  # type: ignore[arg-type]
 
 
 def test_a_ranked_list_is_packed_into_each_budget() -> None:

@@ -10,17 +10,20 @@ from mem01session.db.schema import USER_TABLES as TABLES
 from mem01session.engine import BeliefEngine
 
 
+def order_of(table: str) -> str:
+    """A stable order for the rows of a user-scoped table (its primary key)."""
+    if table == "memory_users":
+        return "user_id"
+    return "user_id, lexeme" if table.endswith("_terms") else "user_id, id"
+
+
 async def table_rows(engine: BeliefEngine, user_id: str | None = None) -> dict[str, list[str]]:
     """Every row of every table (optionally one user's), in a stable order."""
     out: dict[str, list[str]] = {}
     async with engine.db.sa_engine.connect() as conn:
         for table in TABLES:
             where = "" if user_id is None else "WHERE user_id = :u"
-            order = {
-                "memory_users": "user_id",
-                "belief_terms": "user_id, lexeme",
-                "episode_terms": "user_id, lexeme",
-            }.get(table, "user_id, id")
+            order = order_of(table)
             # The whole row as text: comparable, embedding included.
             rows = await conn.scalars(
                 text(f"SELECT CAST(t AS text) FROM {table} t {where} ORDER BY {order}"),

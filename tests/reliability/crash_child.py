@@ -32,7 +32,7 @@ from agents.testing import ScriptedModel, assistant_message
 from mem01session import Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine
+from mem01session.engine import BeliefEngine, Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 from mem01session.queue import JobStore
@@ -97,7 +97,13 @@ class MarkingExtractor:
 
 class MarkingEngine(BeliefEngine):
     async def apply(  # type: ignore[override]
-        self, user_id: str, ops: Sequence[Op], *, provenance: Provenance, hook: Any = None
+        self,
+        user_id: str,
+        ops: Sequence[Op],
+        *,
+        provenance: Provenance,
+        hook: Any = None,
+        utterances: Sequence[Utterance] = (),
     ) -> Any:
         n = CURRENT
         await mark("applying", n)
@@ -106,7 +112,9 @@ class MarkingEngine(BeliefEngine):
             await mark("committing", n)
             await hook(conn)
 
-        return await super().apply(user_id, ops, provenance=provenance, hook=marking_hook)
+        return await super().apply(
+            user_id, ops, provenance=provenance, hook=marking_hook, utterances=utterances
+        )
 
 
 async def main() -> None:

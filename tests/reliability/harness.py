@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from mem01session.db.schema import USER_TABLES
 from mem01session.session import Mem01Session
+from tests.engine.dbstate import order_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,11 +61,8 @@ async def snapshot(pool: AsyncEngine, user_id: str | None = None) -> dict[str, l
     out: dict[str, list[str]] = {}
     async with pool.connect() as conn:
         for table in USER_TABLES:
-            order = {"memory_users": "user_id", "belief_terms": "user_id, lexeme"}.get(
-                table, "user_id, id"
-            )
             rows = await conn.scalars(
-                text(f"SELECT CAST(t AS text) FROM {table} t {where} ORDER BY {order}"),
+                text(f"SELECT CAST(t AS text) FROM {table} t {where} ORDER BY {order_of(table)}"),
                 {"u": user_id},
             )
             out[table] = list(rows)
@@ -114,7 +112,8 @@ async def check_invariants(
     * the ledger replays to the final state: each belief's status is what the last
       ledger event touching it says, and an active belief's content is what the last
       event with it as subject recorded;
-    * the user's term counts (recall's word rarity) are what the active beliefs hold.
+    * the user's term counts (recall's word rarity) are what the active beliefs hold, and
+      the episode term counts and count what the recallable (not hidden) episodes hold.
     """
     async with pool.connect() as conn:
         counted: dict[str, int] = dict(
@@ -145,6 +144,38 @@ async def check_invariants(
             text("SELECT count(*) FROM beliefs WHERE user_id = :u AND status = 'active'"),
             {"u": user_id},
         ), "active belief count drifted"
+        episode_terms: dict[str, int] = dict(
+            (
+                await conn.execute(
+                    text("SELECT lexeme, episodes FROM episode_terms WHERE user_id = :u"),
+                    {"u": user_id},
+                )
+            ).all()
+        )
+        episode_recount: dict[str, int] = dict(
+            (
+                await conn.execute(
+                    text(
+                        "SELECT t.lexeme, count(*) FROM episodes e, "
+                        "unnest(tsvector_to_array(e.tsv)) AS t(lexeme) "
+                        "WHERE e.user_id = :u AND e.hidden_at IS NULL GROUP BY t.lexeme"
+                    ),
+                    {"u": user_id},
+                )
+            ).all()
+        )
+        assert {k: v for k, v in episode_terms.items() if v} == episode_recount, (
+            "episode term counts drifted"
+        )
+        assert (
+            await conn.scalar(
+                text("SELECT episodes FROM memory_users WHERE user_id = :u"), {"u": user_id}
+            )
+            or 0
+        ) == await conn.scalar(
+            text("SELECT count(*) FROM episodes WHERE user_id = :u AND hidden_at IS NULL"),
+            {"u": user_id},
+        ), "episode count drifted"
         rows = [
             Row(*r)
             for r in await conn.execute(

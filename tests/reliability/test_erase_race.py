@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine
+from mem01session.engine import BeliefEngine, Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn, TurnMessage
 from mem01session.queue import JobStore
@@ -61,7 +61,13 @@ class GatedEngine(BeliefEngine):
     gate: Gate | None = None
 
     async def apply(
-        self, user_id: str, ops: Sequence[Op], *, provenance: Provenance, hook: Any = None
+        self,
+        user_id: str,
+        ops: Sequence[Op],
+        *,
+        provenance: Provenance,
+        hook: Any = None,
+        utterances: Sequence[Utterance] = (),
     ) -> Any:
         gate, self.gate = self.gate, None
 
@@ -71,7 +77,9 @@ class GatedEngine(BeliefEngine):
             if hook is not None:
                 await hook(conn)
 
-        return await super().apply(user_id, ops, provenance=provenance, hook=held)
+        return await super().apply(
+            user_id, ops, provenance=provenance, hook=held, utterances=utterances
+        )
 
 
 async def erase_waiting_on_lock(db: Database) -> bool:
@@ -142,6 +150,8 @@ async def test_erase_while_jobs_are_in_flight(db: Database, embedder: HashingEmb
                 "belief_events": 0,
                 "belief_sources": 0,
                 "belief_terms": 0,
+                "episodes": 0,
+                "episode_terms": 0,
                 "memory_jobs": 0,
                 "memory_users": 1,  # the tombstone (or the reinstated, empty user)
             }

@@ -163,6 +163,8 @@ def test_erase_needs_the_typed_user_id_then_shows_the_receipt(
         "beliefs": "4",
         "belief_events": "4",
         "belief_sources": "4",
+        "episodes": "0",  # the seed applies beliefs directly, not turns
+        "episode_terms": "0",
         "memory_jobs": "1",
     }
     assert terms > 0 and f"<b>{13 + terms}</b>" in text

@@ -15,28 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..db.direct import BinaryVector
 from .candidates import COMMON_MIN, COMMON_SHARE, MAX_QUERY_TERMS
 from .parts import EngineParts
 from .records import Episode
+from .scoring import EpisodeCandidate
 
 _COLUMNS = (
     "e.id, e.user_id, e.session_id, e.job_id, e.message, e.passage, e.role, e.content, "
     "e.said_at, e.item_ref, e.hidden_at"
 )
 EPISODE_FIELDS = 11
-
-
-class EpisodeCandidate(NamedTuple):
-    """An episode fetched as a candidate, with its raw retrieval signals."""
-
-    episode: Episode
-    vector_rank: int | None
-    vector_similarity: float | None
-    text_rank: int | None
-    text_score: float | None
 
 
 @cache

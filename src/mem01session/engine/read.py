@@ -99,7 +99,8 @@ async def _ranked(
         )  # fmt: skip
     else:
         got, quotes = await fetching, []
-    ranked = scoring.score(got.candidates, now, as_of=as_of is not None, explain=request.explain)
+    beliefs, quotes = scoring.rank_jointly(got.candidates, quotes)
+    ranked = scoring.score(beliefs, now, as_of=as_of is not None, explain=request.explain)
     if got.other_model:
         notice_once(
             log,

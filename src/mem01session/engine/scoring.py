@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from .records import Belief, Episode, ScoredBelief, ScoredEpisode
 
@@ -154,23 +154,52 @@ def score(
     return out
 
 
-class EpisodeSignals(Protocol):
-    """What :func:`score_episodes` reads of a candidate episode."""
+class EpisodeCandidate(NamedTuple):
+    """An episode fetched as a candidate, with its raw retrieval signals."""
 
-    @property
-    def episode(self) -> Episode: ...
-    @property
-    def vector_rank(self) -> int | None: ...
-    @property
-    def vector_similarity(self) -> float | None: ...
-    @property
-    def text_rank(self) -> int | None: ...
-    @property
-    def text_score(self) -> float | None: ...
+    episode: Episode
+    vector_rank: int | None
+    vector_similarity: float | None
+    text_rank: int | None
+    text_score: float | None
+
+
+def rank_jointly(
+    beliefs: Sequence[Candidate], episodes: Sequence[EpisodeCandidate]
+) -> tuple[list[Candidate], list[EpisodeCandidate]]:
+    """Beliefs and episodes ranked as one list per retriever: the vector candidates by
+    similarity, the full-text matches by the share of the query's word weight they cover.
+    Each statement ranks its own kind only, and a user's few beliefs would otherwise take
+    the top ranks whatever they say; ranked together, relevance compares the two kinds.
+    Unchanged when one kind is absent."""
+    if not beliefs or not episodes:
+        return list(beliefs), list(episodes)
+    both: list[Candidate | EpisodeCandidate] = [*beliefs, *episodes]
+    vector = sorted(
+        (i for i, c in enumerate(both) if c.vector_rank is not None),
+        key=lambda i: -(both[i].vector_similarity or 0.0),
+    )
+    text = sorted(
+        (i for i, c in enumerate(both) if c.text_rank is not None),
+        key=lambda i: -(both[i].text_score or 0.0),
+    )
+    vranks = {i: r for r, i in enumerate(vector, start=1)}
+    tranks = {i: r for r, i in enumerate(text, start=1)}
+    n = len(beliefs)
+    return (
+        [
+            c._replace(vector_rank=vranks.get(i), text_rank=tranks.get(i))
+            for i, c in enumerate(beliefs)
+        ],
+        [
+            c._replace(vector_rank=vranks.get(n + i), text_rank=tranks.get(n + i))
+            for i, c in enumerate(episodes)
+        ],
+    )
 
 
 def score_episodes(
-    candidates: Iterable[EpisodeSignals],
+    candidates: Iterable[EpisodeCandidate],
     now: datetime,
     *,
     explain: bool = False,
