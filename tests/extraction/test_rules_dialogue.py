@@ -101,6 +101,7 @@ def test_an_ordinary_sentence_about_a_pin_is_no_secret() -> None:
         "I love the colors in this one.",
         "I love all the yellow leaves, it looks so cozy.",
         "I love it [image: a photo of a dog]",
+        "I like to think so.",
     ],
 )
 async def test_no_belief(text: str) -> None:
@@ -140,6 +141,14 @@ async def test_no_belief(text: str) -> None:
             ],
         ),
         ("I work as a nurse and love it.", [("ADD", "work.role", "Works as a nurse")]),
+        (
+            "I love to read and write poetry.",
+            [
+                ("ADD", "likes.read", "Loves to read"),
+                ("ADD", "likes.write-poetry", "Loves to write poetry"),
+            ],
+        ),
+        ("I have two turtles.", [("ADD", "pets.turtle", "Has two turtles")]),
         (
             "My favorite book is Charlotte's Web.",
             [("ADD", "favorite.book", "Favorite book is Charlotte's Web")],

@@ -18,12 +18,12 @@ _WORD = re.compile(r"[\w'\-]+")
 # The other person, anywhere in the object: a remark about them, not about the user.
 _SECOND_PERSON = frozenset("you your yours yourself yourselves ya y'all u ur thee thy".split())
 # Words that point back at something in the conversation, or introduce a clause, anywhere
-# in the object ("power you were talking about", "how it shows ...").
+# in the object ("power you were talking about", "how it shows ...", "to think so").
 _REFERRING = frozenset(
     """it its it's itself that this these those them they he she him his her hers
     their theirs he's she's they're we we're us i i'm i've i'd i'll
     because cause 'cause cuz since when whenever while if unless although though
-    which who whom whose where what how why there's here's let's""".split()
+    which who whom whose where what how why there's here's let's so""".split()
 )
 # A finite verb or auxiliary anywhere: the object is a clause ("... is incredible").
 _FINITE = frozenset(

@@ -102,6 +102,9 @@ ANIMALS = {
     "rabbit": "rabbit", "rabbits": "rabbit", "bunny": "rabbit", "hamster": "hamster",
     "parrot": "parrot", "bird": "bird", "birds": "bird", "fish": "fish", "turtle": "turtle",
     "snake": "snake", "lizard": "lizard", "horse": "horse", "guinea pig": "guinea pig",
+    "puppies": "dog", "kittens": "cat", "hamsters": "hamster", "parrots": "parrot",
+    "turtles": "turtle", "snakes": "snake", "lizards": "lizard", "horses": "horse",
+    "guinea pigs": "guinea pig",
 }  # fmt: skip
 # Breeds are named as said ("Has a beagle named Max") and filed under their animal.
 BREEDS = {
@@ -176,6 +179,8 @@ def items(text: str, *, definite: bool = True) -> list[str]:
     listed = [item.strip() for item in _LIST_SPLIT.split(text)]
     if not is_object(text, [item for item in listed if item], definite=definite):
         return []
+    if listed[0].lower().startswith("to "):  # "to read and write poetry": "to" for each
+        listed = [i if not i or i.lower().startswith("to ") else f"to {i}" for i in listed]
     out = []
     for item in listed:
         if item and item.split()[0].lower() not in PRONOUNS and len(item.split()) <= 6:
