@@ -150,6 +150,31 @@ async def test_no_belief(text: str) -> None:
         ),
         ("I have two turtles.", [("ADD", "pets.turtle", "Has two turtles")]),
         (
+            'I love "Perfect" by Ed Sheeran.',
+            [("ADD", "likes.perfect-by-ed-sheeran", 'Loves "Perfect" by Ed Sheeran')],
+        ),
+        # a comma piece joined to the user's clause leaves it the user's
+        (
+            "I'm based in Austin, Texas, and work at Dell.",
+            [
+                ("ADD", "home.city", "Lives in Austin, Texas"),
+                ("ADD", "work.employer", "Works at Dell"),
+            ],
+        ),
+        (
+            "I live in Lisbon, work at Farfetch and play tennis.",
+            [("ADD", "home.city", "Lives in Lisbon"), ("ADD", "activity.tennis", "Plays tennis")],
+        ),
+        # a verb said again after "and" is a second statement unless it is love/like
+        (
+            "I moved out of NYC and moved to Boston.",
+            [("ADD", "home.city", "Lives in Boston")],
+        ),
+        (
+            "I play tennis and play golf.",
+            [("ADD", "activity.tennis", "Plays tennis"), ("ADD", "activity.golf", "Plays golf")],
+        ),
+        (
             "My favorite book is Charlotte's Web.",
             [("ADD", "favorite.book", "Favorite book is Charlotte's Web")],
         ),

@@ -68,6 +68,9 @@ _VERB_START = re.compile(
     r"|quit|left|started|spend|eat|adopted|went|became|no\s+longer|don't|do\s+not)\b",
     re.IGNORECASE,
 )
+# Verbs that are nouns as often: said twice in one clause ("I love the self-acceptance and
+# love theme"), the second is the noun.
+_NOUN_TOO = frozenset(("love", "like"))
 
 
 def sentences(text: str) -> list[str]:
@@ -89,15 +92,20 @@ def _speaker_verb(clause: str) -> str | None:
     return m["verb"].casefold()
 
 
+def _said_twice(start: str, verb: str) -> bool:
+    return start.casefold() == verb and verb in _NOUN_TOO
+
+
 def clauses(sentence: str) -> list[str]:
     """Split on conjunctions only where a new first-person statement starts.
 
     A piece with its own first-person subject starts one. So does a piece starting with a
     verb ("I live in NYC and pay $2,400 in rent"), whose subject is then the "I" of the
-    clause before: only when that clause is still the speaker's own statement (not "Take
-    care and enjoy your day", "It was a chance to learn and work as a team", nor a clause
-    another piece was already joined to) and the verb is not the one that clause started
-    with ("I love the self-acceptance and love theme": a noun there, not a second verb).
+    clause before: only when that clause is still the speaker's own statement, with no
+    other subject or clause in it so far (not "Take care and enjoy your day", "It was a
+    chance to learn and work as a team", "I'm happier around those who accept and love
+    me"), and the verb is not "love" or "like" said again ("I love the self-acceptance
+    and love theme": a noun there, not a second verb).
     """
     body = sentence.strip().rstrip(".!").strip()
     pieces = _CLAUSE_SPLIT.split(body)
@@ -114,12 +122,12 @@ def clauses(sentence: str) -> list[str]:
         elif _OTHER_CLAUSE.match(bare):
             out.append(bare)
             verb = None
-        elif not is_comma and start and verb is not None and start[0].casefold() != verb:
+        elif not is_comma and start and verb is not None and not _said_twice(start[0], verb):
             out.append(f"I {bare}")
             verb = _speaker_verb(out[-1])
         else:
             out[-1] = f"{out[-1]}{sep}{piece}"
-            verb = None
+            verb = _speaker_verb(out[-1])
     return out
 
 

@@ -53,7 +53,7 @@ _GENERAL_THE = frozenset(
     autumn spring night morning mornings quiet""".split()
 )
 _DEFINITE = re.compile(r"^(?:all\s+(?:of\s+)?)?the\s+(?P<rest>\S+)", re.IGNORECASE)
-_PUNCT = re.compile(r"[\[\](){}<>:\"“”/|*#@]|\s[-–—]\s|--")
+_PUNCT = re.compile(r"[\[\](){}<>:/|*#@]|\s[-–—]\s|--")
 
 
 def _bare(word: str) -> str:
