@@ -182,3 +182,22 @@ async def test_no_belief(text: str) -> None:
 )
 async def test_still_a_belief(text: str, expected: list[Row]) -> None:
     assert await _beliefs(text) == expected
+
+
+# -- linear time: each of these took the reader seconds to minutes at this size ----------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I love jazz" + " " * 50_000 + "music", [("ADD", "likes.jazz-music", "Loves jazz music")]),
+        ("I love hiking" + " now" * 12_500, [("ADD", "likes.hiking", "Loves hiking")]),
+        ("I love " + "and " * 12_500, []),
+        ("I " + "love, " * 8_000, []),
+        ("I love the " + "x and " * 8_000, []),
+        ("I live in Oslo" + "\t \n" * 15_000, [("ADD", "home.city", "Lives in Oslo")]),
+    ],
+    ids=["spaces", "now-tail", "ands", "love-commas", "the-x-and", "blank-lines"],
+)
+async def test_hostile_input_is_read_in_linear_time(text: str, expected: list[Row]) -> None:
+    assert await _beliefs(text) == expected

@@ -18,8 +18,10 @@ from .rules_objects import opens_clause
 __all__ = ["clauses", "is_question", "normalize", "sentences", "statements"]
 
 # Sentence ends; a bracketed note ("[image: a photo of a dog]") stands on its own too.
+# (Each space run is tried once, from its start: linear on a long one.)
 _SENTENCE = re.compile(
-    r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<=[.!?])\s+|\n+|\s+(?=\[)|(?<=\])\s+"
+    r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<=[.!?])\s+|\n+"
+    r"|(?<!\s)\s++(?=\[)|(?<=\])\s+"
 )
 _QUESTION_START = frozenset(
     """do does did am is are was were can could should would will have has where what
@@ -44,10 +46,13 @@ _FILLER = re.compile(
     r"|really|also|absolutely|totally|honestly|officially|already|definitely)\s+)+",
     re.IGNORECASE,
 )
+# One "now" tail; stripped from the end one at a time, each looked for in the last few
+# characters only (a search for a run of them ending the text would retry every start).
 _TAIL = re.compile(
-    r"(?:,?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well))+$",
+    r",?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well)$",
     re.IGNORECASE,
 )
+_TAIL_REACH = 24
 _CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although)\s+|,\s+")
 _SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our)\b", re.IGNORECASE)
 # A piece that is a clause of its own with another subject, or a subordinate one ("I love
@@ -68,6 +73,8 @@ _VERB_START = re.compile(
     r"|quit|left|started|spend|eat|adopted|went|became|no\s+longer|don't|do\s+not)\b",
     re.IGNORECASE,
 )
+# A run of spaces or tabs reads as one space (and every pattern below meets short runs).
+_SPACES = re.compile(r"[^\S\n]{2,}")
 # Verbs that are nouns as often: said twice in one clause ("I love the self-acceptance and
 # love theme"), the second is the noun.
 _NOUN_TOO = frozenset(("love", "like"))
@@ -127,20 +134,23 @@ def clauses(sentence: str) -> list[str]:
             verb = _speaker_verb(out[-1])
         else:
             out[-1] = f"{out[-1]}{sep}{piece}"
-            verb = _speaker_verb(out[-1])
+            verb = None if verb is None or opens_clause(piece) else verb
     return out
 
 
 def normalize(clause: str) -> str:
     clause = _INTERJECTION.sub("", clause.strip())
     clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)
-    return _TAIL.sub("", clause).strip().rstrip(".!,")
+    while m := _TAIL.search(clause, max(0, len(clause) - _TAIL_REACH)):
+        clause = clause[: m.start()]
+    return clause.strip().rstrip(".!,")
 
 
 def statements(text: str) -> Iterator[tuple[str, str]]:
     """``(sentence, clause)`` for each clause of ``text`` that may state a fact: not in a
     question, not a hypothetical or a plan. "Hi, I'm Sam" reads as "my name is Sam"."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    text = _SPACES.sub(" ", text)
     for sentence in sentences(text):
         if is_question(sentence):
             continue
