@@ -19,14 +19,16 @@ sentence, and recognizes plain first-person statements:
 
 It skips questions, hypotheticals and plans ("if I moved to Paris", "I might move",
 "I'd love to live in Rome someday", "I want to ..."), other people's facts ("my sister
-lives in Rome") and everything the assistant said. A verb after "and" is read as the
-user's only when the clause before is the user's own statement ("I live in NYC and pay
-...", not "Take care and enjoy the rest of your day"). An object that does not name a
-thing is no belief (:mod:`.rules_objects`): a remark about the other person ("I love your
-turtles"), a word pointing back at what was said or shown ("I love it", "I love the
-colors"), a clause ("I love how it ...", "that'll keep ..."). When unsure it stores
-nothing: the turn is kept verbatim as an episode anyway. Anything phrased differently is
-simply not seen: this is a zero-cost fallback, not language understanding.
+lives in Rome") and everything the assistant said. A message is read into clauses by
+:mod:`.rules_clauses`: a verb after "and" is the user's only when the clause before is
+the user's own statement ("I live in NYC and pay ...", not "Take care and enjoy the rest
+of your day"); a bracketed note ("[image: ...]") is a sentence of its own. An object
+that does not name a thing is no belief (:mod:`.rules_objects`): a remark about the
+other person ("I love your turtles"), a word pointing back at what was said or shown
+("I love it", "I love the colors"), a clause ("I love how it ...", "that'll keep ...").
+When unsure it stores nothing: the turn is kept verbatim as an episode anyway. Anything
+phrased differently is simply not seen: this is a zero-cost fallback, not language
+understanding.
 
 Candidates decide the op. Keys ``home.city``, ``home.rent``, ``person.*``, ``work.*``,
 ``family.partner``, ``diet``, ``favorite.*`` and ``expense.*`` hold one value: a new
