@@ -221,3 +221,40 @@ def test_a_secret_only_turn_keeps_nothing_of_the_secret() -> None:
     assert redact_secrets("sk-proj-Q3x9LmT2vR8kP4nB7wZ1cY6d") == (REDACTED, ["api key"])
     assert scrub("postgres://bob:s3cretpw@db/app") == f"postgres://bob:{REDACTED}@db/app"
     assert MASK not in scrub("password=hunter2x")
+
+
+# -- password phrases stay within their sentence (issue 24) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I noticed a pin on your purse. Is Spider-Man your favorite?",
+        "I noticed a pin on your purse Is Spider-Man your favorite?",
+        "She gave me a pin for my jacket. Was that hers?",
+        "I lost the pin to the bike lock! Is there a spare?",
+        "Where is the password for the wifi? Is it on the router?",
+    ],
+)
+def test_a_phrase_does_not_reach_into_the_next_sentence(text: str) -> None:
+    assert find_secrets(text) == []
+    assert scrub(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("my PIN is 7391", "7391"),
+        ("pin code: 4821", "4821"),
+        ("Pin is 0000 for the door", "0000"),
+        ("My Pin Is 4821, don't tell", "4821"),
+        ("PIN IS 4821", "4821"),
+        ("password for gmail is hunter22", "hunter22"),
+        ("the password for gmail.com is hunter22", "hunter22"),
+        ("The PIN for St. Mary is 4821", "4821"),
+        ("the passcode to the safe was 889921", "889921"),
+    ],
+)
+def test_password_phrases_are_still_found(text: str, secret: str) -> None:
+    assert secret not in scrub(text)
+    assert [m.label for m in find_secrets(text)] == ["password"]

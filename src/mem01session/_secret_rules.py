@@ -107,6 +107,9 @@ class Detector:
     group: str | int = 0
     check: Callable[[str], bool] | None = None
     folded: bool = False  # matched on the lower-cased text
+    guard: Callable[[str, re.Match[str]], bool] | None = None
+    """A last look at the whole match in the original text (its case kept): ``False``
+    means it is no secret after all. Constant time, so the scan stays linear."""
 
 
 def _det(
@@ -116,10 +119,11 @@ def _det(
     group: str | int = 0,
     check: Callable[[str], bool] | None = None,
     folded: bool = False,
+    guard: Callable[[str, re.Match[str]], bool] | None = None,
 ) -> Detector:
     text = source if isinstance(source, str) else source.pattern
     compiled = re.compile(text, re.ASCII), re.compile(text)
-    return Detector(label, *compiled, group=group, check=check, folded=folded)
+    return Detector(label, *compiled, group=group, check=check, folded=folded, guard=guard)
 
 
 def _word(literal: str) -> str:
@@ -128,11 +132,28 @@ def _word(literal: str) -> str:
     return rf"{escaped}(?<!\w{escaped})"
 
 
+# One word of the optional "for/to/of/on/at ..." clause: dots only inside it ("gmail.com")
+# or ending a short title ("St."), so the clause never runs on past a full stop into the
+# next sentence ("a pin on your purse. Is Spider-Man ...").
+_CLAUSE_WORD = r"(?:(?:mrs|mr|ms|dr|st|jr|sr|vs)\.|[\w\-]++(?:\.[\w\-]++)*+)"
 # "<keyword> [for|to|of|on|at <one or two words>] (is|was|=|:) <value>"
 _PHRASE_TAIL = (
-    r"\b(?:\s++(?:for|to|of|on|at)\s++[\w.\-]++(?:\s++[\w.\-]++)?)?"
-    r"(?:\s++(?:is|was|=|:)|\s*+[:=])\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
+    rf"\b(?:\s++(?:for|to|of|on|at)\s++{_CLAUSE_WORD}(?:\s++{_CLAUSE_WORD})?)?"
+    r"(?:\s++(?P<verb>is|was)|\s*+[:=])\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
 )
+
+
+def _same_sentence(text: str, m: re.Match[str]) -> bool:
+    """Whether the "is"/"was" of a phrase match belongs to its keyword: a capitalized
+    "Is" after a keyword in lower case starts another sentence ("... a pin on your purse
+    Is Spider-Man your favorite?"); "Pin Is 0000" and "PIN IS 0000" stay secrets."""
+    start, end = m.span("verb")
+    if start < 0:
+        return True
+    verb = text[start:end]
+    return not (verb[0].isupper() and verb[1:].islower() and text[m.start()].islower())
+
+
 _PASSWORD_WORDS = (
     ("pass", r"(?:\s?word|wd|code|phrase)"),
     ("pw", "d?"),
@@ -177,7 +198,12 @@ DETECTORS: tuple[Detector, ...] = (
     _det("url password", URL_PASSWORD, group="pw"),
     *(
         _det(
-            "password", _word(lit) + rest + _PHRASE_TAIL, group="v", folded=True, check=_not_a_word
+            "password",
+            _word(lit) + rest + _PHRASE_TAIL,
+            group="v",
+            folded=True,
+            check=_not_a_word,
+            guard=_same_sentence,
         )
         for lit, rest in _PASSWORD_WORDS
     ),

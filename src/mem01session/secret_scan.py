@@ -116,7 +116,11 @@ def _found(
     rank = _RANK[det.label]
     for m in pattern.finditer(subject, lo, hi):
         start, end = m.span(det.group)
-        if start < end and (det.check is None or det.check(text[start:end])):
+        if (
+            start < end
+            and (det.check is None or det.check(text[start:end]))
+            and (det.guard is None or det.guard(text, m))
+        ):
             yield start, end, rank
 
 

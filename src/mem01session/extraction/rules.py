@@ -19,8 +19,16 @@ sentence, and recognizes plain first-person statements:
 
 It skips questions, hypotheticals and plans ("if I moved to Paris", "I might move",
 "I'd love to live in Rome someday", "I want to ..."), other people's facts ("my sister
-lives in Rome") and everything the assistant said. Anything phrased differently is
-simply not seen: this is a zero-cost fallback, not language understanding.
+lives in Rome") and everything the assistant said. A message is read into clauses by
+:mod:`.rules_clauses`: a verb after "and" is the user's only when the clause before is
+the user's own statement ("I live in NYC and pay ...", not "Take care and enjoy the rest
+of your day"); a bracketed note ("[image: ...]") is a sentence of its own. An object
+that does not name a thing is no belief (:mod:`.rules_objects`): a remark about the
+other person ("I love your turtles"), a word pointing back at what was said or shown
+("I love it", "I love the colors"), a clause ("I love how it ...", "that'll keep ...").
+When unsure it stores nothing: the turn is kept verbatim as an episode anyway. Anything
+phrased differently is simply not seen: this is a zero-cost fallback, not language
+understanding.
 
 Candidates decide the op. Keys ``home.city``, ``home.rent``, ``person.*``, ``work.*``,
 ``family.partner``, ``diet``, ``favorite.*`` and ``expense.*`` hold one value: a new
@@ -34,7 +42,6 @@ nothing when none does.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,6 +51,7 @@ from ..queue.extractor import Candidate, Extraction
 from ..queue.turns import Turn
 from .dates import parse_when
 from .hygiene import screen
+from .rules_clauses import normalize, statements
 from .rules_negations import NEGATIONS
 from .rules_patterns import ASSERTIONS
 from .rules_vocab import Fact, expand_place
@@ -59,40 +67,6 @@ _SINGLE_PREFIXES = ("favorite.", "expense.")
 _MULTI_PREFIXES = ("pets.",)
 _OPPOSITE = {"likes.": "dislikes.", "dislikes.": "likes."}
 
-_SENTENCE = re.compile(r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<=[.!?])\s+|\n+")
-_QUESTION_START = frozenset(
-    """do does did am is are was were can could should would will have has where what
-    when who whom whose why how which shall may""".split()
-)
-_HYPOTHETICAL = re.compile(
-    r"(?i)\b(?:if|unless|might|maybe|perhaps|probably|would|could|should|someday|one\s+day"
-    r"|hopefully|hope|wish|want|wanna|wants|thinking\s+(?:about|of)|considering|planning"
-    r"|plan\s+to|going\s+to|gonna|will|dream|imagine|suppose|pretend|whether|I\s+may"
-    r"|soon)\b|\b(?:I|we|you|they)'(?:d|ll)\b"
-)
-_INTERJECTION = re.compile(
-    r"^(?:(?:oh|ah|well|so|also|btw|by\s+the\s+way|actually|anyway|yeah|yes|yep|no|nope"
-    r"|ok|okay|fyi|fun\s+fact|just\s+so\s+you\s+know|and|but|plus|hmm|um|honestly)\b[,!:]?\s*)+",
-    re.IGNORECASE,
-)
-# "Hi, I'm Sam" introduces a name; "I'm Sam" alone is too ambiguous to read as one.
-_GREETING = re.compile(r"^(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I'm|I\s+am|this\s+is)\s+", re.I)
-_FILLER = re.compile(
-    r"\b(I|we|I'm|I\s+am|we're)\s+(?:(?:just|recently|finally|currently|now|still|actually"
-    r"|really|also|absolutely|totally|honestly|officially|already|definitely)\s+)+",
-    re.IGNORECASE,
-)
-_TAIL = re.compile(
-    r"(?:,?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well))+$",
-    re.IGNORECASE,
-)
-_CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although)\s+|,\s+")
-_SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our)\b", re.IGNORECASE)
-_VERB_START = re.compile(
-    r"^(?:live|pay|work|moved|relocated|have|love|like|enjoy|prefer|hate|play|got|joined"
-    r"|quit|left|started|spend|eat|adopted|went|became|no\s+longer|don't|do\s+not)\b",
-    re.IGNORECASE,
-)
 _STOP = frozenset(
     """a an the my our their his her to of in at for on with and or is are am be been was
     i i'm we you it that this do don't not no longer anymore any more have has had
@@ -105,37 +79,6 @@ class _Said:
     fact: Fact
     evidence: str
     valid_from: datetime | None
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
-
-
-def _is_question(sentence: str) -> bool:
-    first = _INTERJECTION.sub("", sentence).split(maxsplit=1)
-    return sentence.rstrip().endswith("?") or (bool(first) and first[0].lower() in _QUESTION_START)
-
-
-def _clauses(sentence: str) -> list[str]:
-    """Split on conjunctions only where a new first-person statement starts."""
-    body = sentence.strip().rstrip(".!").strip()
-    pieces = _CLAUSE_SPLIT.split(body)
-    seps = _CLAUSE_SPLIT.findall(body)
-    clauses = [pieces[0]]
-    for sep, piece in zip(seps, pieces[1:], strict=True):
-        bare = _INTERJECTION.sub("", piece)
-        is_comma = sep.strip() == ","
-        if _SUBJECT.match(bare) or (not is_comma and _VERB_START.match(bare)):
-            clauses.append(bare if _SUBJECT.match(bare) else f"I {bare}")
-        else:
-            clauses[-1] = f"{clauses[-1]}{sep}{piece}"
-    return clauses
-
-
-def _normalize(clause: str) -> str:
-    clause = _INTERJECTION.sub("", clause.strip())
-    clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)
-    return _TAIL.sub("", clause).strip().rstrip(".!,")
 
 
 def _match(clause: str) -> list[Fact]:
@@ -151,15 +94,9 @@ def _match(clause: str) -> list[Fact]:
 def extract_facts(text: str, observed_at: datetime) -> list[tuple[Fact, str, datetime | None]]:
     """The facts one user message states, with their sentence and stated start time."""
     out: list[tuple[Fact, str, datetime | None]] = []
-    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
-    for sentence in _sentences(text):
-        if _is_question(sentence):
-            continue
-        for raw in _clauses(_GREETING.sub("my name is ", sentence)):
-            if _HYPOTHETICAL.search(raw):
-                continue
-            clause, when = parse_when(_normalize(raw), observed_at)
-            out.extend((f, sentence, when) for f in _match(_normalize(clause)))
+    for sentence, raw in statements(text):
+        clause, when = parse_when(normalize(raw), observed_at)
+        out.extend((f, sentence, when) for f in _match(normalize(clause)))
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .rules_objects import is_object
 from .rules_vocab import (
     ANIMAL,
     ANIMALS,
@@ -212,6 +213,7 @@ def _avoids(m: re.Match[str]) -> list[Fact]:
     return [Fact(f"diet.avoids.{slug(x)}", f"Does not eat {x}", value=x) for x in items(m["x"])]
 
 
+_PARTS = frozenset("part parts bit moment moments one ones scene line".split())
 _LIKE_CONTENT = {"love": "Loves", "like": "Likes", "enjoy": "Enjoys", "adore": "Loves"}
 _DISLIKE_CONTENT = {
     "hate": "Hates",
@@ -225,7 +227,8 @@ _DISLIKE_CONTENT = {
 @_rule(rf"^I\s+(?P<verb>(?i:love|like|enjoy|adore))\s+{PHRASE}{END}")
 def _likes(m: re.Match[str]) -> list[Fact]:
     verb = _LIKE_CONTENT[m["verb"].lower()]
-    return [Fact(f"likes.{slug(x)}", f"{verb} {x}", value=x) for x in items(m["x"]) if slug(x)]
+    things = items(m["x"], definite=False)
+    return [Fact(f"likes.{slug(x)}", f"{verb} {x}", value=x) for x in things if slug(x)]
 
 
 @_rule(
@@ -233,14 +236,18 @@ def _likes(m: re.Match[str]) -> list[Fact]:
 )
 def _dislikes(m: re.Match[str]) -> list[Fact]:
     verb = _DISLIKE_CONTENT[" ".join(m["verb"].lower().split())]
-    return [Fact(f"dislikes.{slug(x)}", f"{verb} {x}", value=x) for x in items(m["x"]) if slug(x)]
+    things = items(m["x"], definite=False)
+    return [Fact(f"dislikes.{slug(x)}", f"{verb} {x}", value=x) for x in things if slug(x)]
 
 
 @_rule(rf"^I\s+(?:(?i:generally|usually|always)\s+)?(?i:prefer)\s+{PHRASE}{END}")
 def _prefers(m: re.Match[str]) -> list[Fact]:
-    x = third_person(STRIP_TAIL.sub("", m["x"].strip()))
-    head = re.split(r"\s+(?i:over|to|rather\s+than|instead\s+of)\s+", x)[0]
-    return [Fact(f"prefers.{slug(head)}", f"Prefers {x}", value=x)] if slug(head) else []
+    said = STRIP_TAIL.sub("", m["x"].strip())
+    head = re.split(r"\s+(?i:over|to|rather\s+than|instead\s+of)\s+", said)[0]
+    if not slug(head) or not is_object(said, [head]):
+        return []
+    x = third_person(said)
+    return [Fact(f"prefers.{slug(head)}", f"Prefers {x}", value=x)]
 
 
 @_rule(
@@ -248,7 +255,10 @@ def _prefers(m: re.Match[str]) -> list[Fact]:
     rf"(?P<thing>[\w\- ]{{2,30}}?)(?:'s|\s+(?i:is|are))\s+{PHRASE}{END}"
 )
 def _favorite(m: re.Match[str]) -> list[Fact]:
-    thing, x = m["thing"].strip().lower(), third_person(STRIP_TAIL.sub("", m["x"].strip()))
+    thing, said = m["thing"].strip().lower(), STRIP_TAIL.sub("", m["x"].strip())
+    if thing.split()[-1] in _PARTS or not is_object(f"{thing} {said}", [thing, said]):
+        return []  # "my favorite part is ...": of what was just said or shown
+    x = third_person(said)
     return [Fact(f"favorite.{slug(thing)}", f"Favorite {thing} is {x}", value=x)]
 
 
@@ -256,7 +266,7 @@ def _favorite(m: re.Match[str]) -> list[Fact]:
 def _activity(m: re.Match[str]) -> list[Fact]:
     verb = {"play": "Plays"}.get(m["verb"].lower(), "Practices")
     x = re.sub(r"\s+(?i:every\s+\w+|on\s+weekends|regularly|a\s+lot|weekly)$", "", m["x"].strip())
-    if x.split()[0].lower() in PRONOUNS or len(x.split()) > 3:
+    if x.split()[0].lower() in PRONOUNS or len(x.split()) > 3 or not is_object(x, [x]):
         return []
     return [Fact(f"activity.{slug(x)}", f"{verb} {x}", value=x)]
 

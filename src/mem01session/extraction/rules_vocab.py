@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .rules_objects import is_object
+
 
 @dataclass(frozen=True)
 class Fact:
@@ -100,6 +102,9 @@ ANIMALS = {
     "rabbit": "rabbit", "rabbits": "rabbit", "bunny": "rabbit", "hamster": "hamster",
     "parrot": "parrot", "bird": "bird", "birds": "bird", "fish": "fish", "turtle": "turtle",
     "snake": "snake", "lizard": "lizard", "horse": "horse", "guinea pig": "guinea pig",
+    "puppies": "dog", "kittens": "cat", "hamsters": "hamster", "parrots": "parrot",
+    "turtles": "turtle", "snakes": "snake", "lizards": "lizard", "horses": "horse",
+    "guinea pigs": "guinea pig",
 }  # fmt: skip
 # Breeds are named as said ("Has a beagle named Max") and filed under their animal.
 BREEDS = {
@@ -120,7 +125,11 @@ JOB_WORDS = frozenset(
     entrepreneur founder ceo cto cfo freelancer paralegal banker recruiter librarian
     veterinarian vet surgeon salesperson marketer technician administrator translator""".split()
 )
-NON_ROLES = frozenset("fan regular member customer guest user client big huge person".split())
+# "I work as a team", "I'm a big fan": not jobs.
+NON_ROLES = frozenset(
+    """fan regular member customer guest user client big huge person team group pair couple
+    family unit whole one community""".split()
+)
 PEOPLE = frozenset(
     """sister brother mom mother dad father friend friends wife husband partner son daughter
     kids kid children parents boss coworker colleague roommate neighbor girlfriend
@@ -163,11 +172,17 @@ def article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
-def items(text: str) -> list[str]:
+def items(text: str, *, definite: bool = True) -> list[str]:
+    """The things a clause's object lists ("hiking and skiing"), in the third person; none
+    when it is not a list of things (see :func:`.rules_objects.is_object`)."""
     text = STRIP_TAIL.sub("", text.strip().rstrip(".!"))
+    listed = [item.strip() for item in _LIST_SPLIT.split(text)]
+    if not is_object(text, [item for item in listed if item], definite=definite):
+        return []
+    if listed[0].lower().startswith("to "):  # "to read and write poetry": "to" for each
+        listed = [i if not i or i.lower().startswith("to ") else f"to {i}" for i in listed]
     out = []
-    for item in _LIST_SPLIT.split(text):
-        item = item.strip()
+    for item in listed:
         if item and item.split()[0].lower() not in PRONOUNS and len(item.split()) <= 6:
             out.append(third_person(item))
     return out

@@ -1,0 +1,159 @@
+"""How the rule extractor reads a user message: sentences, then clauses.
+
+A message is split into sentences (a bracketed note such as "[image: a photo of a dog]"
+is one of its own); questions are dropped; each sentence is split into clauses where a
+new statement of the user's starts (:func:`clauses`); hypotheticals and plans are
+dropped. What is left is tidied (:func:`normalize`: interjections, fillers and "now"
+tails off) for the pattern tables of :mod:`.rules_patterns` and :mod:`.rules_negations`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+from .rules_objects import opens_clause
+
+__all__ = ["clauses", "is_question", "normalize", "sentences", "statements"]
+
+# Sentence ends; a bracketed note ("[image: a photo of a dog]") stands on its own too.
+# (Each space run is tried once, from its start: linear on a long one.)
+_SENTENCE = re.compile(
+    r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<=[.!?])\s+|\n+"
+    r"|(?<!\s)\s++(?=\[)|(?<=\])\s+"
+)
+_QUESTION_START = frozenset(
+    """do does did am is are was were can could should would will have has where what
+    when who whom whose why how which shall may""".split()
+)
+_HYPOTHETICAL = re.compile(
+    r"(?i)\b(?:if|unless|might|maybe|perhaps|probably|would|could|should|someday|one\s+day"
+    r"|hopefully|hope|wish|want|wanna|wants|thinking\s+(?:about|of)|considering|planning"
+    r"|plan\s+to|going\s+to|gonna|will|dream|imagine|suppose|pretend|whether|I\s+may"
+    r"|soon)\b|\b(?:I|we|you|they)'(?:d|ll)\b"
+)
+_INTERJECTION = re.compile(
+    r"^(?:(?:oh|ah|well|so|also|btw|by\s+the\s+way|actually|anyway|yeah|yes|yep|no|nope"
+    r"|ok|okay|fyi|fun\s+fact|just\s+so\s+you\s+know|you\s+know|and|but|plus|hmm|um"
+    r"|honestly)\b[,!:]?\s*)+",
+    re.IGNORECASE,
+)
+# "Hi, I'm Sam" introduces a name; "I'm Sam" alone is too ambiguous to read as one.
+_GREETING = re.compile(r"^(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I'm|I\s+am|this\s+is)\s+", re.I)
+_FILLER = re.compile(
+    r"\b(I|we|I'm|I\s+am|we're)\s+(?:(?:just|recently|finally|currently|now|still|actually"
+    r"|really|also|absolutely|totally|honestly|officially|already|definitely)\s+)+",
+    re.IGNORECASE,
+)
+# One "now" tail; stripped from the end one at a time, each looked for in the last few
+# characters only (a search for a run of them ending the text would retry every start).
+_TAIL = re.compile(
+    r",?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well)$",
+    re.IGNORECASE,
+)
+_TAIL_REACH = 24
+_CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although)\s+|,\s+")
+_SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our)\b", re.IGNORECASE)
+# A piece that is a clause of its own with another subject, or a subordinate one ("I love
+# music, it's my life"; "..., 'cause nature brings peace"): it ends the clause before.
+_OTHER_CLAUSE = re.compile(
+    r"^(?:it|it's|that's|this|he|she|they|they're|there's|because|'cause|cause|cuz|since"
+    r"|which|who|whenever|while)\b",
+    re.IGNORECASE,
+)
+# A clause whose subject is the speaker, and the word after it ("I live ..." -> "live").
+_SPEAKER = re.compile(
+    r"^(?:I|we)(?:'m|'ve|'re|\s+am|\s+are)?\s+(?:(?:just|recently|really|also|still|now"
+    r"|actually|absolutely|totally|honestly|definitely|currently|finally)\s+)*(?P<verb>[\w']+)",
+    re.IGNORECASE,
+)
+_VERB_START = re.compile(
+    r"^(?:live|pay|work|moved|relocated|have|love|like|enjoy|prefer|hate|play|got|joined"
+    r"|quit|left|started|spend|eat|adopted|went|became|no\s+longer|don't|do\s+not)\b",
+    re.IGNORECASE,
+)
+# A run of spaces or tabs reads as one space (and every pattern below meets short runs).
+_SPACES = re.compile(r"[^\S\n]{2,}")
+# Verbs that are nouns as often: said twice in one clause ("I love the self-acceptance and
+# love theme"), the second is the noun.
+_NOUN_TOO = frozenset(("love", "like"))
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def is_question(sentence: str) -> bool:
+    first = _INTERJECTION.sub("", sentence).split(maxsplit=1)
+    return sentence.rstrip().endswith("?") or (bool(first) and first[0].lower() in _QUESTION_START)
+
+
+def _speaker_verb(clause: str) -> str | None:
+    """The word after the speaker ("I really love X" -> "love"), when the clause is the
+    speaker's own statement and nothing in it opens another clause ("I'm happier around
+    those who accept ..."); ``None`` for anything else ("Take care", "My rent is ...")."""
+    m = _SPEAKER.match(_INTERJECTION.sub("", clause))
+    if m is None or opens_clause(_INTERJECTION.sub("", clause)[m.end() :]):
+        return None
+    return m["verb"].casefold()
+
+
+def _said_twice(start: str, verb: str) -> bool:
+    return start.casefold() == verb and verb in _NOUN_TOO
+
+
+def clauses(sentence: str) -> list[str]:
+    """Split on conjunctions only where a new first-person statement starts.
+
+    A piece with its own first-person subject starts one. So does a piece starting with a
+    verb ("I live in NYC and pay $2,400 in rent"), whose subject is then the "I" of the
+    clause before: only when that clause is still the speaker's own statement, with no
+    other subject or clause in it so far (not "Take care and enjoy your day", "It was a
+    chance to learn and work as a team", "I'm happier around those who accept and love
+    me"), and the verb is not "love" or "like" said again ("I love the self-acceptance
+    and love theme": a noun there, not a second verb).
+    """
+    body = sentence.strip().rstrip(".!").strip()
+    pieces = _CLAUSE_SPLIT.split(body)
+    seps = _CLAUSE_SPLIT.findall(body)
+    out = [pieces[0]]
+    verb = _speaker_verb(pieces[0])
+    for sep, piece in zip(seps, pieces[1:], strict=True):
+        bare = _INTERJECTION.sub("", piece)
+        is_comma = sep.strip() == ","
+        start = _VERB_START.match(bare)
+        if _SUBJECT.match(bare):
+            out.append(bare)
+            verb = _speaker_verb(bare)
+        elif _OTHER_CLAUSE.match(bare):
+            out.append(bare)
+            verb = None
+        elif not is_comma and start and verb is not None and not _said_twice(start[0], verb):
+            out.append(f"I {bare}")
+            verb = _speaker_verb(out[-1])
+        else:
+            out[-1] = f"{out[-1]}{sep}{piece}"
+            verb = None if verb is None or opens_clause(piece) else verb
+    return out
+
+
+def normalize(clause: str) -> str:
+    clause = _INTERJECTION.sub("", clause.strip())
+    clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)
+    while m := _TAIL.search(clause, max(0, len(clause) - _TAIL_REACH)):
+        clause = clause[: m.start()]
+    return clause.strip().rstrip(".!,")
+
+
+def statements(text: str) -> Iterator[tuple[str, str]]:
+    """``(sentence, clause)`` for each clause of ``text`` that may state a fact: not in a
+    question, not a hypothetical or a plan. "Hi, I'm Sam" reads as "my name is Sam"."""
+    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    text = _SPACES.sub(" ", text)
+    for sentence in sentences(text):
+        if is_question(sentence):
+            continue
+        for clause in clauses(_GREETING.sub("my name is ", sentence)):
+            if not _HYPOTHETICAL.search(clause):
+                yield sentence, clause
