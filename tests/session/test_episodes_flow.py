@@ -85,3 +85,22 @@ async def test_forget_and_erase_reach_the_words_too(
     assert await engine.episodes("carol") == []
     after = await session.recall("Where do I live? Porto")
     assert after is not None and after.empty
+
+
+async def test_a_conversation_is_not_quoted_its_own_words(
+    make_session: Callable[..., Mem01Session],
+) -> None:
+    same = make_session("maps-chat", "dave")
+    await say(same, "I collect old maps of Lisbon.")
+    assert await same.flush_memory(timeout=30)
+    model = await say(same, "What do I collect?")
+    # The transcript holds the words already: no quote of them in the block.
+    assert same.last_recall is not None and same.last_recall.episodes == ()
+    assert json.dumps(model.calls[0].input).count("old maps of Lisbon") == 1
+
+    other = make_session("another-chat", "dave")
+    model = await say(other, "What do I collect?")
+    assert other.last_recall is not None
+    quoted = [q.episode.content for q in other.last_recall.episodes]
+    assert "I collect old maps of Lisbon." in quoted
+    assert "old maps of Lisbon" in json.dumps(model.calls[0].input)

@@ -30,7 +30,7 @@ from .candidates import (
 )
 from .episode_candidates import fetch_episodes
 from .parts import EngineParts
-from .records import RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
+from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
 from .render import Style, asks_when, render_block
 
 log = get_logger(__name__)
@@ -111,9 +111,20 @@ async def _ranked(
             parts.embedder.name,
         )
     kept = scoring.drop_near_duplicates(ranked, got.near)
-    episodes = scoring.score_episodes(quotes, now, explain=request.explain)
+    episodes = scoring.score_episodes(
+        [q for q in quotes if not _read_already(q.episode, request)], now, explain=request.explain
+    )
     considered = len(got.candidates) + len(quotes)
     return _Ranked(kept, episodes, considered, got.other_model, got.probed)
+
+
+def _read_already(episode: Episode, request: RecallRequest) -> bool:
+    """Whether the model reads this episode's words in the conversation asking (its
+    transcript holds them: quoting them again would only take room)."""
+    return (
+        episode.session_id == request.conversation
+        and " ".join(episode.content.split()) in request.conversation_text
+    )
 
 
 async def rank(

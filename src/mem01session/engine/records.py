@@ -33,7 +33,9 @@ class RecallRequest:
     yet (the block says so, so that a record the conversation just made stale is not taken
     for the latest truth); ``kinds`` what is searched: beliefs and episodes (``"all"``),
     ``"beliefs"`` or ``"episodes"`` only (episodes are searched only where the engine keeps
-    them). A malformed field raises :class:`ConfigError`.
+    them); ``conversation`` and ``conversation_text``: the asking conversation and the
+    user messages of it that the model reads already, so that its own words are not quoted
+    back to it. A malformed field raises :class:`ConfigError`.
     """
 
     query: str
@@ -44,6 +46,8 @@ class RecallRequest:
     newer_turns: int = 0
     provenance: BlockProvenance = "none"
     kinds: RecallKinds = "all"
+    conversation: str | None = None
+    conversation_text: str = ""
 
     def __post_init__(self) -> None:
         if self.query is None:

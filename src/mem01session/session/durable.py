@@ -26,6 +26,9 @@ from .items import user_texts_newest_first
 log = get_logger(__name__)
 
 ANSWER_GRACE_SECONDS = 0.05
+# At most this many of the conversation's latest user messages are checked against the
+# quotes of a recall (older ones may come back quoted: a bound on the per-run cost).
+SEEN_MESSAGES = 500
 
 
 class DurableTier:
@@ -42,6 +45,7 @@ class DurableTier:
     ) -> None:
         self.memory = memory
         self.user_id = user_id
+        self.session_id = session_id
         self.strict = strict
         self.recall_wait = recall_wait
         self.last_error: str | None = None
@@ -58,6 +62,9 @@ class DurableTier:
         # current run's model input holds: a run never waits for those to be extracted.
         self._turn_texts: dict[int, str] = {}
         self._visible: frozenset[int] = frozenset()
+        # The user messages of this conversation the current run's model reads, whitespace
+        # collapsed: recall does not quote them back (see RecallRequest.conversation_text).
+        self._seen_text = ""
         memory.attach(self)
 
     async def engine_or_raise(self) -> BeliefEngine:
@@ -126,11 +133,15 @@ class DurableTier:
             if job_id in self._turn_texts:
                 wanted.setdefault(self._turn_texts[job_id], []).append(job_id)
         visible: list[int] = []
+        seen: list[str] = []
         for text in user_texts_newest_first(items):
-            if not wanted:
-                break
             visible += wanted.pop(text, [])
+            if len(seen) < SEEN_MESSAGES:
+                seen.append(" ".join(text.split()))
+            elif not wanted:
+                break
         self._visible = frozenset(visible)
+        self._seen_text = "\n".join(seen)
 
     # -- reads and barriers --------------------------------------------------------------
 
@@ -143,6 +154,10 @@ class DurableTier:
         visible = self._visible.intersection(self._watched) if during_run else frozenset()
         if visible:
             request = dataclasses.replace(request, newer_turns=len(visible))
+        if during_run:
+            request = dataclasses.replace(
+                request, conversation=self.session_id, conversation_text=self._seen_text
+            )
         try:
             engine = await self.memory.engine()
             # In a run, the held input is the current turn: it is in the model input already,
