@@ -20,6 +20,8 @@ USER_TABLES = (
     "belief_events",
     "belief_sources",
     "belief_terms",
+    "episodes",
+    "episode_terms",
     "memory_users",
     "memory_jobs",
 )

@@ -2,14 +2,15 @@
 holds the user's shards (``EXPLAIN``, ``Task Count: 1``).
 
 The statements are the library's own: captured while it recalls (every scope and kind,
-with and without the job queue's barrier probe), enqueues a turn and claims a job, then
-explained with the same parameters.
+with and without the job queue's barrier probe; beliefs and episodes), enqueues a turn and
+claims a job, then explained with the same parameters.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine import BeliefEngine, RecallRequest, Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
@@ -87,13 +88,16 @@ async def seed(engine: BeliefEngine, user: str) -> None:
     result = await engine.apply(
         user,
         [Op.add("Lives in Lisbon", key="home.city"), Op.add("Has a cat named Miso")],
-        provenance=prov,
+        provenance=replace(prov, job_id=1),
+        utterances=[Utterance(0, "user", "I live in Lisbon. My cat is called Miso.")],
     )
     await engine.apply(
         user, [Op.supersede(result.changes[0].belief_id, "Lives in Porto")], provenance=prov
     )
 
 
+# Requests with a query read episodes too, in a statement of their own.
+QUOTING = ("hybrid", "vector", "history", "as_of")
 REQUESTS = {
     "hybrid": RecallRequest("where do I live?"),
     "vector": RecallRequest("?!"),  # no word for full text: vectors only
@@ -121,7 +125,8 @@ async def test_recall_of_one_user_runs_on_one_worker(
                 result = await engine.recall(user, request)
                 assert result.candidates > 0
                 await engine.recall_probed(user, request, JobStore.progress_probe([job]))
-        assert len(seen) == 2 * len(REQUESTS)
+        assert len(seen) == 2 * (len(REQUESTS) + len(QUOTING))
+        assert sum("FROM episodes" in query for query, _ in seen) == 2 * len(QUOTING)
         for query, params in seen:
             assert_routed(db_url, query, params, workers[user])
 
