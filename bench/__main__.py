@@ -25,6 +25,7 @@ from . import (
     e2e_report,
     embedder,
     embedders,
+    episode_scale,
     fusion,
     latency,
     notes,
@@ -37,7 +38,8 @@ from .common import embedded_server, machine, make_embedder, replace_section, ve
 from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
-    "latency", "quality", "e2e", "fusion", "embedders", "tokens", "overhead", "write", "embedder"
+    "latency", "episodes", "quality", "e2e", "fusion", "embedders", "tokens", "overhead",
+    "write", "embedder",
 )  # fmt: skip
 E2E = "End-to-end memory on real dialogue (LoCoMo)"
 DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
@@ -111,6 +113,12 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             sections["Recall latency vs scale"] = _section(
                 "Recall latency vs scale", f"python -m bench latency --scales {args.scales}",
                 facts, f"{latency.table(r)}\n\n{note}\n\n![latency](img/bench-latency.png)",
+            )  # fmt: skip
+        if "episodes" in which:
+            es = await episode_scale.run(server, emb)
+            sections["Recall latency with episodes"] = _section(
+                "Recall latency with episodes", "python -m bench episodes", facts,
+                f"{episode_scale.table(es)}\n\n{episode_scale.note(es)}",
             )  # fmt: skip
         if "quality" in which:
             t = time.perf_counter()

@@ -44,7 +44,8 @@ vec AS MATERIALIZED (
     if text:
         txt = f"""
 w AS MATERIALIZED (
-  SELECT l.lexeme, ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf
+  SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS q,
+         ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf
   FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
         LIMIT %(max_terms)s) l
   CROSS JOIN (SELECT greatest(1, coalesce(max(u.episodes), 0)) AS n
@@ -60,8 +61,7 @@ tq AS MATERIALIZED (
 txt AS MATERIALIZED (
   SELECT id, score, row_number() OVER (ORDER BY score DESC, id DESC) AS rnk FROM (
     SELECT e.id,
-           (SELECT sum(w.idf) FROM w WHERE w.lexeme = ANY(tsvector_to_array(e.tsv))) / tq.total
-             AS score
+           (SELECT sum(w.idf) FROM w WHERE e.tsv @@ w.q) / tq.total AS score
     FROM episodes e, tq
     WHERE {where} AND e.tsv @@ tq.t
     ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import lru_cache
 
 from ..tokens import TokenCounter
@@ -129,7 +129,10 @@ def _line(text: str, note: str) -> str:
     return f"- {text} ({note})" if note else f"- {text}"
 
 
-_day = day
+@lru_cache(maxsize=4096)
+def _day_line(moment: date) -> str:
+    """The line that heads a day's quotes: ``2 Mar 2026:``."""
+    return f"{moment.day} {moment:%b %Y}:\n"
 
 
 def _quote(text: str, role: str, note: str) -> str:
@@ -338,7 +341,7 @@ def render_block(
         if believed.intersection(episode.belief_ids):
             continue
         line, cost = _quote_line(counter, episode.content, episode.role, _quote_note(item, style))
-        day = f"{_day(episode.said_at)}:\n"
+        day = _day_line(episode.said_at.date())
         if line and packing.used + cost + packing.extra_for(day) <= max_tokens:
             packing.add_quote(_Pick(item, line, cost, day))
     # Per-line counts are an estimate (BPE merges across joins); the exact count decides.

@@ -205,8 +205,8 @@ def score_episodes(
     explain: bool = False,
     fusion: Fusion = Fusion(),
 ) -> list[ScoredEpisode]:
-    """Fused scores of candidate episodes, best first (ties: newer first); an episode
-    saying exactly what a better-ranked one says is dropped.
+    """Fused scores of candidate episodes, best first (ties: the later one first); an
+    episode saying exactly what a better-ranked one says is dropped.
 
     The same relevance as beliefs, scaled by the recency of when it was said and by
     :data:`EPISODE_FACTOR` (episodes carry no confidence)."""
@@ -228,13 +228,12 @@ def score_episodes(
                 "fused": fused,
             }
         out.append(ScoredEpisode(c.episode, fused, signals))
-    out.sort(key=lambda s: (-s.score, -s.episode.said_at.timestamp(), -s.episode.id))
+    out.sort(key=lambda s: (-s.score, -s.episode.id))
     seen: set[str] = set()
     kept: list[ScoredEpisode] = []
     for s in out:
-        said = " ".join(s.episode.content.casefold().split())
-        if said not in seen:
-            seen.add(said)
+        if s.episode.content not in seen:  # passages are whitespace-collapsed already
+            seen.add(s.episode.content)
             kept.append(s)
     return kept
 
