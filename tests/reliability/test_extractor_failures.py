@@ -145,10 +145,13 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
     if failure == "5xx":  # transient HTTP errors are also retried inside the extractor
         assert server.sleeps == [0.5, 1.0] * policy.max_attempts
         assert server.calls == 3 * policy.max_attempts
-    # Nothing of the failed job reached the beliefs, ledger or provenance.
+    # Nothing of the failed job reached the beliefs, ledger or provenance; its words were
+    # kept (an episode), so that what was said is not lost to a failing extractor.
     after = await snapshot(db.sa_engine, USER)
-    for table in ("beliefs", "belief_events", "belief_sources", "memory_users"):
+    for table in ("beliefs", "belief_events", "belief_sources"):
         assert after[table] == before[table], table
+    [said] = await engine.episodes(USER)
+    assert (said.content, said.job_id) == ("I moved to Porto.", job_id)
 
     # The operator sends it back; the model answers properly this time.
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
@@ -163,6 +166,10 @@ async def test_failures_retry_with_backoff_then_fail_then_jobs_retry_applies_onc
     assert await worker.run_once() == 0
     (job,) = (await JobStore(db).statuses(USER, [job_id])).values()
     assert job.status == "done"
-    beliefs = [b.content for b in await engine.history(USER) if b.status == "active"]
-    assert sorted(beliefs) == ["Likes tea", "Lives in Porto"]
+    beliefs = [b for b in await engine.history(USER) if b.status == "active"]
+    assert sorted(b.content for b in beliefs) == ["Likes tea", "Lives in Porto"]
     assert len((await snapshot(db.sa_engine, USER))["belief_events"]) == 2
+    # The retried turn's belief points at the words kept at the failure, kept once.
+    porto = next(b for b in beliefs if b.content == "Lives in Porto")
+    assert [s.episode_id for s in porto.sources] == [said.id]
+    assert [e.id for e in await engine.episodes(USER)] == [said.id]

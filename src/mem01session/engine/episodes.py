@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -220,8 +220,9 @@ async def insert(
     model: str,
     now: datetime,
 ) -> list[Stored]:
-    """Write the turn's episodes (one statement; a row already there is left alone) and
-    count their words; returns the rows written, in turn order."""
+    """Write the turn's episodes (one statement; a row already there, kept when the turn's
+    job failed before, is left alone) and count their words; returns the turn's episodes,
+    in turn order."""
     if not rows:
         return []
     result = await conn.execute(
@@ -241,13 +242,22 @@ async def insert(
             "vecs": [vectors[r.content] for r in rows],
         },
     )
-    stored = sorted(
-        (Stored(int(r.id), int(r.message), int(r.passage), str(r.role), str(r.content))
-         for r in result),
-        key=lambda s: (s.message, s.passage),
-    )  # fmt: skip
-    await _count(conn, user_id, [s.content for s in stored], up=True)
-    return stored
+    written = [_stored(r) for r in result]
+    await _count(conn, user_id, [s.content for s in written], up=True)
+    if len(written) < len(rows):  # the turn was kept before (its job failed, then retried)
+        found = await conn.execute(
+            text(
+                "SELECT id, message, passage, role, content FROM episodes "
+                "WHERE user_id = :u AND job_id = :job"
+            ),
+            {"u": user_id, "job": job_id},
+        )
+        written = [_stored(r) for r in found]
+    return sorted(written, key=lambda s: (s.message, s.passage))
+
+
+def _stored(row: Any) -> Stored:
+    return Stored(int(row.id), int(row.message), int(row.passage), str(row.role), str(row.content))
 
 
 async def _count(conn: AsyncConnection, user_id: str, contents: list[str], *, up: bool) -> None:

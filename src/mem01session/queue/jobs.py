@@ -201,28 +201,18 @@ class JobStore:
         """Record a failure: back to pending until ``retry_at``, or ``failed`` when None.
         With ``forget_text`` the turn's text leaves the row (the user was erased)."""
         async with self.db.sa_engine.begin() as conn:
-            await conn.execute(
-                text(
-                    "UPDATE memory_jobs SET status = :status, last_error = :err, "
-                    "lease_owner = NULL, lease_until = NULL, "
-                    # (no function over the column: Citus refuses those in UPDATEs)
-                    "payload = CASE WHEN :forget THEN (payload - 'messages') || "
-                    "CAST(:forgotten AS jsonb) ELSE payload END, "
-                    "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
-                    "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w"
-                ),
-                {
-                    "forget": forget_text,
-                    "forgotten": json.dumps({"messages": [], REFUSED: True}),
-                    "status": "pending" if retry_at is not None else "failed",
-                    "err": error[:2000],
-                    "retry_at": retry_at,
-                    "now": now,
-                    "u": job.user_id,
-                    "id": job.id,
-                    "w": worker_id,
-                },
-            )
+            await _mark_failed(conn, job, worker_id, error, now, retry_at, forget_text)
+
+    def fail_hook(self, job: Job, worker_id: str, error: str, *, now: datetime) -> TransactionHook:
+        """A hook for the engine's apply transaction: marks ``job`` failed for good (the
+        transaction keeps the turn's words as episodes), or aborts with
+        :class:`JobLostError` when the job is no longer this worker's."""
+
+        async def hook(conn: AsyncConnection) -> None:
+            if not await _mark_failed(conn, job, worker_id, error, now, None, False):
+                raise JobLostError(f"job {job.id} is no longer leased by this worker")
+
+        return hook
 
     async def release(self, worker_id: str, *, now: datetime) -> int:
         """Hand back every job ``worker_id`` holds (it is stopping): pending again, at once,
@@ -386,6 +376,43 @@ def _erased() -> UserErasedError:
         "this user's memory was erased; the turn was not stored "
         "(reinstate the user to remember new turns)"
     )
+
+
+async def _mark_failed(
+    conn: AsyncConnection,
+    job: Job,
+    worker_id: str,
+    error: str,
+    now: datetime,
+    retry_at: datetime | None,
+    forget_text: bool,
+) -> bool:
+    """Mark a failure on ``conn`` (see :meth:`JobStore.fail`); whether the job was this
+    worker's to mark."""
+    marked = await conn.execute(
+        text(
+            "UPDATE memory_jobs SET status = :status, last_error = :err, "
+            "lease_owner = NULL, lease_until = NULL, "
+            # (no function over the column: Citus refuses those in UPDATEs)
+            "payload = CASE WHEN :forget THEN (payload - 'messages') || "
+            "CAST(:forgotten AS jsonb) ELSE payload END, "
+            "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
+            "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
+            "RETURNING id"
+        ),
+        {
+            "forget": forget_text,
+            "forgotten": json.dumps({"messages": [], REFUSED: True}),
+            "status": "pending" if retry_at is not None else "failed",
+            "err": error[:2000],
+            "retry_at": retry_at,
+            "now": now,
+            "u": job.user_id,
+            "id": job.id,
+            "w": worker_id,
+        },
+    )
+    return marked.first() is not None
 
 
 async def _mark_done(

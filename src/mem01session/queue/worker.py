@@ -244,9 +244,38 @@ class MemoryWorker:
             retry_at = self.engine.clock() + timedelta(seconds=delay)
         kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
         self._record(f"job {job.id} failed ({kind}): {message}")
+        if retry_at is None and not permanent and await self._keep_words(job, message):
+            return
         self._unreleased[job.id] = (job, message, retry_at, erased)
         with contextlib.suppress(Exception):
             await self._release_failed()
+
+    async def _keep_words(self, job: Job, message: str) -> bool:
+        """A turn that will not be extracted again (unless someone retries its job) keeps
+        its words as episodes: marked failed in the transaction that stores them, so that
+        what was said is never lost to a failing extractor. False if that failed too."""
+        try:
+            turn = job.turn()
+            said = utterances(turn)
+            if not any(self.engine.episode_policy.keeps(u.role) for u in said):
+                return False
+            await self.engine.apply(
+                job.user_id,
+                [],
+                provenance=Provenance(
+                    session_id=job.session_id,
+                    observed_at=turn.observed_at,
+                    extractor=self.extractor.name,
+                    job_id=job.id,
+                ),
+                hook=self.jobs.fail_hook(job, self.worker_id, message, now=self.engine.clock()),
+                utterances=said,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return False
+        return True
 
     async def _release_failed(self) -> None:
         """Record the failures not yet recorded (raises while the database is down)."""
