@@ -81,6 +81,16 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I work at Google.", False, [(A, None, "work.employer", "Works at Google")]),
     ("I work as a barista.", False, [(A, None, "work.role", "Works as a barista")]),
     ("I'm a software engineer.", False, [(A, None, "work.role", "Works as a software engineer")]),
+    # A student studies: not "Works as a student", nor "Works at" the school.
+    ("I'm a student.", False, [(A, None, "work.role", "Is a student")]),
+    (
+        "I'm a student at MIT.",
+        False,
+        [
+            (A, None, "work.role", "Is a student"),
+            (A, None, "education.school", "Studies at MIT"),
+        ],
+    ),
     (
         "I'm a nurse at St. Mary's Hospital.",
         False,

@@ -61,7 +61,7 @@ __all__ = ["RuleExtractor", "extract_facts"]
 RULES = (*NEGATIONS, *ASSERTIONS)
 _SINGLE_KEYS = frozenset(
     "home.city home.rent person.name person.age person.origin work.employer work.role "
-    "family.partner diet".split()
+    "education.school family.partner diet".split()
 )
 _SINGLE_PREFIXES = ("favorite.", "expense.")
 _MULTI_PREFIXES = ("pets.",)
@@ -129,7 +129,8 @@ _INFER = (
     (re.compile(r"^Pays .* in rent$"), "home.rent"),
     (re.compile(r"^Name is "), "person.name"),
     (re.compile(r"^Works at "), "work.employer"),
-    (re.compile(r"^Works as "), "work.role"),
+    (re.compile(r"^Works as |^Is an? (?:student|pupil|undergrad|postgrad|postdoc)"), "work.role"),
+    (re.compile(r"^Studies at "), "education.school"),
     (
         re.compile(r"^(?:Has a (?:wife|husband|partner|girlfriend|boyfriend)|Is married to) "),
         "family.partner",

@@ -35,6 +35,7 @@ from .rules_vocab import (
     PRONOUNS,
     ROLE,
     STRIP_TAIL,
+    STUDY_WORDS,
     Fact,
     Rule,
     article,
@@ -125,6 +126,11 @@ def _role(m: re.Match[str]) -> list[Fact]:
     explicit = m[0].lower().startswith(("i work", "i am working", "i'm working"))
     if set(words) & NON_ROLES or (org is None and not explicit and words[-1] not in JOB_WORDS):
         return []
+    if words[-1] in STUDY_WORDS and not explicit:  # a student studies, and not "at work"
+        facts = [Fact("work.role", f"Is {article(role)} {role}", value=role)]
+        if org:
+            facts.append(Fact("education.school", f"Studies at {org}", value=org))
+        return facts
     facts = [Fact("work.role", f"Works as {article(role)} {role}", value=role)]
     if org:
         facts.append(Fact("work.employer", f"Works at {org}", value=org))

@@ -125,6 +125,8 @@ JOB_WORDS = frozenset(
     entrepreneur founder ceo cto cfo freelancer paralegal banker recruiter librarian
     veterinarian vet surgeon salesperson marketer technician administrator translator""".split()
 )
+# Roles of people who study: "I'm a student at MIT" is not a job at MIT.
+STUDY_WORDS = frozenset("student pupil undergraduate undergrad postgrad postdoc".split())
 # "I work as a team", "I'm a big fan": not jobs.
 NON_ROLES = frozenset(
     """fan regular member customer guest user client big huge person team group pair couple
