@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -103,14 +104,16 @@ async def test_a_password_with_an_unescaped_at_never_shows(
     caplog.set_level(logging.DEBUG)
     pieces = ("S3cret-5a0c", "Passw0rd-8e4d")
     url = f"postgresql://mem01:{pieces[0]}@{pieces[1]}@127.0.0.1:1/mem01"
-    settings = Settings.from_env({"MEM01_DATABASE_URL": url})
+    # Settings refuses it outright, without quoting it...
+    with pytest.raises(ConfigError, match="more than one '@'") as refused:
+        Settings.from_env({"MEM01_DATABASE_URL": url})
+    # ... and a caller who hands it to the database directly gets it masked.
     with pytest.raises(DatabaseError) as info:
-        await Database.open(settings.database_url)
+        await Database.open(url)
     # What anyone sees: the message, the traceback as printed, the logs. (The driver's
     # own exception stays reachable as the suppressed ``__context__``, never printed.)
     printed = "".join(traceback.format_exception(info.value))
-    texts = [repr(settings), str(settings), str(info.value), repr(info.value), printed]
-    texts.append(caplog.text)
+    texts = [str(refused.value), str(info.value), repr(info.value), printed, caplog.text]
     assert "127.0.0.1" in str(info.value)  # the message still says where it went
     for text in texts:
         for piece in pieces:
@@ -181,3 +184,34 @@ async def test_a_failed_statement_is_described_without_its_parameters(db: Databa
     line = describe(caught.value)
     assert said not in line and "\n" not in line
     assert "division by zero" in line
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("postgresql://mem01:Pzq@ss%w0rd:/#?X@127.0.0.1:55432/mem01", "'#'"),
+        ("postgresql://mem01:Pzq#ss9@127.0.0.1:5432/mem01", "'#'"),
+        ("postgresql://mem01:Pzq?ss9@127.0.0.1:5432/mem01", "'@' after the host"),
+        ("postgresql://mem01:Pzq/ss9@127.0.0.1:5432/mem01", "'@' after the host"),
+        ("postgresql://mem01:Pzq@ss9@127.0.0.1:5432/mem01", "more than one '@'"),
+        ("postgresql://mem01:Pzqss9@127.0.0.1:/mem01", "invalid port"),
+        ("postgresql://mem01:Pzqss9@127.0.0.1:99999/mem01", "invalid port"),
+        ("postgresql://mem01:Pzqss9@[::1/mem01", "not a valid URL"),
+    ],
+)
+async def test_a_malformed_database_url_is_a_configuration_error_naming_the_setting(
+    url: str, reason: str, tmp_path: Path
+) -> None:
+    from mem01session import Memory
+
+    for opening in (
+        lambda: Settings.from_env({"MEM01_DATABASE_URL": url}),
+        lambda: Settings(database_url=url, home=tmp_path),
+    ):
+        with pytest.raises(ConfigError, match=r"^MEM01_DATABASE_URL ") as info:
+            opening()
+        assert reason in str(info.value) and "Pzq" not in str(info.value)
+    with pytest.raises(ConfigError, match=r"^DATABASE_URL "):
+        Settings.from_env({"DATABASE_URL": url})
+    with pytest.raises(ConfigError, match=r"^MEM01_DATABASE_URL "):
+        await Memory.open(Settings.from_env({"MEM01_DATABASE_URL": url}))

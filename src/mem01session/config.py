@@ -87,6 +87,8 @@ class Settings:
     memory_placement: str = "auto"
     episodes: EpisodeKeep = "user"
     episode_retention_days: int | None = None
+    database_url_variable: str = field(default="MEM01_DATABASE_URL", repr=False, compare=False)
+    """The variable ``database_url`` was read from (what errors about it name)."""
 
     def __post_init__(self) -> None:
         register_secret(self.openai_api_key)
@@ -97,6 +99,7 @@ class Settings:
                     "MEM01_DATABASE_URL must be a PostgreSQL URL such as "
                     f"postgresql://user:password@host:5432/dbname; {_shape(self.database_url)}"
                 )
+            check_database_url(self.database_url, self.database_url_variable)
         if self.embedding_dim is not None and not 1 <= self.embedding_dim <= 16000:
             raise ConfigError(
                 f"MEM01_EMBEDDING_DIM must be between 1 and 16000, got {self.embedding_dim}"
@@ -157,6 +160,9 @@ class Settings:
         retention = get("MEM01_EPISODE_RETENTION_DAYS")
         return cls(
             database_url=get("MEM01_DATABASE_URL") or get("DATABASE_URL"),
+            database_url_variable=(
+                "MEM01_DATABASE_URL" if get("MEM01_DATABASE_URL") else "DATABASE_URL"
+            ),
             home=Path(home).expanduser() if home else default_home(),
             openai_api_key=get("OPENAI_API_KEY"),
             openai_base_url=get("OPENAI_BASE_URL"),
@@ -234,6 +240,35 @@ def _is_openai(base_url: str | None) -> bool:
     except ValueError:
         return False
     return host == "api.openai.com" or host.endswith((".openai.com", ".openai.azure.com"))
+
+
+def check_database_url(url: str, variable: str = "MEM01_DATABASE_URL") -> None:
+    """Refuse a URL that a driver would misread (and then describe with parts of it): its
+    messages never quote the URL, so no part of a password can show.
+
+    A ``#``, ``?`` or ``/`` inside the user name or password must be percent-encoded; so must
+    an ``@`` (libpq reads the last one as the start of the host); a port is 1 to 65535.
+    """
+    from urllib.parse import urlsplit
+
+    encode = "write it as %23, ?, / and @ as %3F, %2F and %40 inside the user name or password"
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        raise ConfigError(f"{variable} is not a valid URL (a bracket is not closed)") from None
+    if "#" in url:
+        raise ConfigError(f"{variable} holds a '#', which ends a URL; {encode}")
+    if "@" in f"{parts.path}?{parts.query}":
+        raise ConfigError(f"{variable} has an '@' after the host name; {encode}")
+    if parts.netloc.count("@") > 1:
+        raise ConfigError(f"{variable} has more than one '@' before the host name; {encode}")
+    host = parts.netloc.rpartition("@")[2]
+    tail = host.rpartition("]")[2] if host.startswith("[") else host
+    if ":" in tail:
+        port = tail.partition(":")[2]
+        if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+            # (every way a password could reach this part was refused above)
+            raise ConfigError(f"{variable} has an invalid port {port!r:.24}: expected 1 to 65535")
 
 
 def _register_dsn_password(dsn: str) -> None:

@@ -14,7 +14,6 @@ import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 
@@ -26,10 +25,8 @@ def load_settings() -> Settings:
     """``Settings.from_env()``, with the database URL or the data folder checked."""
     from ..config import Settings
 
-    settings = Settings.from_env()
-    if settings.database_url:
-        check_database_url(settings.database_url, _url_variable())
-    else:
+    settings = Settings.from_env()  # a malformed database URL is refused here
+    if not settings.database_url:
         check_home(settings.home)
     return settings
 
@@ -42,31 +39,6 @@ def database_url(settings: Settings) -> tuple[str, bool]:
     from ..db.embedded import embedded_url
 
     return embedded_url(settings.home), True
-
-
-def _url_variable() -> str:
-    """Which variable the URL came from (``Settings`` falls back to ``DATABASE_URL``)."""
-    if os.environ.get("MEM01_DATABASE_URL", "").strip():
-        return "MEM01_DATABASE_URL"
-    return "DATABASE_URL"
-
-
-def check_database_url(url: str, variable: str = "MEM01_DATABASE_URL") -> None:
-    """Refuse a URL that libpq would misread. The messages never quote the URL's user
-    information, so no part of a password can show."""
-    try:
-        netloc = urlsplit(url).netloc
-    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
-        raise ConfigError(f"{variable} is not a valid URL: {exc}") from None
-    if netloc.count("@") > 1:
-        raise ConfigError(
-            f"{variable} has more than one '@' before the host name; write an '@' inside "
-            "the user name or password as %40"
-        )
-    host = netloc.rpartition("@")[2]
-    port = (host.rpartition("]")[2] if host.startswith("[") else host).partition(":")[2]
-    if port and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
-        raise ConfigError(f"{variable} has an invalid port {port!r}: expected 1 to 65535")
 
 
 def check_home(home: Path) -> None:
