@@ -234,11 +234,11 @@ def section(
     )
 
 
-def write(path: Path, text: str) -> None:
-    """Replace the section in place, or put it before the soak figures (which
+def write(path: Path, text: str, title: str = TITLE) -> None:
+    """Replace the section ``title`` in place, or put it before the soak figures (which
     ``bench.soak`` rewrites to the end of the file)."""
     doc = path.read_text() if path.exists() else "# Reliability\n"
-    heading = f"## {TITLE}\n"
+    heading = f"## {title}\n"
     if heading in doc:
         head, _, tail = doc.partition(heading)
         rest = tail.split("\n## ", 1)

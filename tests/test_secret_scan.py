@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import random
 import string
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mem01session.queue.job_records import payload_for
+from mem01session.queue.turns import TurnMessage
 from mem01session.redaction import MASK, redact
 from mem01session.secret_scan import REDACTED, find_secrets, redact_secrets
 
@@ -258,3 +261,45 @@ def test_a_phrase_does_not_reach_into_the_next_sentence(text: str) -> None:
 def test_password_phrases_are_still_found(text: str, secret: str) -> None:
     assert secret not in scrub(text)
     assert [m.label for m in find_secrets(text)] == ["password"]
+
+
+# -- codes, PINs and passphrases said in passing (issue 26) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Door code is Kx9!mQ2z", "Kx9!mQ2z"),
+        ("My passphrase is correct horse battery staple", "horse battery staple"),
+        ("Uses the PIN 7391 for the bank", "7391"),
+        ("Alarm code 4821", "4821"),
+        ("The code for the door is Kx9!mQ2z", "Kx9!mQ2z"),
+        ("the code to my front door is 5512, don't share it", "5512"),
+        ("our wifi code: HomeNet-8821", "HomeNet-8821"),
+        ("garage code was 0091", "0091"),
+    ],
+)
+def test_codes_pins_and_passphrases_are_found(text: str, secret: str) -> None:
+    assert secret not in scrub(text)
+    assert {m.label for m in find_secrets(text)} == {"password"}
+    # The job row keeps the turn scrubbed, so the code never reaches the database.
+    payload = payload_for([TurnMessage("user", text)], datetime(2026, 1, 1, tzinfo=UTC))
+    assert secret not in str(payload)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The door code is written on the fridge.",
+        "the garage code changed last week",
+        "My passphrase is stored safely in my manager.",
+        "The code for the app is on GitHub.",
+        "I wrote code for the door sensor yesterday.",
+        "Our zip code is 94110.",
+        "Put pin 2 in slot 4 of the board.",
+        "The access code is long, I never remember it.",
+    ],
+)
+def test_talk_about_codes_is_not_a_code(text: str) -> None:
+    assert find_secrets(text) == []
+    assert scrub(text) == text

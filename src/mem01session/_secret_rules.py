@@ -154,6 +154,56 @@ def _same_sentence(text: str, m: re.Match[str]) -> bool:
     return not (verb[0].isupper() and verb[1:].islower() and text[m.start()].islower())
 
 
+# What a code opens: "<thing> code [is|:] <value>".
+_CODE_OF = (
+    "door", "front door", "back door", "alarm", "gate", "safe", "lock", "garage", "entry",
+    "access", "security", "building", "locker", "wifi", "wi-fi", "keypad", "entrance",
+    "lockbox", "vault", "house", "apartment", "office",
+)  # fmt: skip
+# After "<thing>": " code", an optional "for <words>" clause, an optional verb, the value.
+_CODE_TAIL = (
+    rf"[\s\-]?code\b(?:\s++(?:for|to|of|on|at)\s++{_CLAUSE_WORD}(?:\s++{_CLAUSE_WORD})?)?"
+    r"(?:\s++(?P<verb>is|was)|\s*+[:=])?\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
+)
+_OPENS = "|".join(re.escape(t) for t in _CODE_OF)
+_FOR_OPENING = (
+    rf"\s++(?:for|to|of)\s++(?:(?:the|my|our)\s++)?(?:{_OPENS})\b"
+    r"(?:\s++(?P<verb>is|was)|\s*+[:=])\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
+)
+# The start of a phrase's value: "<keyword> [for <words>] (is|was|=|:) ".
+_PHRASE_START = (
+    rf"\b(?:\s++(?:for|to|of|on|at)\s++{_CLAUSE_WORD}(?:\s++{_CLAUSE_WORD})?)?"
+    r"(?:\s++(?P<verb>is|was)|\s*+[:=])\s*+"
+)
+
+
+def _looks_like_code(value: str) -> bool:
+    """A code has a digit, or is a run of six or more characters that is not a plain word."""
+    bare = value.strip("\"'`")
+    if any(c.isdigit() for c in bare):
+        return True
+    return len(bare) >= 6 and not bare.isalpha()
+
+
+# Words that make "passphrase is <words>" a description ("is stored safely in my vault",
+# "is long, I never remember it") rather than the passphrase.
+_TELLING = frozenset(
+    "in on at to for with by from into under somewhere safely there here it i me my "
+    "never too very and but because so".split()
+)
+
+
+def _passphrase(value: str) -> bool:
+    """The words after "passphrase is": the passphrase itself, unless they start with an
+    ordinary word ("stored", "long") and go on like a sentence about it."""
+    words = [w.strip(",;:\"'`").casefold() for w in value.split()]
+    if not words or not words[0]:
+        return False
+    if _not_a_word(words[0]):
+        return True
+    return len(words) >= 3 and _TELLING.isdisjoint(words[1:])
+
+
 _PASSWORD_WORDS = (
     ("pass", r"(?:\s?word|wd|code|phrase)"),
     ("pw", "d?"),
@@ -206,6 +256,43 @@ DETECTORS: tuple[Detector, ...] = (
             guard=_same_sentence,
         )
         for lit, rest in _PASSWORD_WORDS
+    ),
+    # "Door code is Kx9!mQ2z", "alarm code 4821": the code that opens something.
+    *(
+        _det(
+            "password",
+            _word(lit) + _CODE_TAIL,
+            group="v",
+            folded=True,
+            check=_looks_like_code,
+            guard=_same_sentence,
+        )
+        for lit in _CODE_OF
+    ),
+    # "The code for the front door is Kx9!mQ2z".
+    _det(
+        "password",
+        _word("code") + _FOR_OPENING,
+        group="v",
+        folded=True,
+        check=_looks_like_code,
+        guard=_same_sentence,
+    ),
+    # "Uses the PIN 7391 for the bank": digits right after the word.
+    _det(
+        "password",
+        _word("pin") + r"(?:\s?code|\s++number)?\s*+[:=#]?\s*+(?P<v>\d{4,8})(?![\d\-])",
+        group="v",
+        folded=True,
+    ),
+    # A passphrase is words: the rest of its sentence.
+    _det(
+        "password",
+        _word("pass") + r"\s?phrase" + _PHRASE_START + r"(?P<v>[^.!?\n]{3,120})",
+        group="v",
+        folded=True,
+        check=_passphrase,
+        guard=_same_sentence,
     ),
     # Bare "secret"/"token"/"key" only in the unmistakable ``name: value`` form.
     *(
