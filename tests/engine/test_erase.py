@@ -133,3 +133,52 @@ async def test_erase_leaves_no_rendered_statement_in_memory(engine: BeliefEngine
     assert _record_line.cache_info().currsize > 0
     await engine.erase_user(U)
     assert _record_line.cache_info().currsize == 0
+
+
+def _residue(url: str, marker: bytes) -> list[str]:
+    """The memory tables (with their TOAST tables and indexes) whose files hold ``marker``:
+    read as the server stores them (pg_read_binary_file, a superuser's)."""
+    import psycopg
+
+    from mem01session.db.schema import USER_TABLES
+
+    found = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")  # the pages reach the files
+        rows = conn.execute(
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_class c "
+            "WHERE c.oid = ANY(SELECT t.oid FROM pg_class t WHERE t.relname = ANY(%(t)s) "
+            "UNION SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY(%(t)s) "
+            "UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid "
+            "WHERE t.relname = ANY(%(t)s))",
+            {"t": list(USER_TABLES)},
+        ).fetchall()
+        for name, path in rows:
+            if path is None:
+                continue
+            data = conn.execute("SELECT pg_read_binary_file(%s, true)", (path,)).fetchone()
+            if data and data[0] and marker in bytes(data[0]):
+                found.append(name)
+    return found
+
+
+async def test_compact_leaves_no_erased_bytes_in_the_tables_files(
+    engine: BeliefEngine, db_url: str
+) -> None:
+    marker = "Zorblax-Quintessa-9"
+    async with engine.db.sa_engine.connect() as conn:
+        if await conn.scalar(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")):
+            pytest.skip("on a cluster the rows live in the workers' files, not the coordinator's")
+    await engine.apply(
+        U,
+        [Op.add(f"Has a parrot called {marker}")],
+        provenance=replace(PROV, job_id=1),
+        utterances=[Utterance(0, "user", f"My parrot is called {marker}.")],
+    )
+    assert {"beliefs", "episodes"} <= set(_residue(db_url, marker.encode()))
+    await engine.erase_user(U)
+    # Erased for every query; the deleted rows' bytes stay in the files until rewritten.
+    assert await engine.history(U) == [] and await engine.episodes(U) == []
+    assert _residue(db_url, marker.encode())
+    assert set(await engine.compact()) >= {"beliefs", "episodes", "memory_jobs"}
+    assert _residue(db_url, marker.encode()) == []

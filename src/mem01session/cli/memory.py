@@ -135,10 +135,24 @@ def erase(
     yes: Annotated[
         bool, typer.Option("--yes", help="Confirm: delete everything durable about the user.")
     ] = False,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="Then rewrite the memory tables and checkpoint, so that the database's "
+            "files no longer hold the deleted rows (locks the tables meanwhile).",
+        ),
+    ] = False,
 ) -> None:
-    """Hard-delete the user's beliefs, ledger, provenance and jobs; print the receipt.
+    """Hard-delete the user's beliefs, episodes, ledger, provenance and jobs; print the
+    receipt.
 
-    Example: mem01session erase --user alice --yes
+    After it, no query finds anything of the user; PostgreSQL's files may still hold the
+    deleted bytes until their space is reused. --compact rewrites the tables and forces a
+    checkpoint so that they do not (write-ahead log segments are recycled by later
+    checkpoints; backups and replicas are yours to handle).
+
+    Example: mem01session erase --user alice --yes --compact
     """
     if not yes:
         fail(f"erase deletes all durable memory of user {user!r} for good; add --yes to confirm")
@@ -149,11 +163,12 @@ def erase(
     from . import _render as render
     from ._engine import require_user, with_engine
 
-    async def work(engine: BeliefEngine) -> EraseReceipt:
+    async def work(engine: BeliefEngine) -> tuple[EraseReceipt, list[str]]:
         await require_user(engine, user)
-        return await engine.erase_user(user)
+        receipt = await engine.erase_user(user)
+        return receipt, (await engine.compact() if compact else [])
 
-    receipt = with_engine(work)
+    receipt, rewritten = with_engine(work)
     table = Table(title=f"erase receipt for {user}", expand=False)
     table.add_column("table")
     table.add_column("rows deleted", justify="right")
@@ -164,6 +179,13 @@ def erase(
     line = Text(f"erased at {render.when(receipt.erased_at)}; new writes for this user are ")
     line.append(f"refused until: mem01session reinstate --user {shlex.quote(user)}")
     console().print(line)
+    if rewritten:
+        console().print(
+            Text(
+                f"compacted: {', '.join(rewritten)} rewritten, checkpoint done; the "
+                "database's files no longer hold the deleted rows"
+            )
+        )
 
 
 def reinstate(user: User) -> None:

@@ -130,6 +130,12 @@ class BeliefEngine:
         """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
         return await erase.erase_user(self.parts, user_id)
 
+    async def compact(self) -> list[str]:
+        """Rewrite the memory tables so that their files no longer hold erased rows, and
+        checkpoint (see :mod:`mem01session.engine.erase` for what erase guarantees with and
+        without it). Locks each table while it is rewritten; returns the tables."""
+        return await erase.compact(self.parts)
+
     async def reinstate_user(self, user_id: str) -> datetime | None:
         """Lift an erase tombstone so that new writes for the user are accepted again.
 

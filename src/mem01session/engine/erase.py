@@ -1,4 +1,16 @@
-"""Erase: hard-delete a user's durable memory in one transaction and leave a tombstone."""
+"""Erase: hard-delete a user's durable memory in one transaction and leave a tombstone;
+compact: rewrite what erased rows leave in the tables' files.
+
+What erase guarantees: when it returns, no statement of any process finds anything of the
+user (their rows are deleted in one transaction, and no job in flight can write them
+back). PostgreSQL keeps a deleted row's bytes in the table's files until VACUUM reuses the
+space, and in its write-ahead log until the segment is recycled and overwritten.
+:func:`compact` rewrites every user-scoped table (``VACUUM FULL``: new files, the old ones
+unlinked), refreshes the planner's statistics (which sample column values) and checkpoints,
+so that the database's files no longer hold them; the WAL segments written before are
+recycled by later checkpoints, and what the filesystem, backups or replicas keep is outside
+the database.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +20,7 @@ from sqlalchemy import text
 
 from ..checks import check_id
 from ..db.schema import USER_TABLES
+from ..errors import DatabaseError
 from .parts import EngineParts
 from .records import EraseReceipt
 from .render import forget_rendered
@@ -64,3 +77,30 @@ async def reinstate_user(parts: EngineParts, user_id: str) -> datetime | None:
             {"u": user_id, "now": parts.now()},
         )
     return erased_at
+
+
+async def compact(parts: EngineParts) -> list[str]:
+    """Rewrite every user-scoped table and its indexes (``VACUUM FULL``), refresh their
+    statistics and force a checkpoint and a new WAL segment; returns the tables rewritten.
+
+    Takes an exclusive lock on each table while it is rewritten: every read and write of
+    memory waits for it (seconds for a small database, longer for a large one). Needs a
+    role allowed to ``CHECKPOINT`` (a superuser, or ``pg_checkpoint``): otherwise
+    :class:`~mem01session.errors.DatabaseError` says so, after the rewrite.
+    """
+    # VACUUM and CHECKPOINT cannot run inside a transaction: one autocommit statement each.
+    rewritten: list[str] = []
+    for table in USER_TABLES:
+        await parts.db.direct.fetch(f"VACUUM (FULL, ANALYZE) {table}", {})
+        rewritten.append(table)
+    try:
+        await parts.db.direct.fetch("CHECKPOINT", {})
+        await parts.db.direct.fetch("SELECT pg_switch_wal()", {})
+        await parts.db.direct.fetch("CHECKPOINT", {})
+    except Exception as exc:
+        raise DatabaseError(
+            "the tables were rewritten, but this role may not force a checkpoint "
+            f"(CHECKPOINT needs a superuser or pg_checkpoint): {type(exc).__name__}"
+        ) from None
+    forget_rendered()
+    return rewritten
