@@ -1,7 +1,8 @@
-"""``mem01session ui`` with nothing configured: the embedded server, then Ctrl+C."""
+"""``mem01session ui`` with nothing configured: the embedded server, then Ctrl+C or SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -38,7 +39,8 @@ def started(proc: subprocess.Popen[str]) -> str:
     raise AssertionError("the browser exited before serving:\n" + "".join(seen))
 
 
-def test_the_browser_on_the_embedded_server_stops_on_ctrl_c(home: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_browser_on_the_embedded_server_stops_cleanly(home: Path, stop: signal.Signals) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
     env |= {"MEM01_HOME": str(home), "MEM01_EMBEDDING_DIM": "64"}
     proc = subprocess.Popen(
@@ -52,7 +54,7 @@ def test_the_browser_on_the_embedded_server_stops_on_ctrl_c(home: Path) -> None:
         url = started(proc)
         with urllib.request.urlopen(url, timeout=30) as response:
             assert "No memory recorded yet" in response.read().decode()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -62,3 +64,5 @@ def test_the_browser_on_the_embedded_server_stops_on_ctrl_c(home: Path) -> None:
     assert "Traceback" not in err
     assert (home / "pg" / "PG_VERSION").is_file()
     assert not (home / "pg" / "postmaster.pid").exists()  # the embedded server stopped
+    handles = home / "pg" / ".handle_pids.json"
+    assert not handles.exists() or json.loads(handles.read_text()) == []  # and was let go

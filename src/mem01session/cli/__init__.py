@@ -7,6 +7,7 @@ and rich's tables when it runs. ``mem01session --help`` therefore loads none of 
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
@@ -57,5 +58,8 @@ app.command()(ui)
 
 
 def main() -> None:
-    """Console entry point."""
+    """Console entry point. SIGTERM (what systemd, Docker and ``timeout`` send) stops a
+    command as Ctrl+C does, so that what it started (the embedded server) is stopped and
+    released on the way out instead of being left running."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     app()
