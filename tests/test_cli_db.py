@@ -135,3 +135,12 @@ def test_unknown_revision_is_one_line(env: str, args: list[str], expected: str) 
     line = one_error_line(result.output)
     assert line.startswith(f"error: {expected}") and "revisions: base, 0001" in line
     assert migrate.current(env) is None
+
+
+def test_db_url_masks_the_password_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM01_DATABASE_URL", "postgresql://mem01:S3cretPw9@db.internal:5432/m")
+    masked = runner.invoke(app, ["db", "url"])
+    assert masked.exit_code == 0, masked.output
+    assert masked.output.strip() == "postgresql://mem01:***@db.internal:5432/m"
+    shown = runner.invoke(app, ["db", "url", "--show-password"])
+    assert shown.output.strip() == "postgresql://mem01:S3cretPw9@db.internal:5432/m"

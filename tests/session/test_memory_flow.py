@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -340,3 +341,23 @@ async def test_a_recall_failure_is_not_wiped_by_the_same_runs_enqueue(
     assert len(model.calls) == 1  # answered without memory
     assert session.last_memory_error is not None
     assert "embedding server unreachable" in session.last_memory_error  # still says why
+
+
+async def test_a_flush_that_times_out_says_so(
+    make_session: Callable[..., Mem01Session], extractor: ScriptedExtractor
+) -> None:
+    gate = asyncio.Event()
+
+    class Held(ScriptedExtractor):
+        async def extract(self, turn: Any, candidates: Any, now: Any) -> Any:
+            await gate.wait()
+            return await super().extract(turn, candidates, now)
+
+    session = make_session("held", "hank", extractor=Held())
+    await say(session, "I live in Oslo")
+    assert await session.flush_memory(timeout=0.2) is False
+    assert session.last_memory_error is not None
+    assert "timed out after 0.2 s" in session.last_memory_error
+    gate.set()
+    assert await session.flush_memory(timeout=30)
+    assert session.last_memory_error is None

@@ -124,3 +124,30 @@ def check() -> None:
             console().print(f"drift: {d}", highlight=False)
         raise typer.Exit(1)
     console().print("models and migrations are in sync")
+
+
+@app.command()
+def url(
+    show_password: Annotated[
+        bool, typer.Option("--show-password", help="Print the password instead of ***.")
+    ] = False,
+) -> None:
+    """Print the database URL the library uses (for psql and other tools).
+
+    With nothing configured that is the embedded server's, which runs while a process
+    uses it (this command starts it if needed and stops it again when it exits: keep
+    your application or `mem01session ui` running to connect to it).
+
+    Example: psql "$(mem01session db url --show-password)"
+    """
+    from ..redaction import redact_dsn
+
+    settings = load_settings()
+    found, embedded = database_url(settings)
+    typer.echo(found if show_password else redact_dsn(found))
+    if embedded:
+        typer.echo(
+            "(the embedded server in MEM01_HOME; it stops when the last process using it "
+            "exits)",
+            err=True,
+        )

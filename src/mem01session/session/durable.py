@@ -190,8 +190,8 @@ class DurableTier:
         """Wait for every turn of the user accepted so far (from any session or process).
 
         True when all of them are applied and none failed since the previous flush; False
-        on timeout, when one failed (``last_error`` says which), or when memory is
-        unavailable. With ``strict`` the failures raise :class:`Mem01MemoryError` instead.
+        on timeout, when one failed, or when memory is unavailable (``last_error`` says
+        which). With ``strict`` the failures raise :class:`Mem01MemoryError` instead.
         """
         mark = self._failures
         try:
@@ -211,6 +211,12 @@ class DurableTier:
             )
         elif done:
             self._recovered(mark)
+        else:  # not a failure: the turns stay queued and are applied later
+            waited = "" if timeout is None else f" after {timeout:g} s"
+            self.last_error = (
+                f"flush timed out{waited}: turns of this user are still waiting for "
+                "extraction (they stay queued and are applied later)"
+            )
         return done and not failed
 
     async def erase(self, timeout: float | None) -> EraseReceipt:
