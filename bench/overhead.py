@@ -148,7 +148,7 @@ async def run(
 ) -> OverheadResult:
     set_tracing_disabled(True)
     started = time.perf_counter()
-    store = Path(tempfile.mkdtemp(dir="/tmp")) / "t.sqlite"
+    store = Path(tempfile.mkdtemp()) / "t.sqlite"
     result = OverheadResult(runs=runs, think=think, recall_wait=2.0, cases=[])
     result.embedder = embedder.name
     for i, delay in enumerate(delays):

@@ -241,7 +241,7 @@ async def _one_run(
         try:
             with Peer(name, log) as peer:
                 purl = server.database(f"q{run}_" + name.replace("-", "_"))
-                peer.setup(purl, emb.dim, tempfile.mkdtemp(dir="/tmp"))
+                peer.setup(purl, emb.dim, tempfile.mkdtemp())
                 answers, load_ms = _peer_answers(peer, convs, emb)
             by_system[name] = summaries(queries, answers)
             out.load_ms_per_fact[name] = load_ms

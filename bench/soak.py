@@ -1,6 +1,6 @@
 """Soak: the long variants of tests/reliability, with figures for docs/reliability.md.
 
-    /tmp/venv/bin/python -m bench.soak [--kills 50] [--outages 3] [--conversations 50]
+    python -m bench.soak [--kills 50] [--outages 3] [--conversations 50]
         [--processes 4] [--users 200] [--erases 100] [--out docs/reliability.md]
 
 * crashes: a child process talks (real Runner, Mem01Session, SQLite transcript, worker,

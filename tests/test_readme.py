@@ -20,7 +20,7 @@ def python_blocks() -> list[str]:
 def test_readme_examples_run() -> None:
     blocks = python_blocks()
     assert len(blocks) >= 2
-    home = Path(tempfile.mkdtemp(prefix="mem01-readme-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="mem01-readme-"))
     env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
     env["MEM01_HOME"] = str(home)
     try:

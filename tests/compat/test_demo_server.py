@@ -21,7 +21,7 @@ from tests.compat.server import STRICTEST, FakeServer
 
 def test_the_demo_runs_against_the_strictest_server(server: FakeServer) -> None:
     server.reset(STRICTEST)
-    home = Path(tempfile.mkdtemp(prefix="mem01-compat-demo-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="mem01-compat-demo-"))
     out = home / "evidence.json"
     env = {
         k: v

