@@ -249,3 +249,20 @@ async def test_recall_reports_the_episodes_it_packed(engine: BeliefEngine, uid: 
     assert 0 < len(result.episodes) < 30 and result.tokens <= 120
     assert len(parse_quotes(result.text)) == len(result.episodes)
     assert replace(result, text="").episodes == result.episodes
+
+
+async def test_reembed_gives_episodes_of_another_model_a_current_vector(
+    module_db: Database, clock: TickingClock, uid: str
+) -> None:
+    before = BeliefEngine(module_db, HashingEmbedder(32), clock=clock)
+    await tell(before, uid, "I keep bees on the roof.", 1, ops=[Op.add("Keeps bees")])
+    after = BeliefEngine(module_db, HashingEmbedder(64), clock=clock)  # the model changed
+    ask = RecallRequest("bees on the roof", kinds="episodes", explain=True)
+    [stale] = (await after.recall(uid, ask)).episodes
+    assert stale.signals["vector_rank"] == 0  # found by its words only
+    assert await after.count_other_model(uid) == 2  # the belief and the episode
+    report = await after.reembed(user_id=uid)
+    assert (report.found, report.converted) == (2, 2)
+    assert await after.count_other_model(uid) == 0
+    [current] = (await after.recall(uid, ask)).episodes
+    assert current.signals["vector_rank"] == 1  # and by its vector again

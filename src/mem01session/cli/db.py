@@ -147,7 +147,6 @@ def url(
     typer.echo(found if show_password else redact_dsn(found))
     if embedded:
         typer.echo(
-            "(the embedded server in MEM01_HOME; it stops when the last process using it "
-            "exits)",
+            "(the embedded server in MEM01_HOME; it stops when the last process using it exits)",
             err=True,
         )

@@ -1,4 +1,5 @@
-"""``mem01session reembed``: give beliefs whose vectors another model made a current one."""
+"""``mem01session reembed``: give beliefs and episodes whose vectors another model made a
+current one."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ if TYPE_CHECKING:
 
 def reembed(
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="Only this user's beliefs.")
+        str | None, typer.Option("--user", "-u", help="Only this user's memory.")
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Beliefs embedded per batch.")] = 64,
+    batch: Annotated[int, typer.Option("--batch", help="Records embedded per batch.")] = 64,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Only count the beliefs to convert.")
+        bool, typer.Option("--dry-run", help="Only count what would be converted.")
     ] = False,
 ) -> None:
-    """Re-embed beliefs whose vectors another embedding model made (after changing
+    """Re-embed beliefs and episodes whose vectors another embedding model made (after changing
     MEM01_EMBEDDING_MODEL), with the configured model. Until then recall finds them by
     full text only. Safe while the application runs; stop it at any time and run it again
     to finish.
@@ -52,10 +53,10 @@ def reembed(
     if report is None:
         verb = "would be re-embedded" if todo else "need re-embedding"
         count = todo if todo else "no"
-        console().print(f"{count} belief(s) {whose}{verb} with {model}", highlight=False)
+        console().print(f"{count} record(s) {whose}{verb} with {model}", highlight=False)
         return
     console().print(
-        f"re-embedded {report.converted} belief(s) {whose}with {model}"
+        f"re-embedded {report.converted} record(s) {whose}with {model}"
         + (f"; {report.skipped} revised meanwhile, already current" if report.skipped else ""),
         highlight=False,
     )

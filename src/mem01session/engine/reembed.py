@@ -1,10 +1,11 @@
-"""Re-embedding: give beliefs whose vectors another model made a vector of the current one.
+"""Re-embedding: give beliefs and episodes whose vectors another model made a vector of
+the current one.
 
 Safe while the application runs: each batch is embedded outside any transaction and
-written with one statement that touches a belief only if its text and its vector's model
-are still what was read (a belief revised meanwhile already has a current vector).
-Resumable: it walks the table once in key order and converts what it finds; a second run
-converts whatever is left.
+written with one statement that touches a row only if its text and its vector's model are
+still what was read (a belief revised meanwhile already has a current vector). Resumable:
+it walks each table once in key order and converts what it finds; a second run converts
+whatever is left.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from ..checks import check_id, check_positive_int
 from .parts import EngineParts
 from .rows import vector_literal
 
+TABLES = ("beliefs", "episodes")
 _SCOPE = (
     "embedding_model IS DISTINCT FROM %(model)s AND (%(user)s::text IS NULL OR user_id = %(user)s)"
 )
-_COUNT = f"SELECT count(*) AS n FROM beliefs WHERE {_SCOPE}"
-_BATCH = f"""
-SELECT user_id, id, content, embedding_model FROM beliefs
-WHERE {_SCOPE} AND (user_id, id) > (%(after_user)s, %(after_id)s)
+_COUNT = " UNION ALL ".join(f"SELECT count(*) AS n FROM {t} WHERE {_SCOPE}" for t in TABLES)
+_BATCH = """
+SELECT user_id, id, content, embedding_model FROM {table}
+WHERE {scope} AND (user_id, id) > (%(after_user)s, %(after_id)s)
 ORDER BY user_id, id LIMIT %(limit)s"""
 _WRITE = """
-UPDATE beliefs b SET embedding = CAST(v.vec AS vector), embedding_model = %(model)s
+UPDATE {table} b SET embedding = CAST(v.vec AS vector), embedding_model = %(model)s
 FROM unnest(%(users)s::text[], %(ids)s::bigint[], %(contents)s::text[],
             %(olds)s::text[], %(vecs)s::text[]) AS v(user_id, id, content, old, vec)
 WHERE b.user_id = v.user_id AND b.id = v.id AND b.content = v.content
@@ -40,16 +42,17 @@ class ReembedReport:
     """What a run found and converted."""
 
     model: str
-    found: int  # beliefs of another model when the run began
+    found: int  # beliefs and episodes of another model when the run began
     converted: int
     skipped: int  # revised by someone else while this run embedded them
 
 
 async def count_other_model(parts: EngineParts, user_id: str | None = None) -> int:
-    """How many beliefs (of ``user_id``, or of everyone) have no vector of the current model."""
+    """How many beliefs and episodes (of ``user_id``, or of everyone) have no vector of the
+    current model."""
     user = None if user_id is None else check_id("user_id", user_id)
     rows = await parts.db.direct.fetch(_COUNT, {"model": parts.embedder.name, "user": user})
-    return int(rows[0]["n"])
+    return sum(int(r["n"]) for r in rows)
 
 
 async def reembed(
@@ -59,42 +62,45 @@ async def reembed(
     batch_size: int = 64,
     progress: Progress | None = None,
 ) -> ReembedReport:
-    """Embed every belief whose vector another model made (or that has none) with
-    ``parts.embedder``; ``progress`` is told how many were done after each batch."""
+    """Embed every belief and episode whose vector another model made (or that has none)
+    with ``parts.embedder``; ``progress`` is told how many were done after each batch."""
     user = None if user_id is None else check_id("user_id", user_id)
     check_positive_int("batch_size", batch_size)
     model = parts.embedder.name
     found = await count_other_model(parts, user)
     converted = skipped = 0
-    after: tuple[str, int] = ("", 0)
-    while True:
-        rows = await parts.db.direct.fetch(
-            _BATCH,
-            {
-                "model": model,
-                "user": user,
-                "after_user": after[0],
-                "after_id": after[1],
-                "limit": batch_size,
-            },
-        )
-        if not rows:
-            break
-        after = (rows[-1]["user_id"], int(rows[-1]["id"]))
-        vectors = await parts.embedder.embed([r["content"] for r in rows])
-        written = await parts.db.direct.fetch(
-            _WRITE,
-            {
-                "model": model,
-                "users": [r["user_id"] for r in rows],
-                "ids": [r["id"] for r in rows],
-                "contents": [r["content"] for r in rows],
-                "olds": [r["embedding_model"] for r in rows],
-                "vecs": [vector_literal(v) for v in vectors],
-            },
-        )
-        converted += len(written)
-        skipped += len(rows) - len(written)
-        if progress is not None:
-            progress(len(rows))
+    for table in TABLES:
+        batch = _BATCH.format(table=table, scope=_SCOPE)
+        write = _WRITE.format(table=table)
+        after: tuple[str, int] = ("", 0)
+        while True:
+            rows = await parts.db.direct.fetch(
+                batch,
+                {
+                    "model": model,
+                    "user": user,
+                    "after_user": after[0],
+                    "after_id": after[1],
+                    "limit": batch_size,
+                },
+            )
+            if not rows:
+                break
+            after = (rows[-1]["user_id"], int(rows[-1]["id"]))
+            vectors = await parts.embedder.embed([r["content"] for r in rows])
+            written = await parts.db.direct.fetch(
+                write,
+                {
+                    "model": model,
+                    "users": [r["user_id"] for r in rows],
+                    "ids": [r["id"] for r in rows],
+                    "contents": [r["content"] for r in rows],
+                    "olds": [r["embedding_model"] for r in rows],
+                    "vecs": [vector_literal(v) for v in vectors],
+                },
+            )
+            converted += len(written)
+            skipped += len(rows) - len(written)
+            if progress is not None:
+                progress(len(rows))
     return ReembedReport(model, found, converted, skipped)
