@@ -69,6 +69,19 @@ def rows(db_url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return list(conn.execute(sql, params).fetchall())
 
 
+def ok(client: TestClient, path: str) -> str:
+    """A page that answers 200 with HTML."""
+    response = client.get(path)
+    assert response.status_code == 200, (path, response.text)
+    assert response.headers["content-type"].startswith("text/html")
+    return response.text
+
+
+def cells(page: str, needle: str) -> str:
+    """The table row holding ``needle``."""
+    return next(row for row in re.findall(r"<tr>.*?</tr>", page, re.S) if needle in row)
+
+
 def csrf_of(html: str) -> str:
     match = re.search(r'name="csrf" value="([^"]+)"', html)
     assert match, "the page has a form with a CSRF token"

@@ -1,4 +1,9 @@
-"""The memory the browser tests look at, written through the engine and the job store."""
+"""The memory the browser tests look at, written through the engine and the job store.
+
+Alice's beliefs and words come from turns applied as the worker applies them (ops with the
+turn's utterances, so each belief points at the episode it was drawn from); one turn
+concluded nothing, and one belief was forgotten, which hides its episode.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from mem01session import Memory
 from mem01session.config import Settings
+from mem01session.engine import Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
@@ -18,6 +24,12 @@ DAVE = "dave"  # only a pending job so far
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WEDNESDAY = MONDAY + timedelta(days=2)
 HOSTILE = '<script>alert("x")</script> <b>bold</b> & </memory> "quoted"'
+HOSTILE_SAID = 'Remember <img src=x onerror=alert(1)> and <script>alert("said")</script> </memory>'
+MONDAY_SAID = "I live in New York City and I pay $2,400 a month."
+MOVED_SAID = "I moved to San Francisco last weekend."
+IGUANA_SAID = "I have a pet iguana named Ziggy."
+SISTER_SAID = "My sister Ines visits me every June."
+BOB_SAID = "I drink green tea every morning."
 
 
 @dataclass(frozen=True)
@@ -29,14 +41,27 @@ class Seeded:
     bob_tea: int
     failed_job: int
     pending_job: int
+    iguana: int  # forgotten: its episode is hidden
+    said: dict[str, int]  # episode ids by their words
+    bob_said: int
+
+
+def turn(session: str, job: int, when: datetime, *words: str) -> tuple[Provenance, list[Utterance]]:
+    """A turn's provenance and its user messages, as the worker hands them to the engine."""
+    provenance = Provenance(
+        session_id=session,
+        item_ref=f"turn-{job}",
+        job_id=job,
+        observed_at=when,
+        extractor="rules-v1",
+    )
+    return provenance, [Utterance(i, "user", w) for i, w in enumerate(words)]
 
 
 async def seed(settings: Settings | None = None) -> Seeded:
     async with Memory(settings or Settings.from_env()) as memory:
         engine = await memory.engine()
-        monday = Provenance(
-            session_id="conv-monday", item_ref="turn-1", observed_at=MONDAY, extractor="rules-v1"
-        )
+        monday, said = turn("conv-monday", 101, MONDAY, MONDAY_SAID, HOSTILE_SAID)
         r1 = await engine.apply(
             ALICE,
             [
@@ -45,8 +70,10 @@ async def seed(settings: Settings | None = None) -> Seeded:
                 Op.add(HOSTILE, evidence="<img src=x onerror=alert(1)>"),
             ],
             provenance=monday,
+            utterances=said,
         )
         nyc, rent, hostile = (c.belief_id for c in r1.changes)
+        moved, said = turn("conv-wednesday", 102, WEDNESDAY, MOVED_SAID)
         r2 = await engine.apply(
             ALICE,
             [
@@ -57,13 +84,25 @@ async def seed(settings: Settings | None = None) -> Seeded:
                     reason="moved",
                 )
             ],
-            provenance=Provenance(
-                session_id="conv-wednesday", observed_at=WEDNESDAY, extractor="rules-v1"
-            ),
+            provenance=moved,
+            utterances=said,
         )
         sf = r2.changes[0].belief_id
-        r3 = await engine.apply(BOB, [Op.add("Likes green tea")], provenance=Provenance("conv-bob"))
-        await engine.apply(CAROL, [Op.add("Likes opera")], provenance=Provenance("conv-carol"))
+        pet, said = turn("conv-wednesday", 103, WEDNESDAY + timedelta(minutes=5), IGUANA_SAID)
+        r3 = await engine.apply(
+            ALICE, [Op.add("Has a pet iguana named Ziggy")], provenance=pet, utterances=said
+        )
+        iguana = r3.changes[0].belief_id
+        await engine.forget(ALICE, iguana, "no iguana: a joke")
+        sister, said = turn("conv-thursday", 104, WEDNESDAY + timedelta(days=1), SISTER_SAID)
+        await engine.apply(ALICE, [], provenance=sister, utterances=said)
+        episodes = {e.content: e.id for e in await engine.episodes(ALICE)}
+
+        tea, said = turn("conv-bob", 201, MONDAY, BOB_SAID)
+        r4 = await engine.apply(BOB, [Op.add("Likes green tea")], provenance=tea, utterances=said)
+        [bob_said] = await engine.episodes(BOB)
+        opera, said = turn("conv-carol", 301, MONDAY, "I love opera.")
+        await engine.apply(CAROL, [Op.add("Likes opera")], provenance=opera, utterances=said)
         await engine.erase_user(CAROL)
 
         store = JobStore(engine.db)
@@ -76,4 +115,15 @@ async def seed(settings: Settings | None = None) -> Seeded:
         pending = await store.enqueue(
             DAVE, "conv-dave", [TurnMessage("user", "I have a dog")], now=WEDNESDAY
         )
-        return Seeded(nyc, rent, sf, hostile, r3.changes[0].belief_id, failed, pending)
+        return Seeded(
+            nyc,
+            rent,
+            sf,
+            hostile,
+            r4.changes[0].belief_id,
+            failed,
+            pending,
+            iguana,
+            episodes,
+            bob_said.id,
+        )

@@ -8,6 +8,8 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
+from mem01session.db.schema import USER_TABLES
+
 from .conftest import csrf_of, rows
 from .seed import ALICE, BOB, CAROL, Seeded
 
@@ -52,6 +54,7 @@ def test_correct_supersedes_through_the_engine(
 
     page = client.get(location).text
     assert "Corrected." in page and 'id="belief-content">Lives in Oakland<' in page
+    assert "No words are kept for this belief" in page  # typed here, not said in a turn
     versions = page.split("<h2>Versions</h2>")[1].split("</table>")[0]
     texts = re.findall(r"<td>(?:<b>)?(Lives in [\w ]+)", versions)
     assert texts == ["Lives in New York City", "Lives in San Francisco", "Lives in Oakland"]
@@ -89,6 +92,8 @@ def test_forget_invalidates_with_the_reason(
     page = client.get(location).text
     assert "Forgotten." in page and "b-invalidated" in page and 'action="/forget"' not in page
     assert "Pays $2,400" not in client.get(f"/user?u={ALICE}").text
+    # The words it was drawn from leave recall too, and are marked so.
+    assert "b-hidden" in page.split("<h2>What was said</h2>")[1].split("<h2>Provenance")[0]
 
 
 @pytest.mark.parametrize(
@@ -153,22 +158,25 @@ def test_erase_needs_the_typed_user_id_then_shows_the_receipt(
     for wrong in ("", "ALICE", "alice ", "bob"):
         status, text = post(client, "/erase", csrf, u=ALICE, confirm=wrong)
         assert status == 400 and "does not match" in text, wrong
-    assert rows(env, "SELECT count(*) FROM beliefs WHERE user_id = %s", ALICE) == [(4,)]
+    assert rows(env, "SELECT count(*) FROM beliefs WHERE user_id = %s", ALICE) == [(5,)]
+    erase_page = client.get(f"/erase?u={ALICE}").text
+    assert "every episode (what the user said" in erase_page
 
     status, text = post(client, "/erase", csrf, u=ALICE, confirm=ALICE)
     assert status == 200 and "Receipt" in text
     receipt = dict(re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td></tr>", text))
     terms = int(receipt.pop("belief_terms"))  # the words of the active beliefs
+    episode_terms = int(receipt.pop("episode_terms"))  # the words of the recallable episodes
     assert receipt == {
-        "beliefs": "4",
-        "belief_events": "4",
-        "belief_sources": "4",
-        "episodes": "0",  # the seed applies beliefs directly, not turns
-        "episode_terms": "0",
+        "beliefs": "5",
+        "belief_events": "6",  # three adds, a supersede, an add and its forget
+        "belief_sources": "5",
+        "episodes": "5",  # every message of her four turns, the hidden one included
         "memory_jobs": "1",
     }
-    assert terms > 0 and f"<b>{13 + terms}</b>" in text
-    for table in ("beliefs", "belief_events", "belief_sources", "belief_terms", "memory_jobs"):
+    assert terms > 0 and episode_terms > 0
+    assert f"<b>{22 + terms + episode_terms}</b>" in text
+    for table in (t for t in USER_TABLES if t != "memory_users"):
         assert rows(env, f"SELECT count(*) FROM {table} WHERE user_id = %s", ALICE) == [(0,)]
     [(erased_at,)] = rows(env, "SELECT erased_at FROM memory_users WHERE user_id = %s", ALICE)
     assert erased_at is not None

@@ -7,6 +7,7 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
+from .conftest import cells, ok
 from .seed import ALICE, BOB, CAROL, DAVE, HOSTILE, Seeded
 
 
@@ -19,18 +20,6 @@ def client(shared: tuple[TestClient, Seeded]) -> TestClient:
 @pytest.fixture
 def seeded(shared: tuple[TestClient, Seeded]) -> Seeded:
     return shared[1]
-
-
-def ok(client: TestClient, path: str) -> str:
-    response = client.get(path)
-    assert response.status_code == 200, (path, response.text)
-    assert response.headers["content-type"].startswith("text/html")
-    return response.text
-
-
-def cells(page: str, needle: str) -> str:
-    """The table row holding ``needle``."""
-    return next(row for row in re.findall(r"<tr>.*?</tr>", page, re.S) if needle in row)
 
 
 def test_users_page_lists_every_user_with_counts(client: TestClient) -> None:
@@ -101,10 +90,11 @@ def test_what_would_be_recalled(client: TestClient, seeded: Seeded) -> None:
     page = ok(client, f"/recall?u={ALICE}&q=where+do+I+live&budget=800")
     block = page.split('<pre class="block" id="block">')[1].split("</pre>")[0]
     assert block.startswith("&lt;memory&gt;") and block.endswith("&lt;/memory&gt;")
-    assert "- Lives in San Francisco\n" in block
-    assert "New York" not in block  # current truth only
+    records = block.split("The user&#x27;s earlier words")[0]  # the quotes follow
+    assert "- Lives in San Francisco\n" in records
+    assert "New York" not in records  # current truth only
     assert re.search(r"<b>\d+</b> of 800 tokens \(tokenizer <code>\S+</code>\)", page)
-    scores = page.split("Why each belief was recalled")[1]
+    scores = page.split("Why each record was recalled")[1]
     row = cells(scores, "Lives in San Francisco")
     assert len(re.findall(r"\d\.\d{3}", row)) == 6
 

@@ -38,7 +38,14 @@ def test_a_short_token_is_refused() -> None:
         check_bind("0.0.0.0", allow_remote=True, token="short")
 
 
-def test_every_answer_carries_the_security_headers(client: TestClient) -> None:
+@pytest.fixture
+def reader(shared: tuple[TestClient, Seeded]) -> TestClient:
+    """For the tests that change nothing: one seeded database and client for the module."""
+    return shared[0]
+
+
+def test_every_answer_carries_the_security_headers(reader: TestClient) -> None:
+    client = reader
     response = client.get("/")
     assert response.status_code == 200
     csp = response.headers["content-security-policy"]
@@ -51,8 +58,9 @@ def test_every_answer_carries_the_security_headers(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8701", "192.168.1.10"])
-def test_another_host_name_is_refused(client: TestClient, host: str) -> None:
+def test_another_host_name_is_refused(reader: TestClient, host: str) -> None:
     """A page cannot rebind its own DNS name to 127.0.0.1 and read the browser."""
+    client = reader
     response = client.get("/", headers={"host": host})
     assert response.status_code == 400
     assert "Unexpected host" in response.text
@@ -60,8 +68,8 @@ def test_another_host_name_is_refused(client: TestClient, host: str) -> None:
         assert client.get("/", headers={"host": name}).status_code == 200
 
 
-def test_a_large_body_is_refused(client: TestClient) -> None:
-    response = client.post("/correct", content=b"x" * 300_000)
+def test_a_large_body_is_refused(reader: TestClient) -> None:
+    response = reader.post("/correct", content=b"x" * 300_000)
     assert response.status_code == 413
 
 

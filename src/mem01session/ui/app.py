@@ -21,6 +21,7 @@ from ..errors import (
     BeliefNotFoundError,
     ConfigError,
     DatabaseError,
+    EpisodeNotFoundError,
     InvalidOpError,
     MemoryClosedError,
     UserErasedError,
@@ -86,6 +87,8 @@ def create_app(
         get("/", pages.users),
         get("/user", pages.user),
         get("/belief", pages.belief),
+        get("/episodes", pages.episodes),
+        get("/episode", pages.episode),
         get("/recall", pages.recall),
         get("/jobs", pages.jobs),
         get("/erase", pages.erase_form),
@@ -127,6 +130,8 @@ def _error_response(request: Request, exc: Exception) -> Response:
     message = _first_line(exc)
     if isinstance(exc, BeliefNotFoundError):
         return error_page(404, "Unknown belief", message)
+    if isinstance(exc, EpisodeNotFoundError):
+        return error_page(404, "Unknown episode", message)
     if isinstance(exc, UserErasedError):
         return error_page(409, "User erased", message)
     if isinstance(exc, ConfigError | InvalidOpError):

@@ -1,18 +1,19 @@
 """What the pages show, read through the engine and the job store: nothing here writes.
 
 Every read but :func:`user_rows` is scoped to one user. An unknown user, a malformed id
-or another user's belief raise :class:`PageError` with the status the page answers with.
+or another user's belief or episode raise :class:`PageError` with the status the page
+answers with.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..checks import MAX_ID_CHARS, check_id
 from ..engine import BeliefEngine
-from ..engine.records import Belief, LedgerEvent, UserSummary
-from ..errors import BeliefNotFoundError, ConfigError
+from ..engine.records import Belief, Episode, LedgerEvent, UserSummary
+from ..errors import BeliefNotFoundError, ConfigError, EpisodeNotFoundError
 from ..queue.job_records import JobCounts
 from ..queue.jobs import JobStore
 
@@ -89,13 +90,29 @@ def user_id(value: str | None) -> str:
         raise PageError(400, "Not a user id", f"{shown!r}: {exc}") from None
 
 
+def conversation_id(value: str | None, *, user: str | None = None) -> str | None:
+    """The ``c`` parameter: a conversation (session) id, None when missing or blank, else
+    400 when the library would refuse it."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return check_id("conversation id", value)
+    except ConfigError as exc:
+        shown = value if len(value) <= MAX_ID_CHARS else value[:40] + "…"
+        raise PageError(400, "Not a conversation id", f"{shown!r}: {exc}", user=user) from None
+
+
 def record_id(value: str | None, what: str = "belief", *, user: str | None = None) -> int:
     """A positive integer id from a parameter, else 400."""
     text = (value or "").strip().lstrip("#")
     if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_BIGINT:
         shown = (value or "")[:40]
+        a = "an" if what[:1] in ("a", "e", "i", "o", "u") else "a"
         raise PageError(
-            400, f"Not a {what} id", f"A {what} id is a positive integer, got {shown!r}.", user=user
+            400,
+            f"Not {a} {what} id",
+            f"{a.capitalize()} {what} id is a positive integer, got {shown!r}.",
+            user=user,
         )
     return int(text)
 
@@ -137,6 +154,9 @@ class BeliefHistory:
     belief: Belief
     versions: list[Belief]
     events: list[LedgerEvent]
+    episodes: dict[int, Episode | None] = field(default_factory=dict)
+    """The episodes this belief's sources point at, in source order (None: no longer kept,
+    deleted by retention)."""
 
     def source_of(self, event: LedgerEvent) -> str | None:
         """Who made ``event``: recorded in the ledger, else the extractor of a source written
@@ -173,4 +193,96 @@ async def belief_history(engine: BeliefEngine, user: str, belief_id: int) -> Bel
             versions[other] = found
             frontier.append(found)
     ordered = sorted(versions.values(), key=lambda b: (b.valid_from, b.id))
-    return BeliefHistory(belief, ordered, sorted(events.values(), key=lambda e: e.id))
+    said = await source_episodes(engine, user, belief)
+    return BeliefHistory(belief, ordered, sorted(events.values(), key=lambda e: e.id), said)
+
+
+async def source_episodes(
+    engine: BeliefEngine, user: str, belief: Belief
+) -> dict[int, Episode | None]:
+    """The episodes ``belief`` was drawn from, by id in source order; None for one that is
+    no longer kept (retention deletes episodes, the sources keep their id)."""
+    found: dict[int, Episode | None] = {}
+    for source in belief.sources:
+        if source.episode_id is None or source.episode_id in found:
+            continue
+        try:
+            found[source.episode_id] = await engine.episode(user, source.episode_id)
+        except EpisodeNotFoundError:
+            found[source.episode_id] = None
+    return found
+
+
+async def episode_of(engine: BeliefEngine, user: str, episode_id: int) -> Episode:
+    """The user's episode; another user's id answers exactly like a missing one."""
+    try:
+        return await engine.episode(user, episode_id)
+    except EpisodeNotFoundError:
+        raise PageError(
+            404, "Unknown episode", f"User {user!r} has no episode #{episode_id}.", user=user
+        ) from None
+
+
+async def drawn_beliefs(engine: BeliefEngine, user: str, episode: Episode) -> list[Belief]:
+    """The beliefs drawn from ``episode``, in id order."""
+    out: list[Belief] = []
+    for belief_id in episode.belief_ids:
+        try:
+            out.append(await engine.get(user, belief_id))
+        except BeliefNotFoundError:  # pragma: no cover - the ids are the user's own
+            continue
+    return out
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation's episodes on the episodes tab, oldest first."""
+
+    session_id: str
+    episodes: list[Episode]
+
+    @property
+    def first_said(self) -> datetime:
+        return self.episodes[0].said_at
+
+    @property
+    def last_said(self) -> datetime:
+        return self.episodes[-1].said_at
+
+
+@dataclass(frozen=True)
+class EpisodeListing:
+    """The episodes tab: the most recent episodes that match, by conversation (the most
+    recently active first), and whether older ones match too."""
+
+    conversations: list[Conversation]
+    count: int
+    more: bool
+
+
+async def episode_listing(
+    engine: BeliefEngine,
+    user: str,
+    *,
+    session_id: str | None,
+    contains: str | None,
+    limit: int,
+) -> EpisodeListing:
+    """The user's ``limit`` most recent episodes (hidden ones included) that match, grouped
+    by conversation."""
+    found = await engine.episodes(user, session_id=session_id, contains=contains, limit=limit + 1)
+    more = len(found) > limit
+    if more:
+        found = found[1:]  # oldest first: the one over the limit is the oldest
+    return EpisodeListing(by_conversation(found), len(found), more)
+
+
+def by_conversation(episodes: list[Episode]) -> list[Conversation]:
+    """Episodes grouped by conversation: each group in the order said, the group with the
+    most recent episode first."""
+    groups: dict[str, list[Episode]] = {}
+    for e in sorted(episodes, key=lambda e: (e.said_at, e.job_id, e.message, e.passage, e.id)):
+        groups.setdefault(e.session_id, []).append(e)
+    conversations = [Conversation(s, g) for s, g in groups.items()]
+    conversations.sort(key=lambda c: (c.last_said, c.session_id), reverse=True)
+    return conversations

@@ -10,6 +10,7 @@ from .markup import Safe, html, join, url
 
 TABS = (
     ("beliefs", "/user", "Beliefs"),
+    ("episodes", "/episodes", "Episodes"),
     ("recall", "/recall", "Recall"),
     ("jobs", "/jobs", "Jobs"),
     ("erase", "/erase", "Erase"),
@@ -125,6 +126,37 @@ def job_link(user: str, job_id: int | None) -> Safe:
         return Safe('<span class="muted">–</span>')
     href = Safe(url("/jobs", u=user) + f"#job-{int(job_id)}")
     return html('<a href="{href}">#{id}</a>', href=href, id=job_id)
+
+
+def episode_link(user: str, episode_id: int | None) -> Safe:
+    if episode_id is None:
+        return Safe('<span class="muted">–</span>')
+    return html(
+        '<a href="{href}">e#{id}</a>', href=url("/episode", u=user, id=episode_id), id=episode_id
+    )
+
+
+def conversation_link(user: str, session_id: str, episode_id: int | None = None) -> Safe:
+    """The conversation on the episodes tab (at ``episode_id``'s row when given)."""
+    target = url("/episodes", u=user, c=session_id)
+    if episode_id is not None:
+        target = Safe(f"{target}#episode-{int(episode_id)}")
+    return html('<a href="{href}"><code>{s}</code></a>', href=target, s=session_id)
+
+
+HIDDEN_MEANS = "a belief drawn from these words was forgotten, so recall no longer quotes them"
+
+
+def hidden_mark(moment: datetime | None) -> Safe:
+    """The mark of a hidden episode, saying what it means ('' for one recall can quote)."""
+    if moment is None:
+        return Safe("")
+    return html(
+        ' <span class="badge b-hidden" title="Hidden: {means}">hidden</span>'
+        ' <span class="muted">since {day}</span>',
+        means=HIDDEN_MEANS,
+        day=day(moment),
+    )
 
 
 def quote(text: str | None) -> Safe:

@@ -7,13 +7,26 @@ from starlette.responses import HTMLResponse, Response
 
 from ..engine.records import RecallRequest
 from .context import Context, text_param
-from .data import PageError, belief_history, known_user, record_id, user_id, user_rows
+from .data import (
+    PageError,
+    belief_history,
+    conversation_id,
+    drawn_beliefs,
+    episode_listing,
+    episode_of,
+    known_user,
+    record_id,
+    user_id,
+    user_rows,
+)
 from .views_belief import belief_page
+from .views_episodes import episode_page, episodes_page
 from .views_tools import JOB_FILTERS, erase_page, jobs_page, recall_page
 from .views_users import beliefs_page, users_page
 
 USERS_LIMIT = 200
 BELIEFS_LIMIT = 500
+EPISODES_LIMIT = 200
 JOBS_LIMIT = 200
 MAX_BUDGET = 100_000
 
@@ -60,6 +73,27 @@ async def belief(ctx: Context, request: Request) -> Response:
     bid = record_id(request.query_params.get("id"), user=view.user_id)
     history = await belief_history(engine, view.user_id, bid)
     return HTMLResponse(belief_page(view, history, ctx.access.csrf, _flash(request)))
+
+
+async def episodes(ctx: Context, request: Request) -> Response:
+    engine = await ctx.engine()
+    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    session = conversation_id(request.query_params.get("c"), user=view.user_id)
+    contains = text_param(request, "q")
+    listing = await episode_listing(
+        engine, view.user_id, session_id=session, contains=contains, limit=EPISODES_LIMIT
+    )
+    return HTMLResponse(
+        episodes_page(view, listing, session_id=session, contains=contains, limit=EPISODES_LIMIT)
+    )
+
+
+async def episode(ctx: Context, request: Request) -> Response:
+    engine = await ctx.engine()
+    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    eid = record_id(request.query_params.get("id"), "episode", user=view.user_id)
+    found = await episode_of(engine, view.user_id, eid)
+    return HTMLResponse(episode_page(view, found, await drawn_beliefs(engine, view.user_id, found)))
 
 
 async def recall(ctx: Context, request: Request) -> Response:

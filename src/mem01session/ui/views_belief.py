@@ -1,5 +1,5 @@
-"""One belief: what it says, its versions, its ledger, its provenance, and the forms that
-correct or forget it."""
+"""One belief: what it says, its versions, its ledger, the words it was drawn from, its
+provenance, and the forms that correct or forget it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from .layout import (
     badge,
     belief_link,
     confidence,
+    conversation_link,
+    episode_link,
     hidden,
     job_link,
     page,
@@ -20,6 +22,7 @@ from .layout import (
     when,
 )
 from .markup import Safe, html, join
+from .views_episodes import said_section
 from .views_users import user_header
 
 NONE = Safe('<span class="muted">–</span>')
@@ -32,6 +35,7 @@ def belief_page(view: UserView, h: BeliefHistory, csrf: str, flash: str | None =
         _versions(user, h),
         _actions(user, b, csrf) if b.status == "active" and not view.erased else Safe(""),
         html("<h2>History</h2>{t}", t=_ledger(user, h)),
+        said_section(user, h.episodes),
         html("<h2>Provenance</h2>{t}", t=_provenance(user, b)),
     ]
     return page(
@@ -163,14 +167,17 @@ def _provenance(user: str, b: Belief) -> Safe:
     rows = [
         [
             when(s.observed_at),
-            s.session_id or NONE,
+            conversation_link(user, s.session_id, s.episode_id) if s.session_id else NONE,
             s.item_ref or NONE,
             html("<code>{x}</code>", x=s.extractor) if s.extractor else NONE,
             job_link(user, s.job_id),
+            episode_link(user, s.episode_id),
             quote(s.evidence),
         ]
         for s in b.sources
     ]
     return table(
-        ["observed", "conversation", "turn", "extractor", "job", "evidence"], rows, cls="sources"
+        ["observed", "conversation", "turn", "extractor", "job", "episode", "evidence"],
+        rows,
+        cls="sources",
     )

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..engine.records import EraseReceipt, RecallResult
+from ..engine.records import EraseReceipt, RecallResult, ScoredBelief, ScoredEpisode
+from ..engine.scoring import EPISODE_FACTOR, INACTIVE_FACTOR, Fusion
 from ..queue.job_records import Job
 from .data import UserView
-from .layout import badge, belief_link, hidden, page, table, when
+from .layout import (
+    badge,
+    belief_link,
+    conversation_link,
+    episode_link,
+    hidden,
+    page,
+    plural,
+    table,
+    when,
+)
 from .markup import Safe, html, join, url
 from .views_users import user_header
 
 SIGNALS = ("vector", "text", "relevance", "recency", "confidence", "fused")
+NONE = Safe('<span class="muted">–</span>')
 JOB_FILTERS = (None, "pending", "running", "failed", "done")
 
 
@@ -55,11 +67,14 @@ def recall_page(
 def _result(user: str, r: RecallResult) -> Safe:
     meta = html(
         '<p class="facts"><b>{tokens}</b> of {max} tokens (tokenizer <code>{tok}</code>) · '
-        "{packed} of {candidates} candidates packed · {ms} ms</p>",
+        "{beliefs} {bw} and {quotes} {qw} packed of {candidates} candidates · {ms} ms</p>",
         tokens=r.tokens,
         max=r.max_tokens,
         tok=r.tokenizer,
-        packed=len(r.beliefs),
+        beliefs=len(r.beliefs),
+        bw=plural(len(r.beliefs), "belief"),
+        quotes=len(r.episodes),
+        qw=plural(len(r.episodes), "quote"),
         candidates=r.candidates,
         ms=f"{r.latency_ms:.0f}",
     )
@@ -74,22 +89,61 @@ def _result(user: str, r: RecallResult) -> Safe:
             '<p class="empty">No memory block: nothing recalled fits the budget or matches.</p>'
         )
     scores = Safe("")
-    if r.beliefs:
-        rows = []
-        for item in r.beliefs:
-            b = item.belief
-            cells = [f"{item.signals.get(name, 0.0):.3f}" for name in SIGNALS]
-            for i, rank in ((0, "vector_rank"), (1, "text_rank")):
-                if item.signals.get(rank):
-                    cells[i] += f" r{int(item.signals[rank])}"
-            rows.append([belief_link(user, b.id), b.content, badge(b.status), *cells])
+    if r.beliefs or r.episodes:
+        # One list, best score first: the order in which the block was packed.
+        items: list[ScoredBelief | ScoredEpisode] = [*r.beliefs, *r.episodes]
+        items.sort(key=lambda i: (-i.score, isinstance(i, ScoredEpisode)))
         scores = html(
-            "<h2>Why each belief was recalled</h2>"
-            '<p class="muted">fused = 0.80 relevance + 0.12 recency + 0.08 confidence; relevance '
-            "fuses the vector and full-text ranks (r<i>n</i>).</p>{t}",
-            t=table(["id", "belief", "status", *SIGNALS], rows, cls="scores"),
+            "<h2>Why each record was recalled</h2>"
+            '<p class="muted">{note} Relevance fuses the vector and full-text ranks '
+            "(r<i>n</i>), beliefs and episodes ranked together.</p>{t}",
+            note=fusion_note(),
+            t=table(
+                ["id", "record", "status", *SIGNALS],
+                [_score_cells(user, item) for item in items],
+                cls="scores",
+            ),
         )
     return join([meta, block, scores])
+
+
+def fusion_note() -> str:
+    """How ``fused`` is made, from the weights the engine ranks with."""
+    f = Fusion()
+    rec = f"({1 - f.w_recency:.2f} + {f.w_recency:.2f} recency)"
+    if f.combine == "product":
+        conf = f"({1 - f.w_confidence:.2f} + {f.w_confidence:.2f} confidence)"
+        belief = f"relevance × {rec} × {conf}"
+    else:  # pragma: no cover - the engine's default is the product
+        w_rel = 1 - f.w_recency - f.w_confidence
+        belief = (
+            f"{w_rel:.2f} relevance + {f.w_recency:.2f} recency + {f.w_confidence:.2f} confidence"
+        )
+    return (
+        f"fused: for a belief, {belief} (× {INACTIVE_FACTOR:g} when no longer current); "
+        f"for a quote, relevance × {rec} × {EPISODE_FACTOR:g}."
+    )
+
+
+def _score_cells(user: str, item: ScoredBelief | ScoredEpisode) -> list[object]:
+    cells: list[object] = [
+        f"{item.signals[name]:.3f}" if name in item.signals else NONE for name in SIGNALS
+    ]
+    for i, rank in ((0, "vector_rank"), (1, "text_rank")):
+        if item.signals.get(rank):
+            cells[i] = f"{cells[i]} r{int(item.signals[rank])}"
+    if isinstance(item, ScoredBelief):
+        b = item.belief
+        return [belief_link(user, b.id), b.content, badge(b.status), *cells]
+    e = item.episode
+    said = html(
+        '<span class="content said">{text}</span><div class="muted">{who}{when} in {conv}</div>',
+        text=e.content,
+        who="the assistant, " if e.role == "assistant" else "",
+        when=when(e.said_at),
+        conv=conversation_link(user, e.session_id, e.id),
+    )
+    return [episode_link(user, e.id), said, badge("quote"), *cells]
 
 
 def jobs_page(
@@ -188,15 +242,18 @@ def erase_page(view: UserView, csrf: str, *, error: str | None = None) -> Safe:
     else:
         body = html(
             '<section class="danger-zone"><h2>Erase this user</h2>'
-            "<p>Hard-deletes every belief ({beliefs}), ledger row, source and job ({jobs}) of "
-            "this user, in one transaction, and leaves a tombstone that refuses new writes "
-            "until the user is reinstated. Transcripts are not touched. This cannot be undone.</p>"
+            "<p>Hard-deletes every belief ({beliefs}), every episode (what the user said, kept "
+            "verbatim: {episodes} that recall can quote, and any hidden ones), ledger row, "
+            "source and job ({jobs}) of this user, in one "
+            "transaction, and leaves a tombstone that refuses new writes until the user is "
+            "reinstated. Transcripts are not touched. This cannot be undone.</p>"
             "{error}"
             '<form method="post" action="/erase" class="erase" data-confirm="{user}">{keys}'
             '<label>Type the user id to confirm<input name="confirm" autocomplete="off" required '
             'spellcheck="false"></label>'
             '<button type="submit" class="danger">Erase {user}</button></form></section>',
             beliefs=s.total if s else 0,
+            episodes=s.episodes if s else 0,
             jobs=sum(view.jobs.counts.values()),
             error=html('<p class="bad" role="alert">{e}</p>', e=error) if error else Safe(""),
             user=user,

@@ -43,7 +43,16 @@ def users_page(rows: Sequence[UserRow], contains: str | None, more: bool) -> Saf
             "Users", html('<h1>Users</h1>{search}<p class="empty">{e}</p>', search=search, e=empty)
         )
     body = table(
-        ["user", "state", "current beliefs", "history", "jobs", "version", "last activity"],
+        [
+            "user",
+            "state",
+            "current beliefs",
+            "history",
+            "episodes",
+            "jobs",
+            "version",
+            "last activity",
+        ],
         [_user_cells(r) for r in rows],
         cls="users",
     )
@@ -82,6 +91,9 @@ def _user_cells(row: UserRow) -> list[object]:
         badge("erased") if row.erased else badge("active") if s else badge("waiting"),
         s.active if s else 0,
         history or Safe('<span class="muted">–</span>'),
+        html('<a href="{href}">{n}</a>', href=url("/episodes", u=row.user_id), n=s.episodes)
+        if s is not None and s.episodes
+        else 0,
         html('<a href="{href}">{jobs}</a>', href=url("/jobs", u=row.user_id), jobs=join(jobs, ", "))
         if jobs
         else Safe('<span class="muted">–</span>'),
@@ -94,9 +106,17 @@ def user_header(view: UserView) -> Safe:
     """The user's id, counts and, when erased, what that means."""
     s = view.summary
     active = s.active if s else 0
+    episodes = s.episodes if s else 0
     facts = [
         html("<b>{n}</b> {what}", n=active, what=plural(active, "current belief")),
         html("<b>{n}</b> in history", n=(s.total - s.active) if s else 0),
+        html(
+            '<a href="{href}" title="what the user said, as recall can quote it (hidden '
+            'episodes not counted)"><b>{n}</b> {what}</a>',
+            href=url("/episodes", u=view.user_id),
+            n=episodes,
+            what=plural(episodes, "episode"),
+        ),
         html(
             "<b>{n}</b> {what} waiting for extraction",
             n=view.jobs.unfinished,
@@ -116,8 +136,9 @@ def user_header(view: UserView) -> Safe:
     erased = Safe("")
     if view.erased and s is not None:
         erased = html(
-            '<p class="warn">This user was erased {when}: every belief, ledger row, source and '
-            "job was deleted, and new writes are refused until the user is reinstated "
+            '<p class="warn">This user was erased {when}: every belief, episode (what the user '
+            "said), ledger row, source and job was deleted, and new writes are refused until "
+            "the user is reinstated "
             "(<code>BeliefEngine.reinstate_user</code>).</p>",
             when=when(s.erased_at),
         )

@@ -2,15 +2,17 @@
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
-  // Filter inputs narrow the table below them as you type (the form still filters on the
+  // Filter inputs narrow the tables below them as you type (the form still filters on the
   // server when submitted, over every row rather than the ones on this page).
   for (const input of document.querySelectorAll("input[data-filter-table]")) {
-    const table = document.querySelector("table." + input.dataset.filterTable);
-    if (!table) continue;
+    const tables = document.querySelectorAll("table." + input.dataset.filterTable);
+    if (!tables.length) continue;
     input.addEventListener("input", () => {
       const needle = input.value.trim().toLowerCase();
-      for (const row of table.tBodies[0].rows) {
-        row.classList.toggle("hidden", needle !== "" && !row.textContent.toLowerCase().includes(needle));
+      for (const table of tables) {
+        for (const row of table.tBodies[0].rows) {
+          row.classList.toggle("hidden", needle !== "" && !row.textContent.toLowerCase().includes(needle));
+        }
       }
     });
   }
