@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from mem01session.errors import ConfigError
 from mem01session.ui import Access, create_app
-from mem01session.ui.security import COOKIE, check_bind, is_loopback
+from mem01session.ui.security import BROWSER_COOKIE, COOKIE, check_bind, is_loopback
 
 from .conftest import BASE, csrf_of, rows
 from .seed import ALICE, Seeded
@@ -52,7 +52,8 @@ def test_every_answer_carries_the_security_headers(reader: TestClient) -> None:
     assert "default-src 'none'" in csp and "script-src 'self'" in csp
     assert "frame-ancestors 'none'" in csp
     assert response.headers["x-frame-options"] == "DENY"
-    assert response.headers["referrer-policy"] == "no-referrer"
+    # Not no-referrer: then the browser's own forms would post with Origin: null.
+    assert response.headers["referrer-policy"] == "same-origin"
     assert response.headers["cache-control"] == "no-store"
     assert client.get("/nowhere").headers["x-content-type-options"] == "nosniff"
 
@@ -96,11 +97,71 @@ def test_posts_without_the_csrf_token_are_refused(
     ]
 
 
-def test_the_csrf_token_is_per_process(seeded: Seeded) -> None:
+def test_the_csrf_token_is_per_process_and_per_browser(seeded: Seeded) -> None:
     first, second = Access(), Access()
-    assert first.csrf != second.csrf and len(first.csrf) >= 32
-    with TestClient(create_app(access=first), base_url=BASE) as c:
-        assert csrf_of(c.get(f"/belief?u={ALICE}&id={seeded.rent}").text) == first.csrf
+    assert first.csrf_for("b" * 32) != second.csrf_for("b" * 32)
+    page = f"/belief?u={ALICE}&id={seeded.rent}"
+    with (
+        TestClient(create_app(access=first), base_url=BASE) as one,
+        TestClient(create_app(access=first), base_url=BASE) as other,
+    ):
+        mine, theirs = csrf_of(one.get(page).text), csrf_of(other.get(page).text)
+        assert mine != theirs  # two browsers (cookie jars), two tokens
+        assert csrf_of(one.get(page).text) == mine  # stable for one browser
+        cookie = one.cookies.get(BROWSER_COOKIE)
+        assert cookie is not None and first.csrf_ok(mine, cookie)
+        form = {"u": ALICE, "id": str(seeded.rent), "reason": "stolen token"}
+        # Another browser's token is refused, and so is the right token without its cookie.
+        assert other.post("/forget", data=form | {"csrf": mine}).status_code == 403
+        one.cookies.clear()
+        assert one.post("/forget", data=form | {"csrf": mine}).status_code == 403
+
+
+GOOD = {"origin": BASE}
+CROSS_SITE: list[dict[str, str]] = [
+    {"origin": "https://evil.example"},
+    {"origin": "null"},
+    {"origin": "http://127.0.0.1:9999"},  # another port of this machine: another origin
+    {"origin": BASE, "sec-fetch-site": "cross-site"},
+    {"origin": BASE, "sec-fetch-site": "same-site"},
+    {"sec-fetch-site": "cross-site"},
+    {"referer": "https://evil.example/page"},
+    {"referer": "not a url ["},
+]
+
+
+@pytest.mark.parametrize(
+    "headers", CROSS_SITE, ids=lambda h: ",".join(f"{k}={v}" for k, v in h.items())
+)
+def test_a_cross_site_request_changes_nothing_even_with_a_valid_token(
+    client: TestClient, seeded: Seeded, env: str, headers: dict[str, str]
+) -> None:
+    token = csrf_of(client.get(f"/erase?u={ALICE}").text)  # this browser's own, valid
+    for path, extra in (
+        ("/forget", {"id": str(seeded.rent), "reason": "pwned"}),
+        ("/correct", {"id": str(seeded.rent), "text": "pwned-by-cross-site"}),
+        ("/erase", {"confirm": ALICE}),
+        ("/retry", {"id": str(seeded.failed_job)}),
+    ):
+        response = client.post(path, data={"csrf": token, "u": ALICE, **extra}, headers=headers)
+        assert response.status_code == 403, path
+        assert "Cross-site request refused" in response.text
+    assert rows(env, "SELECT status FROM beliefs WHERE id = %s", seeded.rent) == [("active",)]
+    assert rows(env, "SELECT erased_at FROM memory_users WHERE user_id = %s", ALICE) == [(None,)]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [GOOD, {"origin": BASE, "sec-fetch-site": "same-origin"}, {"referer": BASE + "/x"}, {}],
+    ids=["origin", "fetch-metadata", "referer", "no-browser-headers"],
+)
+def test_the_browsers_own_forms_go_through(
+    client: TestClient, seeded: Seeded, env: str, headers: dict[str, str]
+) -> None:
+    token = csrf_of(client.get(f"/belief?u={ALICE}&id={seeded.rent}").text)
+    form = {"csrf": token, "u": ALICE, "id": str(seeded.rent), "reason": "moved"}
+    assert client.post("/forget", data=form, headers=headers).status_code == 303
+    assert rows(env, "SELECT status FROM beliefs WHERE id = %s", seeded.rent) == [("invalidated",)]
 
 
 @pytest.fixture

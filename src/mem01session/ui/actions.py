@@ -13,7 +13,7 @@ from ..engine import BeliefEngine
 from ..engine.ops import Provenance
 from ..engine.records import Belief
 from ..logs import get_logger
-from .context import Context, form_of, form_text
+from .context import Context, csrf, form_of, form_text
 from .data import PageError, belief_of, known_user, record_id, user_id
 from .markup import href
 from .views_tools import erase_page, receipt_page
@@ -115,7 +115,7 @@ async def erase(ctx: Context, request: Request) -> Response:
     if confirm != view.user_id:
         page = erase_page(
             view,
-            ctx.access.csrf,
+            csrf(ctx, request),
             error="The confirmation does not match the user id; nothing was erased.",
         )
         return HTMLResponse(page, status_code=400)

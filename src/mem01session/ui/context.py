@@ -11,7 +11,7 @@ from ..engine import BeliefEngine
 from ..memory import Memory
 from ..queue.jobs import JobStore
 from .data import PageError
-from .security import Access
+from .security import BROWSER_KEY, Access
 
 MAX_TEXT_CHARS = 2000
 
@@ -32,6 +32,18 @@ class Context:
         return JobStore((await self.engine()).db)
 
 
+def browser_of(request: Request) -> str | None:
+    """The id of the browser that sent ``request`` (its cookie; set by the Guard)."""
+    value = request.scope.get("state", {}).get(BROWSER_KEY)
+    return value if isinstance(value, str) else None
+
+
+def csrf(ctx: Context, request: Request) -> str:
+    """The CSRF token the forms of a page sent to this browser carry."""
+    browser = browser_of(request)
+    return "" if browser is None else ctx.access.csrf_for(browser)
+
+
 def clean(value: str, *, strip: bool = True) -> str:
     """Text from a request as the database can take it: NUL bytes dropped, bounded."""
     value = value.replace("\x00", "")[:MAX_TEXT_CHARS]
@@ -50,13 +62,13 @@ def text_param(request: Request, name: str, *, strip: bool = True) -> str | None
 async def form_of(ctx: Context, request: Request) -> FormData:
     """The posted form, if it carries this process's CSRF token; else 403."""
     form = await request.form(max_files=0, max_fields=20)
-    if not ctx.access.csrf_ok(form.get("csrf")):
+    if not ctx.access.csrf_ok(form.get("csrf"), browser_of(request)):
         raise PageError(
             403,
             "Form refused",
             "This form did not carry the memory browser's CSRF token, so it may come from "
-            "another site. Reload the page and submit again (the token changes each time "
-            "the browser is restarted).",
+            "another site or another browser. Reload the page and submit again (the token "
+            "changes each time the memory browser is restarted).",
         )
     return form
 

@@ -6,7 +6,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from ..engine.records import RecallRequest
-from .context import Context, text_param
+from .context import Context, csrf, text_param
 from .data import (
     PageError,
     belief_history,
@@ -72,7 +72,7 @@ async def belief(ctx: Context, request: Request) -> Response:
     view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
     bid = record_id(request.query_params.get("id"), user=view.user_id)
     history = await belief_history(engine, view.user_id, bid)
-    return HTMLResponse(belief_page(view, history, ctx.access.csrf, _flash(request)))
+    return HTMLResponse(belief_page(view, history, csrf(ctx, request), _flash(request)))
 
 
 async def episodes(ctx: Context, request: Request) -> Response:
@@ -140,7 +140,12 @@ async def jobs(ctx: Context, request: Request) -> Response:
         )
     listed = await store.list_jobs(user_id=view.user_id, status=status, limit=JOBS_LIMIT)
     page = jobs_page(
-        view, listed, status=status, csrf=ctx.access.csrf, limit=JOBS_LIMIT, flash=_flash(request)
+        view,
+        listed,
+        status=status,
+        csrf=csrf(ctx, request),
+        limit=JOBS_LIMIT,
+        flash=_flash(request),
     )
     return HTMLResponse(page)
 
@@ -149,4 +154,4 @@ async def erase_form(ctx: Context, request: Request) -> Response:
     view = await known_user(
         await ctx.engine(), await ctx.jobs(), user_id(request.query_params.get("u"))
     )
-    return HTMLResponse(erase_page(view, ctx.access.csrf))
+    return HTMLResponse(erase_page(view, csrf(ctx, request)))

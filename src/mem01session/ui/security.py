@@ -7,9 +7,15 @@
   ``Authorization: Bearer`` header. Compared in constant time.
 * Requests whose ``Host`` header names another host are refused: a web page cannot point
   a DNS name it controls at 127.0.0.1 and read the browser through it.
-* Every ``POST`` carries the per-process CSRF token in a hidden field (checked by the
-  routes with :meth:`Access.csrf_ok`).
-* Every answer says: no framing, no referrer, no inline script, not cached.
+* A request that changes something (``POST``) is refused when the browser says it comes
+  from another site: ``Sec-Fetch-Site`` other than ``same-origin`` (``none``: typed by
+  the user), or an ``Origin`` (without one, a ``Referer``) that is not this server's own.
+  Clients that send none of these (``curl``) are not browsers a page can drive.
+* Every form carries a CSRF token bound to the browser that received it: an HMAC, under
+  a key made when the process starts, of a random id kept in that browser's cookie
+  (checked by the routes with :meth:`Access.csrf_ok`).
+* Every answer says: no framing, no inline script, not cached, a referrer only to this
+  origin (``no-referrer`` would make the browser's own forms send ``Origin: null``).
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,6 +38,9 @@ from .markup import esc
 
 MIN_TOKEN_CHARS = 16
 COOKIE = "mem01_ui"
+BROWSER_COOKIE = "mem01_browser"
+BROWSER_KEY = "mem01.browser"  # where the Guard leaves the browser's id in the ASGI scope
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = 256 * 1024
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -42,7 +52,7 @@ HEADERS = [
     ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 ]
 
 
@@ -80,13 +90,13 @@ def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
 class Access:
     """The browser's secrets and the hosts it answers to.
 
-    ``token``: required from every request when set. ``csrf``: the per-process token
-    every form carries. ``hosts``: the ``Host`` names accepted (``None``: any, for a
-    server reachable under names it cannot know).
+    ``token``: required from every request when set. ``csrf_key``: the per-process key
+    that binds each browser's CSRF token to it. ``hosts``: the ``Host`` names accepted
+    (``None``: any, for a server reachable under names it cannot know).
     """
 
     token: str | None = field(default=None, repr=False)
-    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    csrf_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     hosts: frozenset[str] | None = LOOPBACK_HOSTS
 
     @classmethod
@@ -97,8 +107,17 @@ class Access:
             names = LOOPBACK_HOSTS | {host.strip().strip("[]").lower()}
         return cls(token=token, hosts=names)
 
-    def csrf_ok(self, submitted: object) -> bool:
-        return isinstance(submitted, str) and _same(submitted, self.csrf)
+    def csrf_for(self, browser: str) -> str:
+        """The CSRF token of the browser whose cookie holds ``browser``."""
+        return hmac.new(self.csrf_key, browser.encode(), hashlib.sha256).hexdigest()
+
+    def csrf_ok(self, submitted: object, browser: str | None) -> bool:
+        """Whether ``submitted`` is the token this process gave that browser."""
+        return (
+            isinstance(submitted, str)
+            and browser is not None
+            and _same(submitted, self.csrf_for(browser))
+        )
 
     def cookie_value(self) -> str:
         """What the cookie holds: a digest of the token (the token itself never is)."""
@@ -125,14 +144,33 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "replace"), b.encode("utf-8", "replace"))
 
 
-def _cookie(header: str) -> str | None:
+def _cookie(header: str, name: str = COOKIE) -> str | None:
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(header)
     except Exception:  # a malformed Cookie header is no cookie
         return None
-    morsel = jar.get(COOKIE)
+    morsel = jar.get(name)
     return None if morsel is None else morsel.value
+
+
+_BROWSER_ID = re.compile(r"[A-Za-z0-9_\-]{32}")
+
+
+def same_origin(headers: Headers) -> bool:
+    """Whether a browser's request comes from this server's own pages: no cross-site
+    ``Sec-Fetch-Site``, and an ``Origin`` (else a ``Referer``) naming the host it asked."""
+    site = headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    claimed = headers.get("origin") or headers.get("referer")
+    if claimed is None:
+        return True  # not a browser a page can drive (curl, scripts)
+    try:
+        netloc = urlsplit(claimed).netloc.lower()
+    except ValueError:
+        return False
+    return bool(netloc) and netloc == headers.get("host", "").strip().lower()
 
 
 def host_name(headers: Headers) -> str:
@@ -167,6 +205,18 @@ class Guard:
         if refusal is not None:
             await _plain(send_guarded, *refusal)
             return
+        browser = _cookie(headers.get("cookie", ""), BROWSER_COOKIE)
+        if browser is None or not _BROWSER_ID.fullmatch(browser):
+            browser = secrets.token_urlsafe(24)  # a browser seen for the first time
+            new_cookie = f"{BROWSER_COOKIE}={browser}; Path=/; HttpOnly; SameSite=Strict".encode()
+            inner = send_guarded
+
+            async def send_guarded(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message["headers"] = [*message.get("headers", []), (b"set-cookie", new_cookie)]
+                await inner(message)
+
+        scope.setdefault("state", {})[BROWSER_KEY] = browser
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         offered = [v for k, v in parse_qsl(query, keep_blank_values=True) if k == "token"]
         if self.access.token is not None and offered:
@@ -197,6 +247,14 @@ class Guard:
         length = headers.get("content-length", "0")
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
             return 413, "Request too large", "Forms here are small; this one is not."
+        if str(scope.get("method", "GET")).upper() not in SAFE_METHODS and not same_origin(headers):
+            return (
+                403,
+                "Cross-site request refused",
+                "This request came from another site (its Origin, Referer or "
+                "Sec-Fetch-Site says so): the memory browser changes memory only for its "
+                "own pages. Open it and use its forms.",
+            )
         return None
 
 
