@@ -12,9 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # Absolute paths that name somebody's machine: a home, a workspace, a scratch folder
 # written into the code instead of asked of tempfile (which honours TMPDIR).
 MACHINE_PATH = re.compile(r"""/work/|/root/|/home/[a-z]|/Users/[A-Za-z]|["']/tmp["'/]""")
-# Documented defaults, each in the place that documents it.
+# Documented defaults, each in the place that documents it (and this file's patterns).
 ALLOWED = {
     "scripts/citus-cluster.sh": {"/tmp/mem01-citus"},
+    "tests/test_repo_hygiene.py": {"MACHINE_PATH", "/tmp/mem01-citus"},
 }
 
 
