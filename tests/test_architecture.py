@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
     {"memory"},
     {"session"},
     {"shortterm", "demo", "ui"},
+    {"tools"},
     {"cli"},
     {"__main__"},
 ]

@@ -28,6 +28,7 @@ from ..queue.turns import TurnMessage
 from .durable import DurableTier
 from .injection import RecallPrefetch, memory_run_config
 from .items import turn_messages
+from .recalled import without_recalled
 
 log = get_logger(__name__)
 
@@ -112,6 +113,7 @@ class Mem01Session:
         self._injecting = False  # run_config() was asked for: runs will want their recall
         self._prefetch_run = RecallPrefetch()
         self._refusal: str | None = None  # why this run's model call went without memory
+        self._tool_recalls: set[str] = set()  # tool calls whose output is recalled memory
 
     def __repr__(self) -> str:
         return (
@@ -201,7 +203,7 @@ class Mem01Session:
         messages = turn_messages(items)
         self._prefetch(messages)
         try:
-            await self._inner.add_items(items)
+            await self._inner.add_items(without_recalled(items, self._tool_recalls))
         except BaseException:
             self._prefetch_run.drop()
             raise
@@ -244,6 +246,11 @@ class Mem01Session:
             strict=lambda: self.strict,
             rejected=self._refused,
         )
+
+    def recalled_by_tool(self, call_id: str) -> None:
+        """The output of tool call ``call_id`` holds recalled memory: it is stored in the
+        transcript as a note, never as the memory (see :mod:`.recalled`)."""
+        self._tool_recalls.add(call_id)
 
     def _refused(self, reason: str) -> None:
         """A model call of this run was refused because of the block (it is made again
