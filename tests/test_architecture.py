@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"checks", "config", "tokens"},
     {"db", "embeddings"},
     {"engine"},
+    {"spans"},
     {"queue"},
     {"extraction"},
     {"memory"},
