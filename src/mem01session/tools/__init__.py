@@ -2,6 +2,8 @@
 model call.
 
 * :func:`memory_tools` (:mod:`.agent`): Agents SDK function tools bound to a session's user.
+* :mod:`.mcp_server`: the same tools over MCP (``mem01session mcp``), for Claude Desktop,
+  Cursor or an SDK agent's ``MCPServerStdio``.
 * :class:`MemoryToolbox` (:mod:`.toolbox`): the operations both call, on the engine of a
   :class:`~mem01session.memory.Memory`.
 
