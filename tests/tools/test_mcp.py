@@ -79,7 +79,7 @@ async def test_tools_over_stdio_for_one_user(
     assert set(beliefs) == {"Lives in Lisbon", "Has a cat named Miso"}
     lisbon = await engine.get("ana", beliefs["Lives in Lisbon"].id)
     [source] = lisbon.sources
-    assert source.extractor == "mcp-tool" and (source.session_id or "").startswith("mcp")
+    assert source.extractor == "mcp-tool" and (source.session_id or "").startswith("mcp:")
     assert (source.item_ref or "").startswith("mcp-request-")
     [event] = await engine.ledger("ana", belief_id=lisbon.id)
     assert (event.op, event.source) == ("ADD", "mcp-tool")
