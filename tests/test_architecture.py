@@ -27,11 +27,13 @@ LAYERS: list[set[str]] = [
     {"checks", "config", "tokens"},
     {"db", "embeddings"},
     {"engine"},
+    {"spans"},
     {"queue"},
     {"extraction"},
     {"memory"},
     {"session"},
     {"shortterm", "demo", "ui"},
+    {"tools"},
     {"cli"},
     {"__main__"},
 ]

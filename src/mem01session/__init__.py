@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .errors import Mem01Error
     from .memory import Memory
     from .session import Mem01Session
+    from .tools import memory_tools
 
 __version__ = "0.2.0.dev0"
 
@@ -54,6 +55,7 @@ _HOMES = {
     "RecallResult": ".engine",
     "Settings": ".config",
     "Source": ".engine",
+    "memory_tools": ".tools",
 }
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "RecallResult",
     "Settings",
     "Source",
+    "memory_tools",
 ]
 
 

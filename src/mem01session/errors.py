@@ -63,6 +63,12 @@ class Mem01MemoryError(Mem01Error):
     """The memory tier failed and the session was created with ``strict=True``."""
 
 
+class MemoryToolError(Mem01Error):
+    """A memory tool (the agent's, or the MCP server's) refused a call: a bad argument, a
+    belief that is not the user's, a secret, an erased user, memory out of reach. Its
+    message is what the model or the client is told; it never quotes what was refused."""
+
+
 class ExtractionError(Mem01Error):
     """An extractor failed or proposed output that failed validation; nothing was applied.
 

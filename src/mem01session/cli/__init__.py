@@ -18,6 +18,7 @@ from .db import app as db_app
 from .demo import demo
 from .episodes import app as episodes_app
 from .jobs import app as jobs_app
+from .mcp import mcp
 from .memory import erase, forget, recall, reinstate
 from .reembed import reembed
 from .ui import ui
@@ -55,6 +56,7 @@ app.command()(reinstate)
 app.command()(reembed)
 app.add_typer(jobs_app, name="jobs")
 app.command()(ui)
+app.command()(mcp)
 
 
 def main() -> None:

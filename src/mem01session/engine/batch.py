@@ -396,6 +396,8 @@ class Batch:
             # Who made the change: an INVALIDATE or FORGET writes no provenance row, and a
             # correction has no job, so the ledger itself must say (see LedgerEvent.source).
             after["extractor"] = self.provenance.extractor
+        if self.provenance.session_id:
+            after["session_id"] = self.provenance.session_id  # and in which conversation
         await self.conn.execute(
             text(
                 "INSERT INTO belief_events (user_id, op, belief_id, related_ids, before, after, "

@@ -147,6 +147,13 @@ class LedgerEvent:
         value = (self.after or {}).get("extractor")
         return value if isinstance(value, str) else None
 
+    @property
+    def session_id(self) -> str | None:
+        """The conversation the change was made in, when its provenance named one (a turn's
+        extraction, the agent's memory tools); None otherwise."""
+        value = (self.after or {}).get("session_id")
+        return value if isinstance(value, str) else None
+
 
 @dataclass(frozen=True)
 class UserSummary:

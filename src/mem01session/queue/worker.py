@@ -26,6 +26,7 @@ from ..engine.records import RecallRequest
 from ..errors import EmbeddingError, InvalidOpError, UserErasedError
 from ..logs import describe, get_logger
 from ..redaction import redact
+from ..spans import job_note, job_trace, op_kinds
 from .extractor import Candidate, Extractor
 from .job_records import Job
 from .jobs import JobLostError, JobStore
@@ -154,7 +155,8 @@ class MemoryWorker:
         now = self.engine.clock()
         claimed = await self.jobs.claim(self.worker_id, now=now, lease=self.policy.lease, limit=4)
         for job in claimed:
-            await self._process(job)
+            with job_trace(job.id, self.extractor.name, job.attempts):
+                await self._process(job)
         if claimed:
             async with self._progress:
                 self._progress.notify_all()
@@ -184,6 +186,7 @@ class MemoryWorker:
             async with asyncio.timeout(self.policy.extract_timeout):
                 extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
             ops = resolve_aliases(extraction.ops, aliases)
+            job_note(ops=len(ops), kinds=op_kinds([op.op for op in ops]))
             now = self.engine.clock()
             said = utterances(turn)
             if not ops and not any(self.engine.episode_policy.keeps(u.role) for u in said):
@@ -207,7 +210,9 @@ class MemoryWorker:
                     utterances=said,
                 )
             self.processed += 1
+            job_note(outcome="done")
         except JobLostError:
+            job_note(outcome="lost")
             log.info("job %s was erased or reclaimed; dropping it", job.id)
         except asyncio.CancelledError:
             raise
@@ -243,6 +248,7 @@ class MemoryWorker:
             delay = min(self.policy.backoff_max, self.policy.backoff_base**job.attempts)
             retry_at = self.engine.clock() + timedelta(seconds=delay)
         kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
+        job_note(outcome="failed", error=kind)
         self._record(f"job {job.id} failed ({kind}): {message}")
         if retry_at is None and not permanent and await self._keep_words(job, message):
             return

@@ -11,6 +11,7 @@ one warning per kind) and the conversation goes on; with ``strict`` it raises
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 from ..engine import BeliefEngine
@@ -50,6 +51,8 @@ class DurableTier:
         self.recall_wait = recall_wait
         self.last_error: str | None = None
         self.last_recall: RecallResult | None = None
+        self.waited_ms = 0.0  # how long the last recall waited for the user's turns
+        self.last_jobs: list[int] = []  # the jobs the last enqueue made
         self._buffer = TurnBuffer(user_id, session_id)
         self._watched: list[int] = []  # this session's jobs not yet seen done
         self._reported: set[int] = set()
@@ -110,6 +113,7 @@ class DurableTier:
                 self._buffer.discard()
             raise
         finally:
+            self.last_jobs = [job_id for job_id, _ in self._buffer.enqueued]
             for job_id, user_text in self._buffer.enqueued:
                 self._watched.append(job_id)
                 self._turn_texts[job_id] = user_text
@@ -169,9 +173,12 @@ class DurableTier:
             result, progress = await engine.recall_probed(self.user_id, request, probe)
             fresh = True
             waiting = progress.unfinished - visible
+            self.waited_ms = 0.0
             if waiting:
                 worker = await self.memory.worker()
+                began = time.perf_counter()
                 fresh = await worker.wait_until_done(self.user_id, set(waiting), self.recall_wait)
+                self.waited_ms = (time.perf_counter() - began) * 1000
                 probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
                 result, progress = await engine.recall_probed(self.user_id, request, probe)
             self._report(progress.watched)

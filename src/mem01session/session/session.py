@@ -25,9 +25,11 @@ from ..logs import get_logger
 from ..memory import Memory
 from ..queue.extractor import Extractor
 from ..queue.turns import TurnMessage
+from ..spans import enqueue_span, recall_span, recalled
 from .durable import DurableTier
 from .injection import RecallPrefetch, memory_run_config
 from .items import turn_messages
+from .recalled import without_recalled
 
 log = get_logger(__name__)
 
@@ -112,6 +114,8 @@ class Mem01Session:
         self._injecting = False  # run_config() was asked for: runs will want their recall
         self._prefetch_run = RecallPrefetch()
         self._refusal: str | None = None  # why this run's model call went without memory
+        self._traced: RunConfig | None = None  # the last run_config(): its trace settings
+        self._tool_recalls: set[str] = set()  # tool calls whose output is recalled memory
 
     def __repr__(self) -> str:
         return (
@@ -201,14 +205,17 @@ class Mem01Session:
         messages = turn_messages(items)
         self._prefetch(messages)
         try:
-            await self._inner.add_items(items)
+            await self._inner.add_items(without_recalled(items, self._tool_recalls))
         except BaseException:
             self._prefetch_run.drop()
             raise
         if any(m.role == "assistant" for m in messages):
             self._check_filter_ran()
         if messages:
-            await self._tier.take_turn(messages)
+            with enqueue_span([m.role for m in messages]) as span:
+                self._tier.last_jobs = []
+                await self._tier.take_turn(messages)
+                span.update(job_ids=self._tier.last_jobs, unsent_turns=self._tier.unsent)
         if self._refusal is not None and any(m.role == "assistant" for m in messages):
             # Still the news of this run, whatever storing its turn went through.
             self._tier.last_error, self._refusal = self._refusal, None
@@ -236,7 +243,7 @@ class Mem01Session:
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
         self._injecting = True
-        return memory_run_config(
+        self._traced = memory_run_config(
             self._block_for,
             base,
             lambda: self._history_reads,
@@ -244,6 +251,12 @@ class Mem01Session:
             strict=lambda: self.strict,
             rejected=self._refused,
         )
+        return self._traced
+
+    def recalled_by_tool(self, call_id: str) -> None:
+        """The output of tool call ``call_id`` holds recalled memory: it is stored in the
+        transcript as a note, never as the memory (see :mod:`.recalled`)."""
+        self._tool_recalls.add(call_id)
 
     def _refused(self, reason: str) -> None:
         """A model call of this run was refused because of the block (it is made again
@@ -276,7 +289,10 @@ class Mem01Session:
 
     async def _block(self, query: str) -> str | None:
         request = RecallRequest(query, self.max_memory_tokens, provenance=self.provenance)
-        result = await self._tier.recall(request, during_run=True)  # strict raises
+        with recall_span() as span:
+            result = await self._tier.recall(request, during_run=True)  # strict raises
+            sensitive = self._traced is not None and self._traced.trace_include_sensitive_data
+            recalled(span, result, waited_ms=self._tier.waited_ms, query=query, sensitive=sensitive)
         return (result.text or None) if result is not None else None
 
     # -- management --------------------------------------------------------------------

@@ -1,0 +1,88 @@
+"""``mem01session mcp``: the memory tools over MCP, for any MCP client."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ._errors import fail
+
+TRANSPORTS = ("stdio", "http")
+
+
+def mcp(
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            "-u",
+            help="Serve this user's memory only; without it each call names its user (user_id).",
+        ),
+    ] = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio (the client starts this command) or http.")
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="http: address to listen on (loopback unless --token).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="http: port to listen on (0: any free port).")
+    ] = 8702,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="MEM01_MCP_TOKEN",
+            show_envvar=True,
+            help="http: access token every request must carry as a bearer token (16+ chars).",
+        ),
+    ] = None,
+) -> None:
+    """Serve search_memory, remember, correct_memory and forget_memory over MCP.
+
+    One memory for Claude Desktop, Cursor, an Agents SDK agent (MCPServerStdio) or any MCP
+    client, through the same engine as the library (recorded as "mcp-tool"). stdio by
+    default: nothing but the protocol is written to stdout. --transport http serves
+    streamable HTTP at /mcp on 127.0.0.1; another address needs --token.
+
+    Example: mem01session mcp --user alice
+    """
+    if transport not in TRANSPORTS:
+        fail(f"--transport must be stdio or http, got {transport!r}")
+    if not 0 <= port <= 65535:
+        fail(f"--port must be between 0 and 65535, got {port}")
+    # Imported here: the MCP and database stacks load only for this command. Any other
+    # error becomes one line through the command line's handler.
+    import asyncio
+    import contextlib
+
+    from ..checks import check_id
+    from ._settings import load_settings
+
+    if user is not None:
+        check_id("--user", user)
+    settings = load_settings()
+    if transport == "stdio":
+        from ..tools.mcp_server import serve_stdio
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_stdio(settings, user_id=user))
+        return
+
+    from rich.text import Text
+
+    from ..tools.mcp_server import HttpServer
+    from ._console import console
+
+    try:
+        server = HttpServer(settings, user_id=user, host=host, port=port, token=token)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    line = Text(f"MCP server (streamable HTTP) on {server.url}")
+    if token is not None:
+        line.append(" (send Authorization: Bearer <your token>)")
+    line.append("; Ctrl+C stops it")
+    console().print(line)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve())

@@ -1,0 +1,84 @@
+"""The memory tools as Agents SDK function tools, bound to one session's user.
+
+``Agent(..., tools=memory_tools(session))`` gives the model ``search_memory``,
+``remember``, ``correct_memory`` and ``forget_memory`` over the durable memory of
+``session.user_id``, recorded as the source ``agent-tool`` in the conversation
+``session.session_id``, with the tool call's id as the provenance's ``item_ref``.
+
+A refused call (a bad id, another user's belief, an empty statement, a secret, an erased
+user, memory out of reach) comes back to the model as the tool's result, starting with
+``error:``; the run goes on. What ``search_memory`` returns is shown to the model in its
+run and stored in the transcript as a note only (see
+:mod:`mem01session.session.recalled`), as the injected block is never stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Annotated, Any
+
+from agents import FunctionTool, function_tool
+from agents.tool_context import ToolContext
+
+from ..errors import MemoryToolError
+from ..session import Mem01Session
+from .toolbox import AGENT_TOOL, ARGUMENTS, DESCRIPTIONS, MemoryToolbox
+
+TOOL_NAMES = ("search_memory", "remember", "correct_memory", "forget_memory")
+
+
+async def _answer(call: Awaitable[str]) -> str:
+    try:
+        return await call
+    except MemoryToolError as exc:
+        return f"error: {exc}"
+
+
+def memory_tools(session: Mem01Session, *, max_tokens: int | None = None) -> list[FunctionTool]:
+    """``search_memory``, ``remember``, ``correct_memory`` and ``forget_memory`` for the
+    user of ``session`` (a search returns at most ``max_tokens``, default the session's
+    ``max_memory_tokens``)."""
+    box = MemoryToolbox(
+        session.memory,
+        session.user_id,
+        source=AGENT_TOOL,
+        conversation=session.session_id,
+        max_tokens=max_tokens if max_tokens is not None else session.max_memory_tokens,
+    )
+
+    async def search_memory(
+        ctx: ToolContext[Any],
+        query: Annotated[str, ARGUMENTS["query"]],
+        include_history: Annotated[bool, ARGUMENTS["include_history"]] = False,
+    ) -> str:
+        session.recalled_by_tool(ctx.tool_call_id)  # its output stays out of the transcript
+        return await _answer(box.search(query, include_history=include_history))
+
+    async def remember(
+        ctx: ToolContext[Any],
+        statement: Annotated[str, ARGUMENTS["statement"]],
+        key: Annotated[str | None, ARGUMENTS["key"]] = None,
+    ) -> str:
+        return await _answer(box.remember(statement, key=key, item_ref=ctx.tool_call_id))
+
+    async def correct_memory(
+        ctx: ToolContext[Any],
+        id: Annotated[int, ARGUMENTS["id"]],
+        statement: Annotated[str, ARGUMENTS["correction"]],
+    ) -> str:
+        return await _answer(box.correct(id, statement, item_ref=ctx.tool_call_id))
+
+    async def forget_memory(
+        ctx: ToolContext[Any],
+        id: Annotated[int, ARGUMENTS["id"]],
+        reason: Annotated[str, ARGUMENTS["reason"]],
+    ) -> str:
+        return await _answer(box.forget(id, reason, item_ref=ctx.tool_call_id))
+
+    return [
+        function_tool(fn, description_override=DESCRIPTIONS[fn.__name__])
+        for fn in (search_memory, remember, correct_memory, forget_memory)
+    ]
+
+
+__all__ = ["TOOL_NAMES", "memory_tools"]
