@@ -32,8 +32,8 @@ LAYERS: list[set[str]] = [
     {"extraction"},
     {"memory"},
     {"session"},
-    {"shortterm", "demo", "ui"},
-    {"tools"},
+    {"serving"},
+    {"shortterm", "demo", "ui", "tools"},
     {"cli"},
     {"__main__"},
 ]

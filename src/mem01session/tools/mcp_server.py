@@ -215,7 +215,7 @@ async def serve_stdio(settings: Settings, *, user_id: str | None = None) -> None
 
 def check_http_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback ``host`` without an access token, and a short token."""
-    from ..ui.security import MIN_TOKEN_CHARS, is_loopback
+    from ..serving import MIN_TOKEN_CHARS, is_loopback
 
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(
@@ -242,7 +242,7 @@ class HttpGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        from ..ui.security import host_name
+        from ..serving import host_name
 
         headers = Headers(scope=scope)
         if self.hosts is not None and host_name(headers) not in self.hosts:
@@ -274,7 +274,7 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 
 def http_app(server: MCPServer[Any], *, host: str, token: str | None) -> ASGIApp:
     """The server's streamable HTTP application behind :class:`HttpGuard`."""
-    from ..ui.security import LOOPBACK_HOSTS, is_loopback
+    from ..serving import LOOPBACK_HOSTS, is_loopback
 
     hosts = None
     if is_loopback(host):
@@ -306,7 +306,7 @@ class HttpServer:
         if user_id is not None:
             check_id("user_id", user_id)
         register_secret(token)
-        from ..ui.server import bind
+        from ..serving import bind
 
         self.settings = settings
         self.user_id = user_id
@@ -327,7 +327,7 @@ class HttpServer:
     async def serve(self) -> None:
         import uvicorn
 
-        from ..ui.server import scrub_server_logs
+        from ..serving import scrub_server_logs
 
         scrub_server_logs()
         try:

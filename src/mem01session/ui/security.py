@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import re
 import secrets
 from collections.abc import Iterable
@@ -34,15 +33,14 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigError
+from ..serving import LOOPBACK_HOSTS, MIN_TOKEN_CHARS, host_name, is_loopback
 from .markup import esc
 
-MIN_TOKEN_CHARS = 16
 COOKIE = "mem01_ui"
 BROWSER_COOKIE = "mem01_browser"
 BROWSER_KEY = "mem01.browser"  # where the Guard leaves the browser's id in the ASGI scope
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = 256 * 1024
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 HEADERS = [
     (
@@ -54,17 +52,6 @@ HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),
 ]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` serves this machine only (``localhost``, 127.0.0.0/8, ::1)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
@@ -171,14 +158,6 @@ def same_origin(headers: Headers) -> bool:
     except ValueError:
         return False
     return bool(netloc) and netloc == headers.get("host", "").strip().lower()
-
-
-def host_name(headers: Headers) -> str:
-    """The ``Host`` header without its port, lower case, brackets of IPv6 removed."""
-    host = headers.get("host", "").strip().lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 class Guard:

@@ -4,52 +4,17 @@ thread (tests, scripts)."""
 
 from __future__ import annotations
 
-import logging
 import socket
 import threading
 
 import uvicorn
 
 from ..config import Settings
-from ..logs import RedactingFilter
 from ..memory import Memory
-from ..redaction import redact, register_secret
+from ..redaction import register_secret
+from ..serving import bind, scrub_server_logs
 from .app import create_app
 from .security import Access, check_bind
-
-
-class _RedactArgs(logging.Filter):
-    """Uvicorn's access formatter needs the record's arguments: scrub each in place."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
-        record.msg = redact(str(record.msg))
-        return True
-
-
-def scrub_server_logs() -> None:
-    """Keep secrets (the access token, a DSN password) out of Uvicorn's log lines."""
-    for name, kind in (("uvicorn.access", _RedactArgs), ("uvicorn.error", RedactingFilter)):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, kind) for f in logger.filters):
-            logger.addFilter(kind())
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port`` (``port`` 0: any free port)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except BaseException:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 class _Server(uvicorn.Server):
