@@ -182,14 +182,9 @@ async def test_failed_extraction_is_reported_and_retried(
 
 
 async def test_postgres_down_fail_open_and_strict(memories: MemoryFactory) -> None:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
     from mem01session.embeddings import HashingEmbedder
 
-    url = "postgresql://nobody@127.0.0.1:1/none"
-    dead = Database(
-        create_async_engine("postgresql+psycopg://nobody@127.0.0.1:1/none"), url, embedded=False
-    )
+    dead = Database("postgresql://nobody@127.0.0.1:1/none", embedded=False)
     engine = BeliefEngine(dead, HashingEmbedder(64))
     from agents.memory import SQLiteSession
 
