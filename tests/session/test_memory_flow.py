@@ -18,7 +18,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.errors import Mem01MemoryError
 from mem01session.session import Mem01Session
-from tests.session.conftest import MemoryFactory, ScriptedExtractor
+from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
 
 
 def turn(text: str) -> list[Any]:
@@ -132,10 +132,8 @@ async def test_recall_waits_for_accepted_turns(
 async def test_recall_says_stale_when_the_wait_expires(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
-    import asyncio
-
-    gate = asyncio.Event()
-    started = asyncio.Event()
+    gate = Gate()
+    started = Gate()
 
     async def slow(turn, candidates, now):  # type: ignore[no-untyped-def]
         started.set()
