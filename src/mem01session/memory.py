@@ -197,7 +197,7 @@ class Memory:
         exits)."""
         if session not in self._attached:
             self._attached.append(session)
-        if not self._closed:
+        with contextlib.suppress(MemoryClosedError):  # closed: the session fails open
             self._start_home()  # so that the exit hook is in place
 
     def detach(self, session: Attached) -> None:
