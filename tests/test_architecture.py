@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"_secret_rules"},
     {"secret_scan"},
     {"errors", "logs"},
-    {"checks", "config", "tokens"},
+    {"checks", "config", "tokens", "loops"},
     {"db", "embeddings"},
     {"engine"},
     {"spans"},

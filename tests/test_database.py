@@ -39,3 +39,38 @@ async def test_unreachable_server_is_a_clean_error() -> None:
     with pytest.raises(DatabaseError) as info:
         await Database.open(url="postgresql://u:pw-sentinel-123@127.0.0.1:1/x")
     assert "pw-sentinel-123" not in str(info.value)
+
+
+def test_one_database_serves_loop_after_loop_and_gives_back_closed_loops_pools(
+    db_url: str,
+) -> None:
+    """As a script that makes a new event loop per call (``asyncio.run``) uses it: every
+    loop gets working pools, and a closed loop's connections are closed, not kept."""
+    import asyncio
+
+    import psycopg
+
+    def backends() -> int:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def use(db: Database) -> int:
+        async with db.sa_engine.begin() as conn:  # a transaction: this loop's engine
+            one = (await conn.execute(text("SELECT 1"))).scalar_one()
+        rows = await db.direct.fetch("SELECT 2 AS two", {})  # the pool shared by all loops
+        return int(one) + int(rows[0]["two"])
+
+    db = asyncio.run(Database.open(url=db_url))
+    loops = 6
+    for _ in range(loops):
+        assert asyncio.run(use(db)) == 3
+    # The last loop's engine and the shared pool hold a connection each; the engines of
+    # the closed loops were disposed of as the next loop started.
+    assert backends() <= 2 < loops
+    asyncio.run(db.close())
+    assert backends() == 0

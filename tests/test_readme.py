@@ -35,9 +35,15 @@ def test_readme_examples_run() -> None:
                 timeout=120,
             )
             assert proc.returncode == 0, block + proc.stderr[-3000:]
+            assert "Error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
             outputs.append(proc.stdout)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     first = outputs[0].splitlines()
     assert "Lives in Lisbon" in first[0]
     assert first[1] == "2"
+    # The synchronous quickstart: two scripted-style runs, nothing closed, its own user (so
+    # what the async example stored cannot answer for it).
+    [sync] = [i for i, block in enumerate(blocks) if "Runner.run_sync(" in block]
+    assert "user-456" in blocks[sync] and "aclose" not in blocks[sync]
+    assert "Lives in Porto" in outputs[sync].splitlines()[0]

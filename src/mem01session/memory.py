@@ -4,16 +4,27 @@ One per application: the database, the belief engine, the extractor and the back
 workers. Sessions are cheap views onto it (``Mem01Session(sid, user_id, memory=memory)``).
 ``async with memory:`` (or :meth:`Memory.aclose`) shuts down in order: sessions flush
 what they hold, workers stop and release the jobs they claimed, the database closes.
+
+The memory does not live on the caller's event loop, which may be a new one per call
+(``asyncio.run``), one that runs only during a call (``Runner.run_sync``) or a notebook's:
+it opens the database and runs its workers on a loop of its own, on a daemon thread
+(:class:`~mem01session.loops.LoopThread`), started when first needed. The database is
+usable from any loop (:class:`~mem01session.db.Database`), so a session's per-run
+statements run on the caller's loop, with no hand-over. A memory still open when the
+interpreter exits normally is closed then, on its own loop: queued turns get at most
+``exit_timeout`` seconds to be extracted, the rest are handed back to the job table.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import threading
 from datetime import datetime
 from typing import Any, Protocol
 
-from .checks import aware
+from .checks import aware, check_seconds
 from .config import Settings
 from .db import Database
 from .embeddings import Embedder, default_embedder
@@ -23,15 +34,23 @@ from .engine.parts import Clock, utcnow
 from .errors import MemoryClosedError
 from .extraction import Extractor, default_extractor
 from .logs import get_logger
+from .loops import LoopThread, register_exit_hook, unregister_exit_hook
 from .queue import JobStore, MemoryWorker, WorkerPolicy
 
 log = get_logger(__name__)
+
+# At exit, closing (workers stopped, claims handed back, database closed) may take this
+# long beyond ``exit_timeout``; a memory still busy then is left to the lease.
+EXIT_GRACE_SECONDS = 5.0
 
 
 class Attached(Protocol):
     """What a session gives its ``Memory`` so that closing the memory flushes it."""
 
-    async def close(self, flush_timeout: float) -> None: ...
+    async def close(self, flush_timeout: float) -> int:
+        """Flush (at most ``flush_timeout`` seconds); how many of the session's accepted
+        turns are still not applied."""
+        ...
 
 
 class Memory:
@@ -42,6 +61,11 @@ class Memory:
     opened with ``embedder`` (default: chosen from ``settings``) and closed by
     :meth:`aclose`. ``extractor`` defaults to the one ``settings`` chooses (OpenAI with a
     key, the offline rule extractor without).
+
+    If the interpreter exits normally with the memory still open, it is closed then:
+    accepted turns get at most ``exit_timeout`` seconds to be extracted; those that
+    cannot be are handed back to the job table (logged as a warning), where the next
+    process that runs memory on the database takes them.
     """
 
     def __init__(
@@ -54,8 +78,12 @@ class Memory:
         worker_policy: WorkerPolicy | None = None,
         auto_migrate: bool | None = None,
         clock: Clock = utcnow,
+        exit_timeout: float = 10.0,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
+        timeout = check_seconds("exit_timeout", exit_timeout)
+        assert timeout is not None
+        self.exit_timeout = timeout
         self._engine = engine
         self._embedder = embedder
         self._extractor = extractor
@@ -63,7 +91,9 @@ class Memory:
         self._auto_migrate = auto_migrate
         self._clock = clock
         self._db: Database | None = None  # opened here, so closed here
-        self._open_lock = asyncio.Lock()
+        self._open_lock = asyncio.Lock()  # used on the memory's own loop only
+        self._home: LoopThread | None = None  # that loop, started when first needed
+        self._home_lock = threading.Lock()
         self._workers: dict[int, MemoryWorker] = {}
         self._attached: list[Attached] = []
         self._made: list[object] = []  # parts chosen here, so closed here
@@ -78,38 +108,51 @@ class Memory:
         """A ``Memory`` whose database is open already, so that errors surface here
         (``options`` as for the constructor)."""
         memory = cls(settings, **options)
-        await memory.engine()
+        try:
+            await memory.engine()
+        except BaseException:
+            await memory.aclose()  # its loop's thread ends too
+            raise
         return memory
 
     # -- the shared parts ----------------------------------------------------------------
 
     async def engine(self) -> BeliefEngine:
-        """The belief engine, opened on first use."""
+        """The belief engine, opened on first use (usable from any event loop)."""
         if self._closed:
             raise MemoryClosedError("this Memory is closed; open a new one")
-        if self._engine is None:
-            async with self._open_lock:
-                if self._engine is None:
-                    embedder = self._embedder
-                    if embedder is None:
-                        embedder = default_embedder(self.settings)
-                        self._made.append(embedder)
-                    self._db = await Database.open(
-                        self.settings.database_url,
-                        home=self.settings.home,
-                        auto_migrate=self._auto_migrate,
-                        embedding_model=embedder.name,
-                        embedding_dim=embedder.dim,
-                    )
-                    self._engine = BeliefEngine(
-                        self._db,
-                        embedder,
-                        clock=self._clock,
-                        episodes=EpisodePolicy(
-                            self.settings.episodes, self.settings.episode_retention_days
-                        ),
-                    )
-        return self._engine
+        engine = self._engine
+        if engine is None:
+            # Opened on the memory's own loop: concurrent first uses, from any loops,
+            # wait for one opening.
+            engine = await self._start_home().call(self._open())
+        return engine
+
+    async def _open(self) -> BeliefEngine:
+        async with self._open_lock:
+            if self._closed:
+                raise MemoryClosedError("this Memory is closed; open a new one")
+            if self._engine is None:
+                embedder = self._embedder
+                if embedder is None:
+                    embedder = default_embedder(self.settings)
+                    self._made.append(embedder)
+                self._db = await Database.open(
+                    self.settings.database_url,
+                    home=self.settings.home,
+                    auto_migrate=self._auto_migrate,
+                    embedding_model=embedder.name,
+                    embedding_dim=embedder.dim,
+                )
+                self._engine = BeliefEngine(
+                    self._db,
+                    embedder,
+                    clock=self._clock,
+                    episodes=EpisodePolicy(
+                        self.settings.episodes, self.settings.episode_retention_days
+                    ),
+                )
+            return self._engine
 
     def now(self) -> datetime:
         """The memory's clock, time-zone aware."""
@@ -128,16 +171,28 @@ class Memory:
         return JobStore((await self.engine()).db)
 
     async def worker(self) -> MemoryWorker:
-        """The background worker for :attr:`extractor`, started on first use."""
+        """The background worker for :attr:`extractor`, started on first use, on the
+        memory's own loop (its methods may be called from any loop)."""
         engine = await self.engine()
         extractor = self.extractor
         worker = self._workers.get(id(extractor))
         if worker is None:
-            worker = self._workers[id(extractor)] = MemoryWorker(
-                engine, extractor, policy=self._policy
+            worker = self._workers.setdefault(
+                id(extractor), MemoryWorker(engine, extractor, policy=self._policy)
             )
-        worker.start()
+        if not worker.running:
+            await self._start_home().call(_start(worker))
         return worker
+
+    def _start_home(self) -> LoopThread:
+        """The memory's own loop, started (and the exit hook registered) on first use."""
+        with self._home_lock:
+            if self._closed:
+                raise MemoryClosedError("this Memory is closed; open a new one")
+            if self._home is None:
+                self._home = LoopThread("mem01-memory")
+                register_exit_hook(self._close_at_exit)
+            return self._home
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -146,9 +201,12 @@ class Memory:
         return self._closed
 
     def attach(self, session: Attached) -> None:
-        """Flush ``session`` when this memory closes."""
+        """Flush ``session`` when this memory closes (at the latest, when the interpreter
+        exits)."""
         if session not in self._attached:
             self._attached.append(session)
+        with contextlib.suppress(MemoryClosedError):  # closed: the session fails open
+            self._start_home()  # so that the exit hook is in place
 
     def detach(self, session: Attached) -> None:
         if session in self._attached:
@@ -160,33 +218,108 @@ class Memory:
 
         Unfinished jobs stay durable and resume at the next start. Idempotent.
         """
+        await self._shutdown(flush_timeout)
+
+    async def _shutdown(self, flush_timeout: float) -> int:
+        """:meth:`aclose`; how many accepted turns of the attached sessions are still not
+        applied (their jobs are back in the queue)."""
         if self._closed:
-            return
+            return 0
         attached, self._attached = list(self._attached), []
         results = await asyncio.gather(
             *(s.close(flush_timeout) for s in attached), return_exceptions=True
         )
+        waiting = 0
         for result in results:
-            if isinstance(result, Exception):
+            if isinstance(result, BaseException):
                 log.warning("memory: a session failed to flush at close: %s", result)
-        self._closed = True
+            else:
+                waiting += result
+        with self._home_lock:
+            self._closed = True
+            home = self._home
+        unregister_exit_hook(self._close_at_exit)
         workers, self._workers = list(self._workers.values()), {}
         for worker in workers:
             await worker.stop()
+        on_home = home is not None and home.alive
         for part in self._made:  # the extractor and embedder chosen here: their HTTP clients
             close = getattr(part, "aclose", None)
             if close is not None:
                 with contextlib.suppress(Exception):
-                    await close()
+                    await (home.call(close()) if home is not None and on_home else close())
+        if home is not None and on_home:
+            # The memory's loop ends: what the parts hold for it (connections, HTTP clients)
+            # goes now, also of parts that are not the memory's to close.
+            engine = self._engine
+            parts: list[object] = [self._extractor, self._embedder]
+            parts += [engine.embedder, engine.db] if engine is not None else []
+            for part in {id(p): p for p in parts if p is not None}.values():
+                forget = getattr(part, "forget_loop", None)
+                if forget is not None:
+                    with contextlib.suppress(Exception):
+                        await home.call(forget())
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
+        if home is not None:
+            home.stop()
+            if not home.current:
+                await asyncio.to_thread(home.join, EXIT_GRACE_SECONDS)
+        return waiting
+
+    def _close_at_exit(self) -> None:
+        """The interpreter exits with this memory open: close it on its own loop, waiting
+        at most ``exit_timeout`` seconds for queued turns (plus a grace to stop)."""
+        with self._home_lock:
+            home = self._home
+        if self._closed or home is None or not home.alive:
+            return
+        future = home.submit(self._shutdown_at_exit())
+        try:
+            future.result(timeout=self.exit_timeout + EXIT_GRACE_SECONDS)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            log.warning(
+                "memory: could not shut down within %.0f s at exit; jobs it had claimed "
+                "return to the queue when their lease ends",
+                self.exit_timeout + EXIT_GRACE_SECONDS,
+            )
+        except Exception as exc:
+            log.warning("memory: shutting down at exit failed: %s", exc)
+        home.join(EXIT_GRACE_SECONDS)
+
+    async def _shutdown_at_exit(self) -> None:
+        db = self._engine.db if self._engine is not None else None
+        if db is not None and db.closed:
+            # The application closed the database and not the memory: nothing can be
+            # flushed or handed back any more; the workers ended with the database.
+            with self._home_lock:
+                self._closed = True
+            self._attached.clear()
+            self._workers.clear()
+            if self._home is not None:
+                self._home.stop()
+            return
+        waiting = await self._shutdown(self.exit_timeout)
+        if waiting:
+            log.warning(
+                "memory: %d accepted turn(s) were not extracted before the process ended "
+                "(waited %.0f s); they are back in the job table, and the next process that "
+                "runs memory on this database extracts them",
+                waiting,
+                self.exit_timeout,
+            )
 
     async def __aenter__(self) -> Memory:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
+
+
+async def _start(worker: MemoryWorker) -> None:
+    worker.start()
 
 
 __all__ = ["Memory"]

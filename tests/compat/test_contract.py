@@ -51,7 +51,7 @@ class Local:
         kwargs.setdefault("worker_policy", ONE_ATTEMPT)
         self.memory = memories(extractor=self.extractor, **kwargs)
         model, self.label = answering_model(self.settings)
-        self.clients = [self.extractor._client, model._client]  # type: ignore[attr-defined]
+        self.clients = [model._client]  # type: ignore[attr-defined]
         self.agent: Agent[Any] = Agent(
             name="assistant", instructions="Answer briefly.", model=model
         )
@@ -69,6 +69,7 @@ class Local:
 
     async def aclose(self) -> None:
         await self.memory.aclose()  # the worker first: it uses the extractor's client
+        await self.extractor.aclose()
         for client in self.clients:
             await client.close()
 
@@ -169,7 +170,7 @@ async def test_per_token_embeddings_are_a_clear_error_and_never_stored(
     assert "Lives in Lisbon" in answer
     assert "embeddings" in server.paths()
     await local.aclose()
-    await embedder._client.close()  # type: ignore[attr-defined]
+    await embedder.aclose()
 
 
 async def test_a_placement_the_template_refuses_is_retried_without_the_block(

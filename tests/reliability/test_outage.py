@@ -31,6 +31,7 @@ from mem01session.queue.worker import WorkerPolicy
 from mem01session.session import Mem01Session
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ScratchServer, check_invariants, fact_line, say
+from tests.session.conftest import Gate
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,8 @@ class GatedExtractor:
     def __init__(self, hold: str) -> None:
         self.inner = RuleExtractor()
         self.hold = hold
-        self.started = asyncio.Event()
-        self.gate = asyncio.Event()
+        self.started = Gate()
+        self.gate = Gate()
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime

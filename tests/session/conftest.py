@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +39,45 @@ def city_ops(turn: Turn, candidates: Sequence[Candidate]) -> list[Op]:
         elif current.content != content:
             ops.append(Op.supersede(current.alias, content, evidence=message.text))
     return ops
+
+
+class Gate:
+    """``asyncio.Event`` across threads: the worker runs on its memory's own loop, the test
+    on another, and either side may set what the other waits for."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                loop.call_soon_threadsafe(_wake, waiter)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._set = False
+
+    async def wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._set:
+                return
+            waiter = loop.create_future()
+            self._waiters.append((loop, waiter))
+        await waiter
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 @dataclass

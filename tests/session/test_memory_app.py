@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from mem01session.embeddings import HashingEmbedder
 from mem01session.engine.render import OPEN
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, last_user_text, turn_messages
-from tests.session.conftest import ScriptedExtractor, city_ops
+from tests.session.conftest import Gate, ScriptedExtractor, city_ops
 
 
 class HoldingExtractor(ScriptedExtractor):
@@ -29,7 +30,7 @@ class HoldingExtractor(ScriptedExtractor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.holding = asyncio.Event()
+        self.holding = Gate()
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime
@@ -48,16 +49,16 @@ async def ask(session: Mem01Session, said: str, answer: str = "Noted.") -> Scrip
     return model
 
 
-def worker_tasks() -> list[asyncio.Task[object]]:
-    return [
-        t for t in asyncio.all_tasks() if t.get_name().startswith("mem01-worker") and not t.done()
-    ]
+def memory_threads() -> list[threading.Thread]:
+    """The threads memories run their loops (and their workers) on."""
+    return [t for t in threading.enumerate() if t.name == "mem01-memory"]
 
 
 async def test_closing_the_memory_stops_its_workers_and_hands_back_their_jobs(
     db: Database, embedder: HashingEmbedder, tmp_path: Path
 ) -> None:
     extractor = HoldingExtractor()
+    before = memory_threads()
     memory = Memory(engine=BeliefEngine(db, embedder), extractor=extractor)
     store = tmp_path / "t.sqlite"
     ada = Mem01Session("ada-1", "ada", inner=SQLiteSession("ada-1", store), memory=memory)
@@ -72,7 +73,8 @@ async def test_closing_the_memory_stops_its_workers_and_hands_back_their_jobs(
 
     await ask(ada, "Please hold that thought")  # its extraction never ends by itself
     await asyncio.wait_for(extractor.holding.wait(), 30)
-    assert worker_tasks()
+    worker = await memory.worker()
+    assert worker.running and len(memory_threads()) == len(before) + 1
     async with db.sa_engine.connect() as conn:
         claimed = (
             await conn.execute(text("SELECT count(*) FROM memory_jobs WHERE status = 'running'"))
@@ -81,7 +83,7 @@ async def test_closing_the_memory_stops_its_workers_and_hands_back_their_jobs(
 
     await memory.aclose(flush_timeout=0.2)
 
-    assert worker_tasks() == []
+    assert not worker.running and memory_threads() == before  # its loop's thread ended
     async with db.sa_engine.connect() as conn:
         rows = (
             await conn.execute(text("SELECT status, lease_owner, attempts FROM memory_jobs"))

@@ -19,7 +19,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.errors import Mem01MemoryError
 from mem01session.session import Mem01Session
-from tests.session.conftest import MemoryFactory, ScriptedExtractor
+from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
 
 
 def turn(text: str) -> list[Any]:
@@ -133,10 +133,8 @@ async def test_recall_waits_for_accepted_turns(
 async def test_recall_says_stale_when_the_wait_expires(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
-    import asyncio
-
-    gate = asyncio.Event()
-    started = asyncio.Event()
+    gate = Gate()
+    started = Gate()
 
     async def slow(turn, candidates, now):  # type: ignore[no-untyped-def]
         started.set()
@@ -183,14 +181,9 @@ async def test_failed_extraction_is_reported_and_retried(
 
 
 async def test_postgres_down_fail_open_and_strict(memories: MemoryFactory) -> None:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
     from mem01session.embeddings import HashingEmbedder
 
-    url = "postgresql://nobody@127.0.0.1:1/none"
-    dead = Database(
-        create_async_engine("postgresql+psycopg://nobody@127.0.0.1:1/none"), url, embedded=False
-    )
+    dead = Database("postgresql://nobody@127.0.0.1:1/none", embedded=False)
     engine = BeliefEngine(dead, HashingEmbedder(64))
     from agents.memory import SQLiteSession
 
@@ -283,7 +276,6 @@ async def test_one_job_per_turn_holding_question_and_answer(
 async def test_the_answer_never_waits_for_its_own_turns_extraction(
     make_session: Callable[..., Mem01Session],
 ) -> None:
-    import asyncio
 
     async def never(turn, candidates, now):  # type: ignore[no-untyped-def]
         await asyncio.Event().wait()
@@ -346,7 +338,7 @@ async def test_a_recall_failure_is_not_wiped_by_the_same_runs_enqueue(
 async def test_a_flush_that_times_out_says_so(
     make_session: Callable[..., Mem01Session], extractor: ScriptedExtractor
 ) -> None:
-    gate = asyncio.Event()
+    gate = Gate()  # the extractor runs on the memory's own loop
 
     class Held(ScriptedExtractor):
         async def extract(self, turn: Any, candidates: Any, now: Any) -> Any:

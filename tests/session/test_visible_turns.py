@@ -20,7 +20,7 @@ from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, item_text
 from mem01session.shortterm import TrimmingSession
 from tests.reliability.harness import say
-from tests.session.conftest import MemoryFactory, ScriptedExtractor
+from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
 
 NOTE = "Not in these notes yet"
 
@@ -30,8 +30,8 @@ class GatedExtractor(ScriptedExtractor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.gate = asyncio.Event()
-        self.entered = asyncio.Event()
+        self.gate = Gate()
+        self.entered = Gate()
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime

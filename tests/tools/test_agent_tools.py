@@ -18,7 +18,7 @@ from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.recalled import NOT_KEPT
 from mem01session.tools.agent import TOOL_NAMES
-from tests.session.conftest import MemoryFactory
+from tests.session.conftest import Gate, MemoryFactory
 
 Step = list[Any]
 
@@ -195,8 +195,8 @@ class GatedExtractor:
     name = "gated"
 
     def __init__(self) -> None:
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
+        self.entered = Gate()
+        self.release = Gate()
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime

@@ -4,7 +4,6 @@ never from the worker."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -27,7 +26,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.spans import ENQUEUE, EXTRACT, JOB_WORKFLOW, RECALL
-from tests.session.conftest import MemoryFactory
+from tests.session.conftest import Gate, MemoryFactory
 
 
 class Collector(TracingProcessor):
@@ -132,8 +131,8 @@ class GatedExtractor:
     name = "gated"
 
     def __init__(self) -> None:
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
+        self.entered = Gate()
+        self.release = Gate()
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime

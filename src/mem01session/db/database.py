@@ -1,8 +1,10 @@
-"""The async database handle: one SQLAlchemy engine on psycopg 3 with a pool."""
+"""The async database handle: SQLAlchemy engines (one per event loop) and a direct pool,
+on psycopg 3."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from ..config import default_home
 from ..errors import DatabaseError, MigrationRequiredError
 from ..logs import describe, get_logger
+from ..loops import CLOSE_ELSEWHERE_SECONDS, elsewhere, run_on
 from ..redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
@@ -34,31 +37,42 @@ class SchemaInfo:
 
 
 class Database:
-    """Two pools on one PostgreSQL database.
+    """Two pools on one PostgreSQL database, usable from any event loop.
 
     ``sa_engine`` (SQLAlchemy, async) serves transactions and everything off the per-run
     path; ``direct`` (:class:`DirectPool`) the single statements every run makes (the
     recall, the enqueue), without SQLAlchemy's per-statement overhead. Open it with
     :meth:`open`; close it with :meth:`close` (or ``async with``).
+
+    A SQLAlchemy engine belongs to the event loop it runs on, so ``sa_engine`` is the
+    running loop's own, made there on first use: the caller's loop (one per
+    ``asyncio.run``, or the loop ``Runner.run_sync`` keeps) and the memory's own loop each
+    have theirs. The engine of a loop that was closed is disposed of when a new loop first
+    asks for one, and every engine when the database closes. ``direct`` is one pool for
+    all loops (see :mod:`.direct`).
     """
 
     def __init__(
         self,
-        sa_engine: AsyncEngine,
         url: str,
         *,
         embedded: bool,
         pool_size: int = 5,
         home: Path | None = None,
     ) -> None:
-        self.sa_engine = sa_engine
         self.direct = DirectPool(
             url, max_open=pool_size * 3, max_idle=pool_size, on_connect_error=self.revive
         )
         self._url = url
+        self._pool_size = pool_size
         self.embedded = embedded
         self._home = home if embedded else None
-        self._revive_lock = asyncio.Lock()
+        self._revive_lock = threading.Lock()
+        self._engines: dict[asyncio.AbstractEventLoop, AsyncEngine] = {}
+        self._retired: list[AsyncEngine] = []  # engines of closed loops, to dispose of
+        self._disposing: set[asyncio.Task[None]] = set()
+        self._guard = threading.Lock()
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"Database(url={redact_dsn(self._url)!r}, embedded={self.embedded})"
@@ -67,6 +81,44 @@ class Database:
     def url(self) -> str:
         """The libpq URL (contains the password, if any: never log it)."""
         return self._url
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def sa_engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine of the running event loop (made on its first use there)."""
+        loop = asyncio.get_running_loop()
+        engine = self._engines.get(loop)
+        return engine if engine is not None else self._engine_for(loop)
+
+    def _engine_for(self, loop: asyncio.AbstractEventLoop) -> AsyncEngine:
+        with self._guard:
+            if self._closed:
+                raise DatabaseError(f"{self!r} is closed")
+            engine = self._engines.get(loop)
+            if engine is not None:
+                return engine
+            for old in [other for other in self._engines if other.is_closed()]:
+                self._retired.append(self._engines.pop(old))
+            engine = self._engines[loop] = _make_engine(self._url, self._pool_size)
+            retire = bool(self._retired)
+        if retire:
+            task = loop.create_task(self._dispose_retired())
+            self._disposing.add(task)
+            task.add_done_callback(self._disposing.discard)
+        return engine
+
+    async def _dispose_retired(self) -> None:
+        """Close the pooled connections of engines whose loop is closed (closing a
+        connection waits on no loop, so any loop can do it)."""
+        while True:
+            with self._guard:
+                if not self._retired:
+                    return
+                engine = self._retired.pop()
+            await engine.dispose()
 
     @classmethod
     async def open(
@@ -101,32 +153,17 @@ class Database:
             embedding_model=embedding_model,
             embedding_dim=embedding_dim,
         )
-        engine = create_async_engine(
-            sqlalchemy_url(url),
-            pool_size=pool_size,
-            max_overflow=pool_size * 2,
-            # No ping per checkout: it costs a round trip on every recall and enqueue. After a
-            # server restart the first statement on a stale connection fails, SQLAlchemy
-            # invalidates the pool, and the session's fail-open path retries the turn.
-            pool_pre_ping=False,
-            pool_recycle=1800,
-        )
-
-        @event.listens_for(engine.sync_engine, "connect")
-        def _register_vector(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.run_async(register_vector_async)
-
-        db = cls(engine, url, embedded=embedded, pool_size=pool_size, home=home)
+        db = cls(url, embedded=embedded, pool_size=pool_size, home=home)
         failure: str | None = None
         try:
-            async with engine.connect() as conn:
+            async with db.sa_engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
         except (SQLAlchemyError, OSError) as exc:
             failure = describe(exc)
         if failure is not None:
             # Raised out here, not in the except block: the driver's exception (whose text
             # may hold part of a malformed password) must not ride along as the context.
-            await engine.dispose()
+            await db.close()
             raise DatabaseError(f"could not connect to {db!r}: {failure}")
         return db
 
@@ -135,18 +172,65 @@ class Database:
         this process used it (True when restarted). A no-op for an external database."""
         if self._home is None:
             return False
-        async with self._revive_lock:
-            return await asyncio.to_thread(restart_if_stopped, self._home)
+        return await asyncio.to_thread(self._revive, self._home)
+
+    def _revive(self, home: Path) -> bool:
+        with self._revive_lock:  # one restart, whichever loops noticed the stop
+            return restart_if_stopped(home)
+
+    async def forget_loop(self) -> None:
+        """Dispose of the running loop's SQLAlchemy engine (that loop is about to end); a
+        later use on it makes a new one."""
+        with self._guard:
+            engine = self._engines.pop(asyncio.get_running_loop(), None)
+        if engine is not None:
+            await engine.dispose()
 
     async def close(self) -> None:
+        """Close both pools: every loop's engine (one whose loop runs on another thread is
+        disposed of there) and the direct pool's idle connections."""
+        with self._guard:
+            self._closed = True
+            engines, self._engines = self._engines, {}
+            retired, self._retired = self._retired, []
         await self.direct.close()
-        await self.sa_engine.dispose()
+        for loop, engine in engines.items():
+            other = elsewhere(loop)
+            if other is None:
+                await engine.dispose()
+                continue
+            try:
+                async with asyncio.timeout(CLOSE_ELSEWHERE_SECONDS):
+                    await run_on(other, engine.dispose())
+            except Exception as exc:  # that loop is stuck: its connections die with it
+                log.warning("database: could not close the pool of another loop: %s", exc)
+        for engine in retired:
+            await engine.dispose()
 
     async def __aenter__(self) -> Database:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
+
+
+def _make_engine(url: str, pool_size: int) -> AsyncEngine:
+    engine = create_async_engine(
+        sqlalchemy_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size * 2,
+        # A ping per checkout: every event loop has a pool of its own, and each finds out
+        # about a server restart by itself instead of failing a statement first. The
+        # per-run statements go through the direct pool and pay no such round trip.
+        pool_pre_ping=True,
+        pool_recycle=1800,
+    )
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _register_vector(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.run_async(register_vector_async)
+
+    return engine
 
 
 def read_schema_info(url: str) -> SchemaInfo:

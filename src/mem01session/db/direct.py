@@ -12,11 +12,16 @@ reused connection turns out to be broken (the server restarted, or closed it, si
 was last used) is retried once on a new connection, so a restart costs no run its
 memory; every statement sent here is safe to repeat (reads, an insert with an
 idempotency key, and the job claim, which never leases a job twice).
+
+One pool serves every event loop of the process (the caller's, whichever it is, and the
+memory's own): an idle connection waits on no loop, so any loop may take it; what is
+bound to a loop, the limit on connections open at once, is kept per loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
@@ -68,8 +73,8 @@ psycopg.adapters.register_dumper(BinaryVector, _TextVectorDumper)
 
 
 class DirectPool:
-    """Autocommit psycopg connections, at most ``max_open`` at once (callers beyond that
-    wait); up to ``max_idle`` are kept for reuse."""
+    """Autocommit psycopg connections, at most ``max_open`` at once per event loop (callers
+    beyond that wait); up to ``max_idle`` are kept for reuse, by any loop."""
 
     def __init__(
         self,
@@ -84,8 +89,10 @@ class DirectPool:
         self._url = url
         self._on_connect_error = on_connect_error
         self._max_idle = max_idle
+        self._max_open = max_open
         self._idle: deque[psycopg.AsyncConnection[Row]] = deque()
-        self._slots = asyncio.Semaphore(max_open)
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._slots = weakref.WeakKeyDictionary()
         self._closed = False
         # pgvector's type, looked up on the first connection that finds it: later ones
         # learn it without a round trip.
@@ -117,7 +124,7 @@ class DirectPool:
         binary: bool,
         rows: AsyncRowFactory[T],
     ) -> tuple[list[str], list[T]]:
-        async with self._slots:
+        async with self._slots_here():
             conn, reused = await self._acquire()
             try:
                 try:
@@ -134,16 +141,29 @@ class DirectPool:
         """Close the idle connections; connections in use close when they come back."""
         self._closed = True
         while self._idle:
-            await self._idle.popleft().close()
+            try:
+                conn = self._idle.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            await conn.close()
+
+    def _slots_here(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        slots = self._slots.get(loop)
+        if slots is None:
+            slots = self._slots.setdefault(loop, asyncio.Semaphore(self._max_open))
+        return slots
 
     async def _acquire(self) -> tuple[psycopg.AsyncConnection[Row], bool]:
         if self._closed:
             raise RuntimeError("the database handle is closed")
-        while self._idle:
-            conn = self._idle.pop()  # the most recently used: the least likely to be stale
+        while True:
+            try:
+                conn = self._idle.pop()  # the most recently used: the least likely to be stale
+            except IndexError:
+                return await self._connect(), False
             if not conn.closed:
                 return conn, True
-        return await self._connect(), False
 
     async def _connect(self) -> psycopg.AsyncConnection[Row]:
         try:

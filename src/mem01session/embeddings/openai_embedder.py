@@ -13,6 +13,7 @@ from typing import Any
 
 from ..config import DEFAULT_OPENAI_EMBEDDING_MODEL
 from ..errors import EmbeddingError
+from ..loops import PerLoop
 from .base import Vector
 
 
@@ -20,7 +21,9 @@ class OpenAIEmbedder:
     """Embeddings from the OpenAI API (or any compatible server at ``OPENAI_BASE_URL``).
 
     Batches requests, retries 429/5xx with backoff (the client's own policy), and times
-    out instead of hanging the write path.
+    out instead of hanging the write path. The client it makes is made once per event loop
+    (recalls embed on the caller's loop, the worker on the memory's own); a client you
+    give is used on every loop that embeds.
     """
 
     def __init__(
@@ -44,15 +47,26 @@ class OpenAIEmbedder:
         self._where = base_url or "the OpenAI API"
         if api_key is None and base_url is not None:
             api_key = "no-key"  # local servers (Ollama, vLLM, llama.cpp) take any key
-        self._owns_client = client is None
-        self._client = client or AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        self._given = client
+        self._clients: PerLoop[Any] = PerLoop(
+            lambda: AsyncOpenAI(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            ),
+            AsyncOpenAI.close,
         )
 
+    @property
+    def _client(self) -> Any:
+        """The client for the running loop."""
+        return self._given if self._given is not None else self._clients.get()
+
     async def aclose(self) -> None:
-        """Close the HTTP client this embedder made (not one it was given)."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the HTTP clients this embedder made (not one it was given)."""
+        await self._clients.aclose()
+
+    async def forget_loop(self) -> None:
+        """The running loop is about to end: close the client made for it."""
+        await self._clients.forget_loop()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self._model!r}, dim={self._dim})"

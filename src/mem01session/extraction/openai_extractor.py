@@ -29,6 +29,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from ..config import Settings
 from ..errors import ConfigError, ExtractionError
 from ..logs import get_logger
+from ..loops import PerLoop
 from ..queue.extractor import Candidate, Extraction
 from ..queue.turns import Turn
 from .answer import OP_SCHEMA, parse_ops
@@ -80,6 +81,9 @@ class OpenAIExtractor:
     answer that refuses the request's JSON format is not retried as such: the next format
     is tried at once. A timeout fails the call at once with a retryable
     :class:`ExtractionError`; the session's job retry decides what happens next.
+
+    The client it makes is made once per event loop (its connections belong to one); a
+    client you give is used on whichever loop calls :meth:`extract` (a ``Memory``'s own).
     """
 
     def __init__(
@@ -107,30 +111,50 @@ class OpenAIExtractor:
         self._prompt = load_prompt(prompt_version)
         self.mode = Mode.STRUCTURED  # moves down when the server refuses it, and stays
         self._tokens_field = "max_tokens"  # or max_completion_tokens, if the server says so
-        self._owns_client = client is None and http_client is None
+        self._given: AsyncOpenAI | None = None
         if client is None:
             api_key = settings.openai_api_key
             if not api_key and not settings.openai_base_url:
                 raise ConfigError("OPENAI_API_KEY is not set; the OpenAI extractor needs it")
-            client = AsyncOpenAI(
-                api_key=api_key or "unused",  # local OpenAI-compatible servers ignore it
-                base_url=settings.openai_base_url,
-                timeout=self.timeout,
-                max_retries=0,
-                http_client=http_client,
-            )
+
+            def make() -> AsyncOpenAI:
+                return AsyncOpenAI(
+                    api_key=api_key or "unused",  # local OpenAI-compatible servers ignore it
+                    base_url=settings.openai_base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                    http_client=http_client,
+                )
+
+            if http_client is not None:
+                self._given = make()
         else:
-            client = client.with_options(max_retries=0)
-        self._client = client
+            self._given = client.with_options(max_retries=0)
+        self._clients: PerLoop[AsyncOpenAI] | None = None
+        if self._given is None:
+            self._clients = PerLoop(make, AsyncOpenAI.close)
 
     @property
     def name(self) -> str:
         return f"openai:{self.model}:{self.prompt_version}"
 
+    @property
+    def _client(self) -> AsyncOpenAI:
+        """The client for the running loop."""
+        if self._clients is not None:
+            return self._clients.get()
+        assert self._given is not None
+        return self._given
+
     async def aclose(self) -> None:
-        """Close the HTTP client this extractor made (not one it was given)."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the HTTP clients this extractor made (not one it was given)."""
+        if self._clients is not None:
+            await self._clients.aclose()
+
+    async def forget_loop(self) -> None:
+        """The running loop is about to end: close the client made for it."""
+        if self._clients is not None:
+            await self._clients.forget_loop()
 
     @property
     def json_mode(self) -> bool:

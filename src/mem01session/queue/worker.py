@@ -7,6 +7,10 @@ the proposed ops, stores the turn's episodes and marks the job done in the same
 transaction. Failures retry with
 exponential backoff, then stay ``failed`` for inspection. Jobs left running by a dead
 process are reclaimed once their lease expires.
+
+A started worker lives on the event loop that started it (a ``Memory``'s own loop);
+:meth:`MemoryWorker.wake`, :meth:`MemoryWorker.wait_until_done` and
+:meth:`MemoryWorker.stop` may be called from any loop and are handed to that one.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
 from ..errors import EmbeddingError, InvalidOpError, UserErasedError
 from ..logs import describe, get_logger
+from ..loops import elsewhere, run_on, running_loop
 from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
 from .extractor import Candidate, Extractor
@@ -73,6 +78,7 @@ class MemoryWorker:
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop it was started on
         self._stopping = False
         self.last_error: str | None = None
         self.processed = 0
@@ -92,12 +98,17 @@ class MemoryWorker:
         """Start the loop (idempotent); it resumes any job a dead process left behind."""
         if not self.running:
             self._stopping = False
-            self._task = asyncio.get_running_loop().create_task(
-                self._loop(), name=f"mem01-worker-{self.worker_id}"
-            )
+            self._home = asyncio.get_running_loop()
+            self._task = self._home.create_task(self._loop(), name=f"mem01-worker-{self.worker_id}")
 
     def wake(self, after: float = 0.0) -> None:
-        """Look for work now (or ``after`` seconds from now) instead of at the next poll."""
+        """Look for work now (or ``after`` seconds from now) instead of at the next poll
+        (from any thread)."""
+        home = self._home
+        if home is not None and running_loop() is not home:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nothing to wake
+                home.call_soon_threadsafe(self.wake, after)
+            return
         if after <= 0:
             self._wake.set()
         else:
@@ -111,7 +122,15 @@ class MemoryWorker:
         marked done in the transaction that applies it). If the database cannot be
         reached, the claims lapse when their lease ends.
         """
+        home = elsewhere(self._home)
+        if home is not None:
+            return await run_on(home, self.stop())
         task, self._task = self._task, None
+        if task is not None and task.get_loop() is not running_loop():
+            # Its loop is gone (or no longer runs): nothing can resume the task; what it
+            # claimed is handed back from here.
+            self._stopping = True
+            task = None
         if task is not None:
             # The flag ends the loop even if a cancellation is swallowed mid-await.
             self._stopping = True
@@ -137,6 +156,9 @@ class MemoryWorker:
     async def wait_until_done(self, user_id: str, pending: set[int], timeout: float | None) -> bool:
         """Process until none of the user's jobs ``pending`` is pending or running (True),
         or ``timeout`` seconds pass (False). Jobs other processes finish count too."""
+        home = elsewhere(self._home)
+        if home is not None:
+            return await run_on(home, self.wait_until_done(user_id, pending, timeout))
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self.wake()
@@ -163,7 +185,8 @@ class MemoryWorker:
         return len(claimed)
 
     async def _loop(self) -> None:
-        while not self._stopping:
+        # A database closed under the worker ends it quietly: nothing is left to claim.
+        while not self._stopping and not self.engine.db.closed:
             try:
                 if await self.run_once():
                     continue

@@ -236,19 +236,23 @@ class DurableTier:
         self._watched.clear()
         return receipt
 
-    async def close(self, flush_timeout: float) -> None:
+    async def close(self, flush_timeout: float) -> int:
         """Give accepted turns a bounded chance to be applied; then let go of the memory.
+        Returns how many of this session's accepted turns are still not applied.
 
         Turns that cannot be enqueued are lost (and counted in ``dropped``); enqueued ones
         stay durable and resume at the next start."""
         self.memory.detach(self)
         self._buffer.release()
+        left = 0
         try:
             if self._buffer.unsent or self._watched:
                 try:
                     await self._send()
-                    await self._barrier(flush_timeout)
+                    if not await self._barrier(flush_timeout):
+                        left = await self._unapplied()
                 except Exception as exc:
+                    left = len(self._watched)
                     self.failed("flush", exc)
         finally:
             if self._buffer.unsent:
@@ -257,6 +261,13 @@ class DurableTier:
                 log.warning(
                     "memory: %d turn(s) could not be enqueued before close and are lost", lost
                 )
+        return left
+
+    async def _unapplied(self) -> int:
+        """How many of this session's jobs are still pending or running."""
+        jobs = await self.memory.jobs()
+        progress = await jobs.progress(self.user_id, self._watched)
+        return sum(status in ("pending", "running") for status, _ in progress.watched.values())
 
     async def _barrier(self, timeout: float | None, *, report: bool = False) -> bool:
         """Wait for the user's jobs accepted before now (True: none left). With ``report``,

@@ -1,0 +1,218 @@
+"""Memory works the way the SDK's quickstart runs: short scripts and notebooks.
+
+Each writer below is a real process, written as a user writes it: one ``Mem01Session``
+with no ``Memory`` of its own making, three turns, and an exit without closing anything.
+The caller's event loop differs in each: the one ``Runner.run_sync`` keeps (and does not
+run between calls), a new one per turn (``asyncio.run``), a streamed run per new loop, and
+a notebook's loop that is already running and is never closed. Then a second process, for
+the same user in a new conversation, must be shown every belief of the three turns, with
+the job table holding nothing ``pending`` or ``running`` in between. Neither process may
+log anything but the offline extractor's notice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from mem01session.db import Database
+from tests.conftest import TEST_DIM
+from tests.reliability.harness import ROOT
+
+TURNS = (
+    "I live in Valencia and I work as a pharmacist.",
+    "I have a cat named Pip.",
+    "I am allergic to peanuts.",
+)
+BELIEFS = ("Lives in Valencia", "Works as a pharmacist", "Has a cat named Pip", "peanuts")
+OFFLINE_NOTICE = "extraction: offline rule extractor"
+
+PROLOGUE = """
+import asyncio, sys
+from agents import Agent, Runner
+from mem01session import Mem01Session
+from mem01session.demo import OfflineAnswerModel
+
+USER, TURNS = sys.argv[1], sys.argv[2:]
+agent = Agent(name="assistant", instructions="Answer briefly.", model=OfflineAnswerModel())
+session = Mem01Session("writer", user_id=USER)
+"""
+
+WRITERS = {
+    "run_sync": """
+for said in TURNS:
+    result = Runner.run_sync(agent, said, session=session, run_config=session.run_config())
+    print(result.final_output)
+""",
+    "asyncio_run": """
+async def turn(said):
+    result = await Runner.run(agent, said, session=session, run_config=session.run_config())
+    print(result.final_output)
+
+for said in TURNS:
+    asyncio.run(turn(said))  # a new event loop for every turn
+""",
+    # (The offline answering model does not stream: a scripted one does.)
+    "run_streamed": """
+from agents.testing import ScriptedModel, assistant_message
+
+agent = Agent(name="assistant", model=ScriptedModel([[assistant_message("Noted.")]] * 3))
+
+async def turn(said):
+    result = Runner.run_streamed(agent, said, session=session, run_config=session.run_config())
+    async for _event in result.stream_events():
+        pass
+    print(result.final_output)
+
+for said in TURNS:
+    asyncio.run(turn(said))
+""",
+    # As in a notebook kernel: one loop runs all along (the thread's current loop), each
+    # cell is awaited in it, and the kernel ends without closing anything.
+    "notebook": """
+loop = asyncio.new_event_loop()
+asyncio.set_event_loop(loop)
+
+async def cell(said):
+    result = await Runner.run(agent, said, session=session, run_config=session.run_config())
+    print(result.final_output)
+
+async def kernel():
+    for said in TURNS:
+        await loop.create_task(cell(said))
+    loop.stop()
+
+loop.create_task(kernel())
+loop.run_forever()
+""",
+}
+
+READER = """
+import json, sys
+from agents import Agent, Runner
+from agents.testing import ScriptedModel, assistant_message
+from mem01session import Mem01Session
+
+model = ScriptedModel([[assistant_message("Noted.")]])
+# Its recall waits for the user's turns still queued (none, unless a writer left some).
+session = Mem01Session("reader", user_id=sys.argv[1], recall_wait=120)
+Runner.run_sync(
+    Agent(name="a", model=model), "What do you know about me?",
+    session=session, run_config=session.run_config(),
+)
+print(json.dumps(model.calls[0].input, default=str))
+"""
+
+
+# Shown even though Python hides them by default: an unclosed connection or transport, a
+# coroutine never awaited.
+SHOW = ("-W", "default::ResourceWarning", "-W", "default::RuntimeWarning")
+
+
+def run_script(source: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, *SHOW, "-c", textwrap.dedent(source), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def assert_quiet(stderr: str) -> None:
+    """Nothing on stderr but the offline extractor's notice: no warning, no traceback, no
+    ``RuntimeError`` (logged or printed)."""
+    noise = [line for line in stderr.splitlines() if not line.startswith(OFFLINE_NOTICE)]
+    assert noise == [], stderr[-3000:]
+
+
+@pytest.fixture
+def env(db_url: str, tmp_path: Path) -> dict[str, str]:
+    """A process as a user starts one: the configuration in the environment, no key."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("MEM01_", "OPENAI_"))}
+    out.pop("DATABASE_URL", None)
+    out.update(
+        PYTHONPATH=str(ROOT),
+        OPENAI_AGENTS_DISABLE_TRACING="1",
+        MEM01_DATABASE_URL=db_url,
+        MEM01_EMBEDDING_MODEL=f"mem01-offline-hash-v1-{TEST_DIM}",  # what the test db holds
+        MEM01_HOME=str(tmp_path / "home"),
+    )
+    return out
+
+
+async def job_states(db: Database, user: str) -> list[tuple[str, str | None, int]]:
+    async with db.sa_engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT status, lease_owner, attempts FROM memory_jobs WHERE user_id = :u "
+                "ORDER BY id"
+            ),
+            {"u": user},
+        )
+        return [(r.status, r.lease_owner, r.attempts) for r in rows]
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+async def test_a_script_that_exits_leaves_its_turns_remembered(
+    writer: str, env: dict[str, str], db: Database
+) -> None:
+    user = f"script-{writer}"
+    wrote = run_script(PROLOGUE + WRITERS[writer], env, user, *TURNS)
+    assert_quiet(wrote.stderr)
+
+    # Between the processes: every turn extracted, nothing left waiting or claimed.
+    assert await job_states(db, user) == [("done", None, 1)] * len(TURNS)
+
+    read = run_script(READER, env, user)
+    assert_quiet(read.stderr)
+    model_input = json.loads(read.stdout.splitlines()[-1])
+    shown = json.dumps(model_input)
+    for belief in BELIEFS:
+        assert belief in shown, (belief, model_input)
+
+
+STUCK = """
+import asyncio, sys
+from agents import Agent, Runner
+from mem01session import Memory, Mem01Session
+from mem01session.demo import OfflineAnswerModel
+from mem01session.extraction import RuleExtractor
+
+class Stuck(RuleExtractor):
+    async def extract(self, turn, candidates, now):
+        print("extracting", flush=True)
+        await asyncio.Event().wait()  # an LLM call that never answers
+
+memory = Memory(extractor=Stuck(), exit_timeout=0.5)
+session = Mem01Session("writer", user_id=sys.argv[1], memory=memory)
+agent = Agent(name="assistant", model=OfflineAnswerModel())
+Runner.run_sync(agent, sys.argv[2], session=session, run_config=session.run_config())
+"""
+
+
+async def test_turns_that_cannot_be_extracted_by_exit_are_handed_back_and_said_so(
+    env: dict[str, str], db: Database
+) -> None:
+    user = "script-stuck"
+    wrote = run_script(STUCK, env, user, TURNS[0])
+    warnings = [line for line in wrote.stderr.splitlines() if line.strip()]
+    assert len(warnings) == 1, wrote.stderr
+    assert "1 accepted turn(s) were not extracted before the process ended" in warnings[0]
+    assert "extracting" in wrote.stdout  # the worker had the job when the process ended
+    # Handed back: pending again at once, unclaimed, the interrupted attempt not counted.
+    assert await job_states(db, user) == [("pending", None, 0)]
+
+    read = run_script(READER, env, user)  # the next process takes it and remembers it
+    assert_quiet(read.stderr)
+    assert "Lives in Valencia" in read.stdout
+    assert await job_states(db, user) == [("done", None, 1)] * 2  # and the reader's own turn
