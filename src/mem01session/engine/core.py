@@ -8,7 +8,7 @@ from typing import TypeVar, cast
 
 from ..db import Database
 from ..embeddings import Embedder
-from ..tokens import TokenCounter, default_token_counter
+from ..tokens import TokenCounter
 from . import erase, inspection, read, users, write
 from . import reembed as reembedding
 from .episodes import EpisodePolicy, Utterance
@@ -50,7 +50,7 @@ class BeliefEngine:
         self.parts = EngineParts(
             db,
             embedder,
-            token_counter or default_token_counter(),
+            token_counter,  # None: the default, loaded when tokens are first counted
             clock,
             episodes if episodes is not None else EpisodePolicy(),
         )
