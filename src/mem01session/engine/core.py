@@ -126,9 +126,12 @@ class BeliefEngine:
         """
         return await write.forget(self.parts, user_id, belief_id, reason, provenance)
 
-    async def erase_user(self, user_id: str) -> EraseReceipt:
-        """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
-        return await erase.erase_user(self.parts, user_id)
+    async def erase_user(self, user_id: str, *, tombstone: bool = True) -> EraseReceipt:
+        """Hard-delete everything durable about the user, leave a tombstone (refusing later
+        writes until :meth:`reinstate_user`), return a receipt. ``tombstone=False``: no
+        trace is left, for a scratch user with no turn in flight (see
+        :func:`~mem01session.engine.erase.erase_user`)."""
+        return await erase.erase_user(self.parts, user_id, tombstone=tombstone)
 
     async def compact(self) -> list[str]:
         """Rewrite the memory tables so that their files no longer hold erased rows, and
