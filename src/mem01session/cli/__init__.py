@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from ._errors import OneLineErrors
+from ._help import TidyCommand
 from .beliefs import app as beliefs_app
 from .db import app as db_app
 from .demo import demo
@@ -21,6 +22,7 @@ from .jobs import app as jobs_app
 from .memory import erase, forget, recall, reinstate
 from .reembed import reembed
 from .ui import ui
+from .users import users
 
 app = typer.Typer(
     name="mem01session",
@@ -31,11 +33,30 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("mem01session")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        found = "(not installed)"
+    typer.echo(f"mem01session {found}")
+    raise typer.Exit()
+
+
 @app.callback()
 def root(
     debug: Annotated[
         bool,
         typer.Option("--debug", help="On an error, show the full traceback instead of one line."),
+    ] = False,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
     ] = False,
 ) -> None:
     """Two-tier memory for OpenAI Agents SDK sessions.
@@ -45,16 +66,17 @@ def root(
 
 
 app.add_typer(db_app, name="db")
-app.command()(demo)
+app.command(cls=TidyCommand)(demo)
+app.command(cls=TidyCommand)(users)
 app.add_typer(beliefs_app, name="beliefs")
 app.add_typer(episodes_app, name="episodes")
-app.command()(recall)
-app.command()(forget)
-app.command()(erase)
-app.command()(reinstate)
-app.command()(reembed)
+app.command(cls=TidyCommand)(recall)
+app.command(cls=TidyCommand)(forget)
+app.command(cls=TidyCommand)(erase)
+app.command(cls=TidyCommand)(reinstate)
+app.command(cls=TidyCommand)(reembed)
 app.add_typer(jobs_app, name="jobs")
-app.command()(ui)
+app.command(cls=TidyCommand)(ui)
 
 
 def main() -> None:

@@ -8,12 +8,15 @@ import typer
 
 from ._console import console
 from ._errors import fail
+from ._help import TidyCommand, TidyGroup
 from ._settings import database_url, load_settings
 
-app = typer.Typer(help="Create and migrate the PostgreSQL schema.", no_args_is_help=True)
+app = typer.Typer(
+    cls=TidyGroup, help="Create and migrate the PostgreSQL schema.", no_args_is_help=True
+)
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
     embedding_dim: Annotated[
@@ -43,7 +46,7 @@ def upgrade(
 
 
 # ``-1`` (one step down) is a revision here, not an unknown option.
-@app.command(context_settings={"ignore_unknown_options": True})
+@app.command(cls=TidyCommand, context_settings={"ignore_unknown_options": True})
 def downgrade(
     revision: Annotated[
         str, typer.Argument(help="Target revision ('base': no tables at all; '-1': one step).")
@@ -77,7 +80,7 @@ def downgrade(
     console().print(f"downgraded to [bold]{rev or 'base'}[/]", highlight=False)
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def current() -> None:
     """Print the revision the database is at ('base' for an empty database).
 
@@ -92,7 +95,7 @@ def current() -> None:
     console().print(f"{rev or 'base'}{suffix}", highlight=False)
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def history() -> None:
     """List every migration, oldest first.
 
@@ -109,7 +112,7 @@ def history() -> None:
     console().print(table)
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def check() -> None:
     """Exit non-zero if the database differs from the models (schema drift).
 
@@ -126,7 +129,7 @@ def check() -> None:
     console().print("models and migrations are in sync")
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def url(
     show_password: Annotated[
         bool, typer.Option("--show-password", help="Print the password instead of ***.")
@@ -147,7 +150,6 @@ def url(
     typer.echo(found if show_password else redact_dsn(found))
     if embedded:
         typer.echo(
-            "(the embedded server in MEM01_HOME; it stops when the last process using it "
-            "exits)",
+            "(the embedded server in MEM01_HOME; it stops when the last process using it exits)",
             err=True,
         )

@@ -84,9 +84,13 @@ def demo(
 ) -> None:
     """Run the Monday/Wednesday/Friday demo.
 
+    Offline without OPENAI_API_KEY; with it, on OpenAI or any OpenAI-compatible server
+    (OPENAI_BASE_URL).
+
     Example: mem01session demo --check
-    Any OpenAI-compatible server: OPENAI_API_KEY=any OPENAI_BASE_URL=http://127.0.0.1:11434/v1
-    mem01session demo --model gemma3
+
+    On a local server:
+      OPENAI_API_KEY=any OPENAI_BASE_URL=http://127.0.0.1:11434/v1 mem01session demo --model gemma3
     """
     import asyncio
     import dataclasses

@@ -144,8 +144,9 @@ def erase(
         ),
     ] = False,
 ) -> None:
-    """Hard-delete the user's beliefs, episodes, ledger, provenance and jobs; print the
-    receipt.
+    """Hard-delete everything durable about the user; print the receipt.
+
+    Deletes the user's beliefs, episodes, ledger, provenance and jobs.
 
     After it, no query finds anything of the user; PostgreSQL's files may still hold the
     deleted bytes until their space is reused. --compact rewrites the tables and forces a
