@@ -49,14 +49,21 @@ def ui(
     from rich.text import Text
 
     from ..ui.server import BrowserServer
+    from ._server import database_url
     from ._settings import load_settings
 
+    settings = load_settings()
     try:
         server = BrowserServer(
-            load_settings(), host=host, port=port, allow_remote=allow_remote, token=token
+            settings, host=host, port=port, allow_remote=allow_remote, token=token
         )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    try:
+        database_url(settings)  # the embedded server started now (held while this runs)
+    except BaseException:
+        server.socket.close()
+        raise
     line = Text(f"memory browser on {server.url}")
     if token is not None:
         line.append(" (append ?token=<your token> once; a cookie keeps you in)")
