@@ -115,14 +115,17 @@ def demo(
     import asyncio
     import dataclasses
 
-    from ..demo import run_demo
-    from ..demo.run import dump_json
     from ._server import database_url
 
     settings = load_settings()
     if model:
         settings = dataclasses.replace(settings, llm_model=model)
-    database_url(settings)  # the embedded server started now, saying so; or a server checked
+    # First, before the Agents SDK loads: the embedded server started (saying so), or the
+    # configured one checked.
+    database_url(settings)
+    from ..demo import run_demo
+    from ..demo.run import dump_json
+
     report = asyncio.run(run_demo(keep=keep, settings=settings))
     show(report)
     if json_path is not None:

@@ -41,6 +41,10 @@ def ui(
     """
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}")
+    from ._console import err_console
+
+    if err_console().is_terminal:  # a person waiting: loading the web stack takes a second
+        err_console().print("starting the memory browser", highlight=False, markup=False)
     # Imported here: the web stack loads only for this command. Any other error becomes
     # one line through the command line's handler.
     import asyncio
