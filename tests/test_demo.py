@@ -10,7 +10,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_demo_check_passes_offline_on_a_fresh_home() -> None:
     home = Path(tempfile.mkdtemp(prefix="mem01-demo-home-"))
     out = home / "evidence.json"

@@ -34,6 +34,7 @@ def _cli(home: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_two_processes_start_and_migrate_one_embedded_server(home: Path) -> None:
     procs = [_cli(home, "db", "upgrade") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
