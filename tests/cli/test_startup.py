@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 
 import pytest
 
@@ -18,13 +19,14 @@ import mem01session
 
 HEAVY = ("sqlalchemy", "alembic", "agents", "openai", "psycopg", "psycopg_pool", "pgvector")
 
-# Runs the console entry point with ARGS, then prints which heavy packages got imported.
+# Runs the command line (its Typer app) with ARGS, then prints which heavy packages got
+# imported. (The console entry point, main(), ends the process itself.)
 PROBE = """
 import json, sys
 sys.argv = ["mem01session", *json.loads(sys.argv[1])]
-from mem01session.cli import main
+from mem01session.cli import app
 try:
-    main()
+    app()
 except SystemExit:
     pass
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)))
@@ -163,3 +165,32 @@ def test_recall_loads_the_tokenizer_and_nothing_else_of_those(
 ) -> None:
     loaded = loaded_by_command(["recall", "--user", "alice", "where do I live?"], reading_env)
     assert loaded and {m.split(".")[0] for m in loaded} <= {"bpe_openai", "tiktoken"}
+
+
+ENTRY = """
+import atexit, json, sys
+atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
+sys.argv = ["mem01session", *json.loads(sys.argv[1])]
+from mem01session.cli import main
+main()
+print("never reached", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "out", "err"),
+    [
+        (["--version"], 0, f"mem01session {version('mem01session')}\n", ""),
+        (["nope"], 1, "", "error: No such command 'nope'"),
+    ],
+)
+def test_the_entry_point_ends_the_process_after_output_and_exit_handlers(
+    args: list[str], code: int, out: str, err: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", ENTRY, json.dumps(args)], capture_output=True, text=True
+    )
+    assert proc.returncode == code
+    assert proc.stdout == out
+    assert proc.stderr.startswith(err) and proc.stderr.endswith("exit handlers ran\n")
+    assert "never reached" not in proc.stderr

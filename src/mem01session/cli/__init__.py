@@ -7,8 +7,12 @@ and rich's tables when it runs. ``mem01session --help`` therefore loads none of 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import signal
-from typing import Annotated
+import sys
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -84,4 +88,33 @@ def main() -> None:
     command as Ctrl+C does, so that what it started (the embedded server) is stopped and
     released on the way out instead of being left running."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        _exit(done.code)
+    _exit(0)
+
+
+def _exit(code: object) -> NoReturn:
+    """End the process as soon as the command is done: its output flushed and the exit
+    handlers run (the embedded server's handle released, the logs flushed), without the
+    interpreter tearing down every module it imported, which takes a quarter of a second
+    once SQLAlchemy, NumPy and pydantic are loaded, after the command has nothing left to
+    do. The command has closed what it opened (its database, its pools) by then."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"), as Python itself prints it
+        print(code, file=sys.stderr)
+        status = 1
+    _flush()
+    atexit._run_exitfuncs()
+    _flush()
+    os._exit(status)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (| head): nothing to do
+            stream.flush()
