@@ -33,6 +33,16 @@ def test_demo_check_passes_offline_on_a_fresh_home() -> None:
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         evidence = json.loads(out.read_text())
+        # The scratch user leaves nothing behind, not even an erased user in the list.
+        users = subprocess.run(
+            [sys.executable, "-m", "mem01session", "users", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert users.returncode == 0, users.stderr
+        assert json.loads(users.stdout) == []
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -45,6 +55,7 @@ def test_demo_check_passes_offline_on_a_fresh_home() -> None:
     assert "San Francisco" in memory["answer"] and "2,400" in memory["answer"]
     assert "San Francisco" not in fresh["answer"]
     assert "all checks passed" in proc.stdout
+    assert "scratch user erased, no trace left" in proc.stdout
     # A fresh home: the embedded server is started, and the command says so first.
     assert proc.stderr.startswith("starting the embedded PostgreSQL in "), proc.stderr
 
