@@ -63,7 +63,9 @@ def test_db_start_keeps_the_server_for_the_commands_that_follow(home: Path) -> N
 
     code, out, err = _run(home, "db", "start")
     assert code == 0, err
-    assert err.startswith(f"starting the embedded PostgreSQL in {pg} "), err
+    assert err.startswith(
+        f"starting the embedded PostgreSQL in {pg} (kept running until mem01session db stop)"
+    ), err
     head = migrate.head_revision()
     kept = f"kept running; its database is at {head} (head)"
     assert out.strip() == f"embedded PostgreSQL in {pg}: {kept}"

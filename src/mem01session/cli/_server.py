@@ -38,9 +38,10 @@ def database_url(settings: Settings, *, check: bool = True) -> tuple[str, bool]:
     return starting(settings.home, lambda: embedded_url(settings.home)), True
 
 
-def starting(home: Path, start: Callable[[], T]) -> T:
+def starting(home: Path, start: Callable[[], T], *, kept: bool = False) -> T:
     """Run ``start`` (which attaches to the embedded server under ``home``), saying on
-    stderr that the server is being started when it is not running yet."""
+    stderr that the server is being started when it is not running yet (``kept``: it is
+    started to be kept running, by ``db start``)."""
     from ..db.embedded import server_status
 
     if server_status(home).running:
@@ -49,9 +50,13 @@ def starting(home: Path, start: Callable[[], T]) -> T:
 
     console = err_console()
     where = home.expanduser().resolve() / "pg"
+    until = (
+        "kept running until mem01session db stop"
+        if kept
+        else f"it stops when this command ends; {KEEP_HINT}"
+    )
     console.print(
-        f"starting the embedded PostgreSQL in {where} (it stops when this command ends; "
-        f"{KEEP_HINT})",
+        f"starting the embedded PostgreSQL in {where} ({until})",
         highlight=False,
         markup=False,
         soft_wrap=True,

@@ -195,7 +195,7 @@ def start() -> None:
     from ._server import starting
 
     settings = _embedded_only(load_settings(), "start")
-    url, kept = starting(settings.home, lambda: keep_running(settings.home))
+    url, kept = starting(settings.home, lambda: keep_running(settings.home), kept=True)
     at, head = migrate.current(url), migrate.head_revision()
     if at != head:
         from ..embeddings import default_embedder

@@ -199,7 +199,8 @@ class ServerStatus:
 def server_status(home: Path) -> ServerStatus:
     """Whether the embedded server under ``home`` runs, is kept, and who holds it.
 
-    Reads files only: starts nothing, and loads no more of the wheel than its file parser.
+    Reads the data folder's files (and asks the system whether their pids live): starts
+    nothing, attaches to nothing.
     """
     pgdata = home.expanduser().resolve() / "pg"
     pid: int | None = None
