@@ -26,6 +26,7 @@ def test_readme_examples_run_and_run_again_alike() -> None:
     home = Path(tempfile.mkdtemp(prefix="mem01-readme-"))
     env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
     env["MEM01_HOME"] = str(home)
+
     def cli(*args: str) -> None:
         proc = subprocess.run(
             [sys.executable, "-m", "mem01session", *args],
