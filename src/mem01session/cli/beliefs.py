@@ -11,8 +11,8 @@ from ._console import console
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
     from ..engine.records import Belief, Episode, LedgerEvent
+    from ._reads import Reader
 
 app = typer.Typer(cls=TidyGroup, help="Inspect a user's long-term beliefs.", no_args_is_help=True)
 
@@ -37,13 +37,13 @@ def list_beliefs(
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_reader
 
-    async def work(engine: BeliefEngine) -> list[Belief]:
-        await require_user(engine, user)
-        return await engine.history(user, include_inactive=show_all, limit=limit)
+    async def work(reader: Reader) -> list[Belief]:
+        await require_user(reader, user)
+        return await reader.history(user, include_inactive=show_all, limit=limit)
 
-    beliefs = with_engine(work)
+    beliefs = with_reader(work)
     if as_json:
         typer.echo(render.dumps(beliefs))
         return
@@ -64,13 +64,13 @@ def history(user: User, limit: Limit = 200) -> None:
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_reader
 
-    async def work(engine: BeliefEngine) -> list[LedgerEvent]:
-        await require_user(engine, user)
-        return await engine.ledger(user, limit=limit)
+    async def work(reader: Reader) -> list[LedgerEvent]:
+        await require_user(reader, user)
+        return await reader.ledger(user, limit=limit)
 
-    events = with_engine(work)
+    events = with_reader(work)
     if not events:
         console().print(Text(f"no ledger events for user {user!r}"))
         return
@@ -90,16 +90,16 @@ def show(
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import require_belief, require_user, with_engine
+    from ._reads import require_belief, require_user, with_reader
 
-    async def work(engine: BeliefEngine) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
-        await require_user(engine, user)
-        belief = await require_belief(engine, user, bid)
+    async def work(reader: Reader) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
+        await require_user(reader, user)
+        belief = await require_belief(reader, user, bid)
         ids = dict.fromkeys(s.episode_id for s in belief.sources if s.episode_id is not None)
-        episodes = [await engine.episode(user, i) for i in ids if i is not None]
-        return belief, await engine.ledger(user, belief_id=bid), episodes
+        episodes = [await reader.episode(user, i) for i in ids if i is not None]
+        return belief, await reader.ledger(user, belief_id=bid), episodes
 
-    belief, events, episodes = with_engine(work)
+    belief, events, episodes = with_reader(work)
     head = Text(f"#{belief.id} ", style="bold")
     head.append(belief.content)
     console().print(head)

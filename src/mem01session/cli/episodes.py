@@ -12,8 +12,8 @@ from ._console import console
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
     from ..engine.records import Episode
+    from ._reads import Reader
 
 app = typer.Typer(
     cls=TidyGroup,
@@ -47,13 +47,13 @@ def list_episodes(
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_reader
 
-    async def work(engine: BeliefEngine) -> list[Episode]:
-        await require_user(engine, user)
-        return await engine.episodes(user, session_id=conversation, contains=contains, limit=limit)
+    async def work(reader: Reader) -> list[Episode]:
+        await require_user(reader, user)
+        return await reader.episodes(user, session_id=conversation, contains=contains, limit=limit)
 
-    episodes = with_engine(work)
+    episodes = with_reader(work)
     if as_json:
         typer.echo(render.dumps(episodes))
         return

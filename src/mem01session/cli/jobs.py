@@ -17,6 +17,7 @@ from ._help import TidyCommand, TidyGroup
 if TYPE_CHECKING:
     from ..engine import BeliefEngine
     from ..queue.job_records import Job
+    from ._reads import Reader
 
 app = typer.Typer(cls=TidyGroup, help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
@@ -38,17 +39,16 @@ def list_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from ..queue.jobs import JobStore
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_reader
 
-    async def work(engine: BeliefEngine) -> list[Job]:
+    async def work(reader: Reader) -> list[Job]:
         if user is not None:
-            await require_user(engine, user)
+            await require_user(reader, user)
         status = "failed" if failed else None
-        return await JobStore(engine.db).list_jobs(user_id=user, status=status, limit=limit)
+        return await reader.list_jobs(user_id=user, status=status, limit=limit)
 
-    jobs = with_engine(work)
+    jobs = with_reader(work)
     if not jobs:
         console().print(Text("no failed jobs" if failed else "no jobs"))
         return

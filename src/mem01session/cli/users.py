@@ -10,8 +10,8 @@ from ._args import check_positive
 from ._console import console
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
     from ..engine.records import UserSummary
+    from ._reads import Reader
 
 
 def users(
@@ -36,12 +36,12 @@ def users(
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import with_engine
+    from ._reads import with_reader
 
-    async def work(engine: BeliefEngine) -> list[UserSummary]:
-        return await engine.users(contains=contains, limit=limit)
+    async def work(reader: Reader) -> list[UserSummary]:
+        return await reader.users(contains=contains, limit=limit)
 
-    found = with_engine(work)
+    found = with_reader(work)
     if as_json:
         typer.echo(
             render.dumps(
