@@ -13,22 +13,16 @@ escapes into one line.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
-from ..db import Database
-from ..embeddings import Embedder, default_embedder
 from ..engine import BeliefEngine
 from ..engine.episodes import EpisodePolicy
 from ..engine.records import Belief
 from . import _reads as reads
+from ._open import opened
 from ._server import database_url
 from ._settings import load_settings
-
-if TYPE_CHECKING:
-    from ..config import Settings
 
 T = TypeVar("T")
 
@@ -46,31 +40,6 @@ def with_engine(work: Work[T]) -> T:
             return await work(BeliefEngine(db, embedder, episodes=policy))
 
     return asyncio.run(run())
-
-
-@asynccontextmanager
-async def opened(
-    settings: Settings, url: str, embedded: bool
-) -> AsyncIterator[tuple[Database, Embedder]]:
-    """The database at ``url`` (``embedded``: the embedded server's, migrated on opening)
-    and the configured embedder, closed on the way out."""
-    embedder = default_embedder(settings)
-    try:
-        db = await Database.open(
-            None if embedded else url,  # embedded: opened (and migrated) by home
-            home=settings.home,
-            embedding_model=embedder.name,
-            embedding_dim=embedder.dim,
-        )
-        try:
-            yield db, embedder
-        finally:
-            await db.close()
-    finally:
-        close = getattr(embedder, "aclose", None)  # a server's embedder: its client
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
 
 
 async def require_user(engine: BeliefEngine, user: str) -> None:

@@ -3,20 +3,21 @@
 The inspector commands (``beliefs list|show|history``, ``episodes list``, ``users``,
 ``jobs list``) only read, and each is a whole process, which should take well under a
 second. The engine's reads go through SQLAlchemy's asyncio layer, whose import (with the
-ORM it brings along) costs more CPU than everything else such a command does. So these
-commands read through a :class:`~mem01session.db.direct.DirectPool` with the engine's
-statements (:mod:`mem01session.engine.inspection`, ``user_version`` in
+ORM it brings along) costs a third of a second of CPU or more, about what the rest of
+such a command costs. So these commands read through a
+:class:`~mem01session.db.direct.DirectPool` with the engine's statements
+(:mod:`mem01session.engine.inspection`, ``user_version`` in
 :mod:`mem01session.engine.users`, ``JobStore.list_jobs`` in
 :mod:`mem01session.queue.jobs`), written with psycopg's placeholders, and get the
 engine's records back. ``tests/cli/test_reads.py`` checks that both give the same records
 from the same database: a change to one of those statements belongs in both.
 
 The database is opened without SQLAlchemy, Alembic or an embedder when it is at this
-library's schema revision (read with one query, the head from the migration scripts);
-otherwise (a new database, an older one, one that cannot be reached) it is opened as
-:func:`._engine.with_engine` opens it, which migrates an embedded database and refuses
-any other with the errors every command gives, and the same reads run on that handle's
-direct pool.
+library's schema revision (two short queries; the head is read from the migration
+scripts). Otherwise (a new database, an older one, one that cannot be reached) it is
+opened as every other command opens it (:func:`._open.opened`), which migrates an
+embedded database and refuses any other with the usual errors, and the same reads run
+on that handle's direct pool.
 """
 
 from __future__ import annotations
@@ -322,7 +323,7 @@ async def _at_head(pool: DirectPool) -> bool:
 async def _opened(
     work: Callable[[Reader], Awaitable[T]], settings: Settings, url: str, embedded: bool
 ) -> T:
-    from ._engine import opened
+    from ._open import opened
 
     async with opened(settings, url, embedded) as (db, _):
         return await work(Reader(db.direct))
