@@ -29,6 +29,7 @@ from ..db import Database
 from ..engine.read import SnapshotProbe
 from ..engine.write import TransactionHook
 from ..errors import Mem01Error, UserErasedError
+from ..extraction.base import TurnMessage
 from ..redaction import redact
 from .claim import claim_jobs, claim_statement
 from .job_records import (
@@ -41,7 +42,6 @@ from .job_records import (
     job_from_row,
     payload_for,
 )
-from .turns import TurnMessage
 
 # Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
 _ERASED = "SELECT 1 FROM memory_users WHERE user_id = %(u)s AND erased_at IS NOT NULL"

@@ -2,9 +2,9 @@
 
 One worker per extractor of a :class:`~mem01session.memory.Memory`, shared by every session
 using it; the ``Memory`` starts it and stops it. It claims the oldest job of each user under
-a lease, shows the extractor the user's most relevant active beliefs under aliases, applies
-the proposed ops, stores the turn's episodes and marks the job done in the same
-transaction. Failures retry with
+a lease, shows the extractor the user's most relevant active beliefs under aliases, screens
+the ops it proposes (secrets out, whichever extractor proposed them), applies them, stores
+the turn's episodes and marks the job done in the same transaction. Failures retry with
 exponential backoff, then stay ``failed`` for inspection. Jobs left running by a dead
 process are reclaimed once their lease expires.
 
@@ -28,14 +28,14 @@ from ..engine.episodes import Utterance
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
 from ..errors import EmbeddingError, InvalidOpError, UserErasedError
+from ..extraction.base import Candidate, Extractor, Turn
+from ..extraction.hygiene import screen
 from ..logs import describe, get_logger
 from ..loops import elsewhere, run_on, running_loop
 from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
-from .extractor import Candidate, Extractor
 from .job_records import Job
 from .jobs import JobLostError, JobStore
-from .turns import Turn
 
 log = get_logger(__name__)
 
@@ -208,7 +208,8 @@ class MemoryWorker:
             candidates, aliases = await self._candidates(job.user_id, query)
             async with asyncio.timeout(self.policy.extract_timeout):
                 extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
-            ops = resolve_aliases(extraction.ops, aliases)
+            # Whichever extractor proposed them: secrets out, text clean (see hygiene.py).
+            ops = resolve_aliases(screen(extraction.ops).ops, aliases)
             job_note(ops=len(ops), kinds=op_kinds([op.op for op in ops]))
             now = self.engine.clock()
             said = utterances(turn)
