@@ -9,12 +9,13 @@ commit.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import aware, check_id
+from ..embeddings import Vector
 from ..errors import BeliefNotFoundError, ConfigError
 from . import episodes
 from .batch import Batch
@@ -38,18 +39,23 @@ async def apply_ops(
     provenance: Provenance,
     hook: TransactionHook | None = None,
     utterances: Sequence[Utterance] = (),
+    vectors: Mapping[str, Vector] | None = None,
 ) -> ApplyResult:
     """Validate ``ops`` and apply them in one transaction; any invalid op rejects all.
 
     ``utterances`` are the turn's messages: those the episode policy keeps are stored as
     episodes in the same transaction (they need ``provenance.job_id``, the turn's job, and
     are dated ``provenance.observed_at``), and the beliefs the ops touch point at them.
+    ``vectors``: texts already embedded by ``parts.embedder`` (the worker embeds a batch
+    of turns at once); any other statement or passage is embedded here.
 
     Raises :class:`InvalidOpError` (nothing changed), :class:`UserErasedError`, or
     whatever ``hook`` raises (nothing changed either). An empty batch without episodes
     changes nothing and leaves the version alone, but still runs ``hook`` under the lock.
     """
-    return await _apply(parts, user_id, ops, provenance, hook, utterances=utterances)
+    return await _apply(
+        parts, user_id, ops, provenance, hook, utterances=utterances, vectors=vectors
+    )
 
 
 async def correct(
@@ -106,6 +112,7 @@ async def _apply(
     *,
     record_as: str | None = None,
     utterances: Sequence[Utterance] = (),
+    vectors: Mapping[str, Vector] | None = None,
 ) -> ApplyResult:
     user_id = check_id("user_id", user_id)
     check_provenance(provenance)
@@ -118,10 +125,13 @@ async def _apply(
     # Embedding may be a network call: never inside the transaction (it holds the lock).
     statements = (c.content for c in checked if c.content and c.kind != "INVALIDATE")
     texts = list(dict.fromkeys([*statements, *(d.content for d in drafts)]))
-    vectors = await parts.embedder.embed(texts) if texts else []
-    if len(vectors) != len(texts):
-        raise RuntimeError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
-    literals = {t: vector_literal(v) for t, v in zip(texts, vectors, strict=True)}
+    known = vectors or {}
+    missing = [t for t in texts if t not in known]
+    computed = await parts.embedder.embed(missing) if missing else []
+    if len(computed) != len(missing):
+        raise RuntimeError(f"embedder returned {len(computed)} vectors for {len(missing)} texts")
+    found = dict(zip(missing, computed, strict=True))
+    literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
 
     async with parts.db.sa_engine.begin() as conn:
         await lock_user(conn, user_id)
