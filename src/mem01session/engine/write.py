@@ -24,6 +24,7 @@ from .ops import Op, Provenance
 from .parts import EngineParts
 from .records import ApplyResult
 from .rows import vector_literal
+from .tx import Tx
 from .users import bump_version, lock_user, open_user
 from .validate import TargetNotFoundError, check_ops, check_provenance, check_targets
 
@@ -134,19 +135,22 @@ async def _apply(
     literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
 
     async with parts.db.sa_engine.begin() as conn:
-        await lock_user(conn, user_id)
+        tx = await Tx.of(conn)
+        await lock_user(tx, user_id)
         now = parts.now()
-        version = await open_user(conn, user_id, now)
-        await check_targets(conn, user_id, checked)
-        stored = await _store_episodes(parts, conn, user_id, drafts, provenance, literals, now)
-        batch = Batch(conn, user_id, provenance, now, literals, record_as, parts.embedder.name)
+        version = await open_user(tx, user_id, now)
+        await check_targets(tx, user_id, checked)
+        stored, added = await _store_episodes(parts, tx, user_id, drafts, provenance, literals, now)
+        batch = Batch(tx, user_id, provenance, now, literals, record_as, parts.embedder.name)
         batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
         changes = tuple([await batch.apply(c) for c in checked])
         await batch.finish()
         oldest = parts.episodes.oldest(now)
-        pruned = await episodes.prune(conn, user_id, oldest) if oldest is not None else 0
+        pruned = await episodes.prune(tx, user_id, oldest) if oldest is not None else 0
         if changes or stored or pruned:
-            version = await bump_version(conn, user_id, now)
+            version = await bump_version(
+                tx, user_id, now, episodes=added, active=batch.active_delta
+            )
         if hook is not None:
             await hook(conn)
     return ApplyResult(changes, version)
@@ -154,18 +158,18 @@ async def _apply(
 
 async def _store_episodes(
     parts: EngineParts,
-    conn: AsyncConnection,
+    tx: Tx,
     user_id: str,
     drafts: Sequence[episodes.Draft],
     provenance: Provenance,
     vectors: dict[str, str],
     now: datetime,
-) -> list[episodes.Stored]:
+) -> tuple[list[episodes.Stored], int]:
     if not drafts:
-        return []
+        return [], 0
     assert provenance.job_id is not None and provenance.session_id  # checked before
     return await episodes.insert(
-        conn,
+        tx,
         user_id,
         drafts,
         session_id=provenance.session_id,

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_filter
 from ..db import Database
 from ..engine.read import SnapshotProbe
+from ..engine.tx import Tx
 from ..engine.write import TransactionHook
 from ..errors import Mem01Error, UserErasedError
 from ..extraction.base import TurnMessage
@@ -441,22 +442,19 @@ async def _mark_failed(
 async def _mark_done(
     conn: AsyncConnection, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
 ) -> None:
-    row = (
-        await conn.execute(
-            text(
-                "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
-                "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
-                "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
-                "RETURNING id"
-            ),
-            {
-                "u": job.user_id,
-                "id": job.id,
-                "w": worker_id,
-                "now": now,
-                "usage": json.dumps(dict(usage)) if usage else None,
-            },
-        )
-    ).first()
+    # On the transaction's psycopg connection: this runs once per applied turn.
+    row = await (await Tx.of(conn)).row(
+        "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
+        "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
+        "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
+        "RETURNING id",
+        {
+            "u": job.user_id,
+            "id": job.id,
+            "w": worker_id,
+            "now": now,
+            "usage": json.dumps(dict(usage)) if usage else None,
+        },
+    )
     if row is None:
         raise JobLostError(f"job {job.id} is no longer leased by this worker")
