@@ -15,7 +15,8 @@ variable                   meaning
 ``MEM01_EMBEDDING_MODEL_PATH`` another copy of the local model's ``model.onnx``
 ``MEM01_EMBEDDING_MODEL_VERIFY`` ``0`` skips the local model file's sha256 check
 ``MEM01_LLM_MAX_TOKENS``   most tokens an extraction answer may take (default 1024)
-``MEM01_LLM_TIMEOUT``      seconds one extraction call may take (default 60)
+``MEM01_LLM_TIMEOUT``      seconds one extraction may take, the worker's bound and each
+                           request's (default 60 for OpenAI, 300 for another server)
 ``MEM01_OPENAI_API``       ``responses`` or ``chat``: the API the demo's answering model
                            speaks (default: ``responses`` for OpenAI, ``chat`` when
                            ``OPENAI_BASE_URL`` names another server)
@@ -45,6 +46,13 @@ DEFAULT_LLM_MODEL = "gpt-4.1-mini"
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 DEFAULT_LLM_MAX_TOKENS = 1024
 DEFAULT_LLM_TIMEOUT = 60.0
+"""Seconds one extraction (and one answering call of the demo) may take on OpenAI's API."""
+DEFAULT_LOCAL_LLM_TIMEOUT = 300.0
+"""The same on another server (``OPENAI_BASE_URL``): a CPU-only llama.cpp or Ollama can
+take minutes to write an extraction's JSON."""
+AUTO_LLM_TIMEOUT = 0.0
+"""``Settings.llm_timeout`` left to the default for the server: 60 s on OpenAI, 300 s on
+another server."""
 OPENAI_APIS = ("responses", "chat")
 MEMORY_PLACEMENTS = ("auto", "system", "user", "instructions")
 EpisodeKeep = Literal["user", "all", "off"]
@@ -82,7 +90,9 @@ class Settings:
     embedding_model_path: Path | None = None
     embedding_model_verify: bool = True
     llm_max_tokens: int = DEFAULT_LLM_MAX_TOKENS
-    llm_timeout: float = DEFAULT_LLM_TIMEOUT
+    llm_timeout: float = AUTO_LLM_TIMEOUT
+    """Seconds one extraction may take (the worker's bound and each request's timeout);
+    :data:`AUTO_LLM_TIMEOUT` (the default) becomes 60 on OpenAI, 300 on another server."""
     openai_api: str | None = None
     memory_placement: str = "auto"
     episodes: EpisodeKeep = "user"
@@ -92,6 +102,13 @@ class Settings:
 
     def __post_init__(self) -> None:
         register_secret(self.openai_api_key)
+        if self.llm_timeout == AUTO_LLM_TIMEOUT:
+            default = (
+                DEFAULT_LLM_TIMEOUT
+                if _is_openai(self.openai_base_url)
+                else DEFAULT_LOCAL_LLM_TIMEOUT
+            )
+            object.__setattr__(self, "llm_timeout", default)
         if self.database_url:
             _register_dsn_password(self.database_url)
             if not self.database_url.startswith(("postgresql", "postgres")):
@@ -156,7 +173,11 @@ class Settings:
         if verify not in ("0", "1", "true", "false", "yes", "no"):
             raise ConfigError(f"MEM01_EMBEDDING_MODEL_VERIFY must be 1 or 0, got {verify!r}")
         max_tokens = _number(get, "MEM01_LLM_MAX_TOKENS", int, DEFAULT_LLM_MAX_TOKENS)
-        timeout = _number(get, "MEM01_LLM_TIMEOUT", float, DEFAULT_LLM_TIMEOUT)
+        timeout = _number(get, "MEM01_LLM_TIMEOUT", float, AUTO_LLM_TIMEOUT)
+        if get("MEM01_LLM_TIMEOUT") is not None and not 0 < timeout <= 3600:
+            raise ConfigError(
+                f"MEM01_LLM_TIMEOUT must be more than 0 and at most 3600 seconds, got {timeout:g}"
+            )
         retention = get("MEM01_EPISODE_RETENTION_DAYS")
         return cls(
             database_url=get("MEM01_DATABASE_URL") or get("DATABASE_URL"),

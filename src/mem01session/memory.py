@@ -21,6 +21,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -36,6 +37,7 @@ from .extraction import Extractor, default_extractor
 from .logs import get_logger
 from .loops import LoopThread, register_exit_hook, unregister_exit_hook
 from .queue import JobStore, MemoryWorker, WorkerPolicy
+from .queue.worker import declared_timeout
 
 log = get_logger(__name__)
 
@@ -178,11 +180,19 @@ class Memory:
         worker = self._workers.get(id(extractor))
         if worker is None:
             worker = self._workers.setdefault(
-                id(extractor), MemoryWorker(engine, extractor, policy=self._policy)
+                id(extractor), MemoryWorker(engine, extractor, policy=self._worker_policy())
             )
         if not worker.running:
             await self._start_home().call(_start(worker))
         return worker
+
+    def _worker_policy(self) -> WorkerPolicy:
+        """The policy given, its extraction timeout (when it names none, and the extractor
+        states none) ``MEM01_LLM_TIMEOUT``'s: one setting bounds an extraction."""
+        policy = self._policy or WorkerPolicy()
+        if policy.extract_timeout is None and declared_timeout(self.extractor) is None:
+            policy = replace(policy, extract_timeout=self.settings.llm_timeout)
+        return policy
 
     def _start_home(self) -> LoopThread:
         """The memory's own loop, started (and the exit hook registered) on first use."""
@@ -220,11 +230,12 @@ class Memory:
         """
         await self._shutdown(flush_timeout)
 
-    async def _shutdown(self, flush_timeout: float) -> int:
+    async def _shutdown(self, flush_timeout: float) -> tuple[int, list[int]]:
         """:meth:`aclose`; how many accepted turns of the attached sessions are still not
-        applied (their jobs are back in the queue)."""
+        applied (their jobs are back in the queue), and the ids of the jobs the workers had
+        claimed and handed back."""
         if self._closed:
-            return 0
+            return 0, []
         attached, self._attached = list(self._attached), []
         results = await asyncio.gather(
             *(s.close(flush_timeout) for s in attached), return_exceptions=True
@@ -240,8 +251,9 @@ class Memory:
             home = self._home
         unregister_exit_hook(self._close_at_exit)
         workers, self._workers = list(self._workers.values()), {}
+        released: list[int] = []
         for worker in workers:
-            await worker.stop()
+            released += await worker.stop()
         on_home = home is not None and home.alive
         for part in self._made:  # the extractor and embedder chosen here: their HTTP clients
             close = getattr(part, "aclose", None)
@@ -266,7 +278,7 @@ class Memory:
             home.stop()
             if not home.current:
                 await asyncio.to_thread(home.join, EXIT_GRACE_SECONDS)
-        return waiting
+        return waiting, released
 
     def _close_at_exit(self) -> None:
         """The interpreter exits with this memory open: close it on its own loop, waiting
@@ -281,8 +293,9 @@ class Memory:
         except concurrent.futures.TimeoutError:
             future.cancel()
             log.warning(
-                "memory: could not shut down within %.0f s at exit; jobs it had claimed "
-                "return to the queue when their lease ends",
+                "memory: could not shut down within %.0f s at exit; the jobs it had claimed "
+                "are taken back by the next process of this machine that runs memory on the "
+                "database (elsewhere, when their lease ends)",
                 self.exit_timeout + EXIT_GRACE_SECONDS,
             )
         except Exception as exc:
@@ -301,14 +314,22 @@ class Memory:
             if self._home is not None:
                 self._home.stop()
             return
-        waiting = await self._shutdown(self.exit_timeout)
-        if waiting:
+        waiting, released = await self._shutdown(self.exit_timeout)
+        if waiting or released:
+            # One warning, naming what is left: the process ends without Memory.aclose().
+            left = []
+            if waiting:
+                left.append(
+                    f"{waiting} accepted turn(s) were not extracted before the process ended "
+                    f"(waited {self.exit_timeout:.0f} s)"
+                )
+            if released:
+                ids = ", ".join(f"#{i}" for i in released)
+                left.append(f"job(s) {ids}, claimed when it ended, were handed back")
             log.warning(
-                "memory: %d accepted turn(s) were not extracted before the process ended "
-                "(waited %.0f s); they are back in the job table, and the next process that "
+                "memory: %s; they are pending in the job table, and the next process that "
                 "runs memory on this database extracts them",
-                waiting,
-                self.exit_timeout,
+                "; ".join(left),
             )
 
     async def __aenter__(self) -> Memory:

@@ -12,11 +12,17 @@ Behaviours (:class:`Behaviour`), as observed of llama.cpp's Python server and ot
 * ``template``: ``gemma`` (roles must alternate), ``mistral``, ``drops_system``, ``chatml``;
 * ``embeddings``: ``none`` (500: the model was not loaded for embeddings), ``per_token``
   (a list of vectors per text) or ``ok`` (one vector per text);
+* ``extraction_delay``: seconds an extraction request waits for its answer (a CPU-only
+  server writing JSON);
+* ``cut_off``: an extraction request whose turn holds this text is answered cut off at
+  the token limit (``finish_reason: length``, half the JSON), as a small model that
+  rambles is;
 * ``/v1/responses`` is never served (404), like most local servers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import socket
@@ -44,6 +50,8 @@ class Behaviour:
     json_schema_status: int | None = None
     template: str = "chatml"
     embeddings: str = "ok"
+    extraction_delay: float = 0.0
+    cut_off: str | None = None
 
 
 STRICTEST = Behaviour(json_schema_status=500, template="gemma", embeddings="none")
@@ -118,9 +126,16 @@ class FakeServer:
             seen.status = 500
             return JSONResponse({"error": {"message": str(exc), "type": "server_error"}}, 500)
         text = fake_model.reply(body["messages"], seen.prompt, fmt)
+        finish = "stop"
+        if fake_model.is_extraction(body["messages"]):
+            if self.behaviour.extraction_delay:
+                await asyncio.sleep(self.behaviour.extraction_delay)
+            marker = self.behaviour.cut_off
+            if marker and any(marker in fake_model.text_of(m) for m in body["messages"]):
+                text, finish = text[: len(text) // 2], "length"
         if body.get("stream"):
             return StreamingResponse(_chunks(body["model"], text), media_type="text/event-stream")
-        return JSONResponse(_completion(body["model"], text))
+        return JSONResponse(_completion(body["model"], text, finish))
 
     async def _embeddings(self, request: Request) -> Response:
         body = await request.json()
@@ -159,7 +174,7 @@ def _format_refusal(status: int) -> Response:
     return JSONResponse({"error": {"message": str(detail), "type": "server_error"}}, status)
 
 
-def _completion(model: str, text: str) -> dict[str, Any]:
+def _completion(model: str, text: str, finish: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -168,7 +183,7 @@ def _completion(model: str, text: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "finish_reason": "stop",
+                "finish_reason": finish,
                 "message": {"role": "assistant", "content": text},
             }
         ],

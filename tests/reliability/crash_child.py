@@ -32,7 +32,7 @@ from agents.testing import ScriptedModel, assistant_message
 from mem01session import Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine, Utterance
+from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 from mem01session.queue import JobStore
@@ -103,7 +103,7 @@ class MarkingEngine(BeliefEngine):
         *,
         provenance: Provenance,
         hook: Any = None,
-        utterances: Sequence[Utterance] = (),
+        **rest: Any,
     ) -> Any:
         n = CURRENT
         await mark("applying", n)
@@ -112,9 +112,7 @@ class MarkingEngine(BeliefEngine):
             await mark("committing", n)
             await hook(conn)
 
-        return await super().apply(
-            user_id, ops, provenance=provenance, hook=marking_hook, utterances=utterances
-        )
+        return await super().apply(user_id, ops, provenance=provenance, hook=marking_hook, **rest)
 
 
 async def main() -> None:

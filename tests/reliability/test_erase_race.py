@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine, Utterance
+from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn, TurnMessage
 from mem01session.queue import JobStore
@@ -67,7 +67,7 @@ class GatedEngine(BeliefEngine):
         *,
         provenance: Provenance,
         hook: Any = None,
-        utterances: Sequence[Utterance] = (),
+        **rest: Any,
     ) -> Any:
         gate, self.gate = self.gate, None
 
@@ -77,9 +77,7 @@ class GatedEngine(BeliefEngine):
             if hook is not None:
                 await hook(conn)
 
-        return await super().apply(
-            user_id, ops, provenance=provenance, hook=held, utterances=utterances
-        )
+        return await super().apply(user_id, ops, provenance=provenance, hook=held, **rest)
 
 
 async def erase_waiting_on_lock(db: Database) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,7 @@ from sqlalchemy import text
 
 from mem01session.db import Database
 from tests.conftest import TEST_DIM
-from tests.reliability.harness import ROOT
+from tests.reliability.harness import CHILD_PYTHONPATH
 
 TURNS = (
     "I live in Valencia and I work as a pharmacist.",
@@ -141,7 +142,7 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith(("MEM01_", "OPENAI_"))}
     out.pop("DATABASE_URL", None)
     out.update(
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=CHILD_PYTHONPATH,
         OPENAI_AGENTS_DISABLE_TRACING="1",
         MEM01_DATABASE_URL=db_url,
         MEM01_EMBEDDING_MODEL=f"mem01-offline-hash-v1-{TEST_DIM}",  # what the test db holds
@@ -208,6 +209,7 @@ async def test_turns_that_cannot_be_extracted_by_exit_are_handed_back_and_said_s
     warnings = [line for line in wrote.stderr.splitlines() if line.strip()]
     assert len(warnings) == 1, wrote.stderr
     assert "1 accepted turn(s) were not extracted before the process ended" in warnings[0]
+    assert "job(s) #1, claimed when it ended, were handed back" in warnings[0]  # named
     assert "extracting" in wrote.stdout  # the worker had the job when the process ended
     # Handed back: pending again at once, unclaimed, the interrupted attempt not counted.
     assert await job_states(db, user) == [("pending", None, 0)]
@@ -216,3 +218,93 @@ async def test_turns_that_cannot_be_extracted_by_exit_are_handed_back_and_said_s
     assert_quiet(read.stderr)
     assert "Lives in Valencia" in read.stdout
     assert await job_states(db, user) == [("done", None, 1)] * 2  # and the reader's own turn
+
+
+KILLED = """
+import asyncio, sys, threading
+from agents import Agent, Runner
+from mem01session import Memory, Mem01Session
+from mem01session.demo import OfflineAnswerModel
+from mem01session.extraction import RuleExtractor
+
+class Stuck(RuleExtractor):
+    async def extract(self, turn, candidates, now):
+        print("extracting", flush=True)
+        await asyncio.Event().wait()  # an LLM call that never answers
+
+session = Mem01Session("first", user_id=sys.argv[1], memory=Memory(extractor=Stuck()))
+agent = Agent(name="assistant", model=OfflineAnswerModel())
+Runner.run_sync(agent, sys.argv[2], session=session, run_config=session.run_config())
+threading.Event().wait()  # until killed
+"""
+
+NEXT = """
+import asyncio, json, sys
+from agents import Agent, Runner
+from mem01session import Mem01Session
+from mem01session.demo import OfflineAnswerModel
+
+# Its recall waits for the user's earlier turn (the dead process's) at most 30 s: far less
+# than the 120 s lease that turn's claim still holds.
+session = Mem01Session("second", user_id=sys.argv[1], recall_wait=30)
+agent = Agent(name="assistant", model=OfflineAnswerModel())
+result = Runner.run_sync(
+    agent, "Where do I live?", session=session, run_config=session.run_config()
+)
+flushed = asyncio.run(session.flush_memory(timeout=60))
+print(json.dumps({"stale": session.last_recall.stale, "answer": result.final_output,
+                  "flushed": flushed}))
+"""
+
+
+async def test_a_killed_processs_claim_is_taken_back_by_the_next_at_once(
+    env: dict[str, str], db: Database
+) -> None:
+    """SIGKILL while extracting: the job stays ``running`` under a 120 s lease. The next
+    process on this machine takes it back when its worker starts (the owner's pid is gone),
+    so its turn for the user is neither stale nor held, and it finished before the dead
+    process's lease would have ended."""
+    user = "script-killed"
+    first = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(KILLED), user, TURNS[0]],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline().strip() == "extracting", first.stderr
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    async with db.sa_engine.connect() as conn:
+        [left] = (
+            await conn.execute(
+                text("SELECT status, lease_owner, lease_until FROM memory_jobs WHERE user_id = :u"),
+                {"u": user},
+            )
+        ).all()
+    assert left.status == "running" and str(first.pid) in left.lease_owner  # a dead claim
+
+    read = run_script(NEXT, env, user)
+    seen = json.loads(read.stdout.splitlines()[-1])
+    assert seen["stale"] is False and seen["flushed"] is True, seen
+    assert "Lives in Valencia" in seen["answer"]
+    warnings = [line for line in read.stderr.splitlines() if "took back" in line]
+    assert len(warnings) == 1 and f"pid {first.pid}" in warnings[0], read.stderr
+
+    async with db.sa_engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    "SELECT status, lease_owner, attempts, updated_at FROM memory_jobs "
+                    "WHERE user_id = :u ORDER BY id"
+                ),
+                {"u": user},
+            )
+        ).all()
+    assert [(r.status, r.lease_owner) for r in rows] == [("done", None)] * 2
+    assert rows[0].attempts == 2  # the dead process's attempt, then the one that applied it
+    assert rows[0].updated_at < left.lease_until  # applied before that lease would end

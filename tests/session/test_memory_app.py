@@ -75,6 +75,8 @@ async def test_closing_the_memory_stops_its_workers_and_hands_back_their_jobs(
     await asyncio.wait_for(extractor.holding.wait(), 30)
     worker = await memory.worker()
     assert worker.running and len(memory_threads()) == len(before) + 1
+    # Another user's turns are not held up by it: the worker runs several users at once.
+    assert await bob.flush_memory(timeout=30)
     async with db.sa_engine.connect() as conn:
         claimed = (
             await conn.execute(text("SELECT count(*) FROM memory_jobs WHERE status = 'running'"))

@@ -15,15 +15,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from ..checks import aware
 from ..errors import InvalidOpError
 from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change
 from .rows import BELIEF_COLUMNS, normalize_content
+from .tx import Tx
 from .validate import CheckedOp
 
 DEFAULT_CONFIDENCE = 0.8
@@ -38,12 +36,12 @@ _LEXEMES = (
     "SELECT l.lexeme, count(*) AS n FROM unnest(CAST(:texts AS text[])) AS t(body), "
     "unnest(tsvector_to_array(to_tsvector('english', t.body))) AS l(lexeme) GROUP BY l.lexeme"
 )
-_COUNT_TERMS_UP = text(
+_COUNT_TERMS_UP = (
     f"INSERT INTO belief_terms (user_id, lexeme, beliefs) SELECT :u, c.lexeme, c.n "
     f"FROM ({_LEXEMES}) c ON CONFLICT (user_id, lexeme) "
     "DO UPDATE SET beliefs = belief_terms.beliefs + EXCLUDED.beliefs"
 )
-_COUNT_TERMS_DOWN = text(
+_COUNT_TERMS_DOWN = (
     f"UPDATE belief_terms b SET beliefs = greatest(0, b.beliefs - c.n) FROM ({_LEXEMES}) c "
     "WHERE b.user_id = :u AND b.lexeme = c.lexeme"
 )
@@ -74,7 +72,7 @@ class Batch:
 
     def __init__(
         self,
-        conn: AsyncConnection,
+        tx: Tx,
         user_id: str,
         provenance: Provenance,
         now: datetime,
@@ -82,7 +80,7 @@ class Batch:
         record_as: str | None,
         model: str,
     ) -> None:
-        self.conn = conn
+        self.tx = tx
         self.user_id = user_id
         self.provenance = provenance
         self.now = now
@@ -191,7 +189,7 @@ class Batch:
         await self._retire([c.target], "invalidated", self._at(c), "", {})
         new = await self._load(c.target)
         if self.record_as == "FORGET":
-            await hide_sources_of(self.conn, self.user_id, c.target, self.now)
+            await hide_sources_of(self.tx, self.user_id, c.target, self.now)
         op = self.record_as or "INVALIDATE"
         extra = {"evidence": c.evidence} if c.evidence else {}
         await self._ledger(op, new, (), snapshot(old), c.reason, extra)
@@ -206,15 +204,13 @@ class Batch:
         await self._retire(
             list(c.targets), "merged", self._at(c), "merged_into = :link", {"link": canon_id}
         )
-        await self.conn.execute(
-            text(
-                "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
-                "observed_at, extractor, job_id, episode_id, created_at) "
-                "SELECT user_id, :canon, session_id, item_ref, evidence, observed_at, extractor, "
-                "job_id, episode_id, :now FROM belief_sources "
-                "WHERE user_id = :u AND belief_id = ANY(CAST(:ids AS bigint[])) "
-                "ORDER BY observed_at, id"
-            ),
+        await self.tx.run(
+            "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
+            "observed_at, extractor, job_id, episode_id, created_at) "
+            "SELECT user_id, :canon, session_id, item_ref, evidence, observed_at, extractor, "
+            "job_id, episode_id, :now FROM belief_sources "
+            "WHERE user_id = :u AND belief_id = ANY(CAST(:ids AS bigint[])) "
+            "ORDER BY observed_at, id",
             {"u": self.user_id, "canon": canon_id, "now": self.now, "ids": list(c.targets)},
         )
         before = {"sources": [snapshot(s) for s in sources]}
@@ -235,31 +231,23 @@ class Batch:
 
     async def _insert(self, c: CheckedOp, key: str | None, confidence: float) -> Row:
         assert c.content is not None
-        row = (
-            (
-                await self.conn.execute(
-                    text(
-                        "INSERT INTO beliefs (user_id, content, norm_content, key, status, "
-                        "confidence, valid_from, created_at, updated_at, version, embedding, "
-                        "embedding_model) "
-                        "VALUES (:u, :content, :norm, :key, 'active', :confidence, :valid_from, "
-                        f":now, :now, 1, CAST(:v AS vector), :model) RETURNING {BELIEF_COLUMNS}"
-                    ),
-                    {
-                        "u": self.user_id,
-                        "content": c.content,
-                        "norm": normalize_content(c.content),
-                        "key": key,
-                        "confidence": confidence,
-                        "valid_from": self._at(c),
-                        "now": self.now,
-                        "v": self.vectors[c.content],
-                        "model": self.model,
-                    },
-                )
-            )
-            .mappings()
-            .one()
+        row = await self.tx.one(
+            "INSERT INTO beliefs (user_id, content, norm_content, key, status, "
+            "confidence, valid_from, created_at, updated_at, version, embedding, "
+            "embedding_model) "
+            "VALUES (:u, :content, :norm, :key, 'active', :confidence, :valid_from, "
+            f":now, :now, 1, CAST(:v AS vector), :model) RETURNING {BELIEF_COLUMNS}",
+            {
+                "u": self.user_id,
+                "content": c.content,
+                "norm": normalize_content(c.content),
+                "key": key,
+                "confidence": confidence,
+                "valid_from": self._at(c),
+                "now": self.now,
+                "v": self.vectors[c.content],
+                "model": self.model,
+            },
         )
         self._activated.append(c.content)
         await self._add_source(int(row["id"]), c.evidence)
@@ -289,92 +277,56 @@ class Batch:
     ) -> None:
         # valid_to never precedes valid_from, whatever time the op claims.
         link = f", {link_sql}" if link_sql else ""
-        retired = await self.conn.execute(
-            text(
-                "UPDATE beliefs SET status = :status, valid_to = GREATEST(:at, valid_from), "
-                f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[])) "
-                "RETURNING content"
-            ),
+        retired = await self.tx.rows(
+            "UPDATE beliefs SET status = :status, valid_to = GREATEST(:at, valid_from), "
+            f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[])) "
+            "RETURNING content",
             {"u": self.user_id, "ids": ids, "status": status, "at": at, "now": self.now}
             | dict(link_params),
         )
-        self._deactivated += [str(row.content) for row in retired]  # every target was active
+        self._deactivated += [str(row["content"]) for row in retired]  # all were active
+
+    @property
+    def active_delta(self) -> int:
+        """How many more beliefs of the user are active after this batch (the caller
+        counts it with the version: :func:`~.users.bump_version`)."""
+        return len(self._activated) - len(self._deactivated)
 
     async def finish(self) -> None:
         """Bring the user's term counts (what recall's word rarity rests on) up to date with
         the statements this batch made active and retired; call once, after the ops."""
-        if not self._activated and not self._deactivated:
-            return
         if self._activated:
-            await self.conn.execute(_COUNT_TERMS_UP, {"u": self.user_id, "texts": self._activated})
+            await self.tx.run(_COUNT_TERMS_UP, {"u": self.user_id, "texts": self._activated})
         if self._deactivated:
-            await self.conn.execute(
-                _COUNT_TERMS_DOWN, {"u": self.user_id, "texts": self._deactivated}
-            )
-        await self.conn.execute(
-            text(
-                "UPDATE memory_users SET active_beliefs = greatest(0, active_beliefs + :n) "
-                "WHERE user_id = :u"
-            ),
-            {"u": self.user_id, "n": len(self._activated) - len(self._deactivated)},
-        )
+            await self.tx.run(_COUNT_TERMS_DOWN, {"u": self.user_id, "texts": self._deactivated})
 
     async def _active_with_content(self, content: str, *, exclude: Sequence[int]) -> Row | None:
-        return (
-            (
-                await self.conn.execute(
-                    text(
-                        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u "
-                        "AND status = 'active' AND norm_content = :norm "
-                        "AND id <> ALL(CAST(:exclude AS bigint[])) ORDER BY id LIMIT 1"
-                    ),
-                    {
-                        "u": self.user_id,
-                        "norm": normalize_content(content),
-                        "exclude": list(exclude),
-                    },
-                )
-            )
-            .mappings()
-            .first()
+        return await self.tx.row(
+            f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u "
+            "AND status = 'active' AND norm_content = :norm "
+            "AND id <> ALL(CAST(:exclude AS bigint[])) ORDER BY id LIMIT 1",
+            {"u": self.user_id, "norm": normalize_content(content), "exclude": list(exclude)},
         )
 
     async def _load(self, belief_id: int) -> Row:
-        return (
-            (
-                await self.conn.execute(
-                    text(f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u AND id = :id"),
-                    {"u": self.user_id, "id": belief_id},
-                )
-            )
-            .mappings()
-            .one()
+        return await self.tx.one(
+            f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u AND id = :id",
+            {"u": self.user_id, "id": belief_id},
         )
 
     async def _update_row(self, belief_id: int, sets: str, params: Mapping[str, object]) -> Row:
-        return (
-            (
-                await self.conn.execute(
-                    text(
-                        f"UPDATE beliefs SET {sets} WHERE user_id = :u AND id = :id "
-                        f"RETURNING {BELIEF_COLUMNS}"
-                    ),
-                    {"u": self.user_id, "id": belief_id} | dict(params),
-                )
-            )
-            .mappings()
-            .one()
+        return await self.tx.one(
+            f"UPDATE beliefs SET {sets} WHERE user_id = :u AND id = :id RETURNING {BELIEF_COLUMNS}",
+            {"u": self.user_id, "id": belief_id} | dict(params),
         )
 
     async def _add_source(self, belief_id: int, evidence: str | None) -> None:
         p = self.provenance
-        await self.conn.execute(
-            text(
-                "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
-                "observed_at, extractor, job_id, episode_id, created_at) VALUES (:u, :b, "
-                ":session_id, :item_ref, :evidence, :observed_at, :extractor, :job_id, "
-                ":episode_id, :now)"
-            ),
+        await self.tx.run(
+            "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
+            "observed_at, extractor, job_id, episode_id, created_at) VALUES (:u, :b, "
+            ":session_id, :item_ref, :evidence, :observed_at, :extractor, :job_id, "
+            ":episode_id, :now)",
             {
                 "u": self.user_id,
                 "b": belief_id,
@@ -405,12 +357,10 @@ class Batch:
             after["extractor"] = self.provenance.extractor
         if self.provenance.session_id:
             after["session_id"] = self.provenance.session_id  # and in which conversation
-        await self.conn.execute(
-            text(
-                "INSERT INTO belief_events (user_id, op, belief_id, related_ids, before, after, "
-                "reason, job_id, created_at) VALUES (:u, :op, :b, CAST(:related AS bigint[]), "
-                "CAST(:before AS jsonb), CAST(:after AS jsonb), :reason, :job_id, :now)"
-            ),
+        await self.tx.run(
+            "INSERT INTO belief_events (user_id, op, belief_id, related_ids, before, after, "
+            "reason, job_id, created_at) VALUES (:u, :op, :b, CAST(:related AS bigint[]), "
+            "CAST(:before AS jsonb), CAST(:after AS jsonb), :reason, :job_id, :now)",
             {
                 "u": self.user_id,
                 "op": op,

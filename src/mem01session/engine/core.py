@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar, cast
 
 from ..db import Database
-from ..embeddings import Embedder
+from ..embeddings import Embedder, Vector
 from ..tokens import TokenCounter
-from . import erase, inspection, read, users, write
+from . import episodes, erase, inspection, read, users, write
 from . import reembed as reembedding
 from .episodes import EpisodePolicy, Utterance
 from .ops import Op, Provenance
@@ -89,15 +89,24 @@ class BeliefEngine:
         provenance: Provenance,
         hook: TransactionHook | None = None,
         utterances: Sequence[Utterance] = (),
+        vectors: Mapping[str, Vector] | None = None,
     ) -> ApplyResult:
         """Validate and apply a batch atomically; an invalid op rejects the whole batch.
 
         ``utterances``: the turn's messages; those :attr:`episode_policy` keeps are stored
         as episodes in the same transaction (``provenance`` must name the turn's job and
         conversation). ``hook`` runs inside the transaction, under the user's lock, after
-        the ops are written; raising rolls the whole batch back.
+        the ops are written; raising rolls the whole batch back. ``vectors``: statements or
+        passages already embedded by :attr:`embedder` (see :meth:`episode_texts`).
         """
-        return await write.apply_ops(self.parts, user_id, ops, provenance, hook, utterances)
+        return await write.apply_ops(
+            self.parts, user_id, ops, provenance, hook, utterances, vectors
+        )
+
+    def episode_texts(self, utterances: Sequence[Utterance]) -> list[str]:
+        """The passages :meth:`apply` would keep of these messages, as embedded."""
+        drafts = episodes.drafts(utterances, self.episode_policy, self.token_counter)
+        return [d.content for d in drafts]
 
     async def correct(
         self,
@@ -231,10 +240,20 @@ class BeliefEngine:
     # -- read path --------------------------------------------------------------------
 
     async def search(
-        self, user_id: str, request: RecallRequest | str, *, limit: int = 10
+        self,
+        user_id: str,
+        request: RecallRequest | str,
+        *,
+        limit: int = 10,
+        vector: Vector | None = None,
+        sources: bool = True,
     ) -> list[ScoredBelief]:
-        """Ranked beliefs for a request (or a plain query) without rendering."""
-        return await read.rank(self.parts, user_id, _request(request), limit)
+        """Ranked beliefs for a request (or a plain query) without rendering. ``vector``:
+        the query's, already embedded by :attr:`embedder`; ``sources=False`` leaves each
+        belief's sources unread (cheaper)."""
+        return await read.rank(
+            self.parts, user_id, _request(request), limit, vector=vector, sources=sources
+        )
 
     async def recall(self, user_id: str, request: RecallRequest | str) -> RecallResult:
         """The memory block for a request (or a plain query, 800 tokens)."""

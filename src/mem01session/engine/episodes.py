@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from ..config import EPISODE_KEEPS, EpisodeKeep
 from ..errors import ConfigError
 from ..tokens import TokenCounter
+from .tx import Tx
 
 PASSAGE_TOKENS = 32
 """The most tokens one passage holds: a longer message is split at sentence ends (and a
@@ -174,17 +172,17 @@ _LEXEMES = (
     "SELECT l.lexeme, count(*) AS n FROM unnest(CAST(:texts AS text[])) AS t(body), "
     "unnest(tsvector_to_array(to_tsvector('english', t.body))) AS l(lexeme) GROUP BY l.lexeme"
 )
-_TERMS_UP = text(
+_TERMS_UP = (
     f"INSERT INTO episode_terms (user_id, lexeme, episodes) SELECT :u, c.lexeme, c.n "
     f"FROM ({_LEXEMES}) c ON CONFLICT (user_id, lexeme) "
     "DO UPDATE SET episodes = episode_terms.episodes + EXCLUDED.episodes"
 )
-_TERMS_DOWN = text(
+_TERMS_DOWN = (
     f"UPDATE episode_terms t SET episodes = greatest(0, t.episodes - c.n) FROM ({_LEXEMES}) c "
     "WHERE t.user_id = :u AND t.lexeme = c.lexeme"
 )
-_COUNT = text("UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u")
-_INSERT = text(
+_COUNT = "UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u"
+_INSERT = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
     "content, said_at, embedding, embedding_model, created_at) "
     "SELECT :u, :session, :job, r.message, r.passage, r.item_ref, r.role, r.content, :said, "
@@ -209,7 +207,7 @@ class Stored:
 
 
 async def insert(
-    conn: AsyncConnection,
+    tx: Tx,
     user_id: str,
     rows: Sequence[Draft],
     *,
@@ -219,13 +217,14 @@ async def insert(
     vectors: Mapping[str, str],
     model: str,
     now: datetime,
-) -> list[Stored]:
+) -> tuple[list[Stored], int]:
     """Write the turn's episodes (one statement; a row already there, kept when the turn's
     job failed before, is left alone) and count their words; returns the turn's episodes,
-    in turn order."""
+    in turn order, and how many of them are new (the caller adds them to the user's
+    count, :func:`~.users.bump_version`)."""
     if not rows:
-        return []
-    result = await conn.execute(
+        return [], 0
+    result = await tx.rows(
         _INSERT,
         {
             "u": user_id,
@@ -243,62 +242,61 @@ async def insert(
         },
     )
     written = [_stored(r) for r in result]
-    await _count(conn, user_id, [s.content for s in written], up=True)
+    added = len(written)
+    await _count(tx, user_id, [s.content for s in written], up=True, users=False)
     if len(written) < len(rows):  # the turn was kept before (its job failed, then retried)
-        found = await conn.execute(
-            text(
-                "SELECT id, message, passage, role, content FROM episodes "
-                "WHERE user_id = :u AND job_id = :job"
-            ),
+        found = await tx.rows(
+            "SELECT id, message, passage, role, content FROM episodes "
+            "WHERE user_id = :u AND job_id = :job",
             {"u": user_id, "job": job_id},
         )
         written = [_stored(r) for r in found]
-    return sorted(written, key=lambda s: (s.message, s.passage))
+    return sorted(written, key=lambda s: (s.message, s.passage)), added
 
 
-def _stored(row: Any) -> Stored:
-    return Stored(int(row.id), int(row.message), int(row.passage), str(row.role), str(row.content))
+def _stored(row: Mapping[str, Any]) -> Stored:
+    return Stored(
+        int(row["id"]), int(row["message"]), int(row["passage"]), str(row["role"]),
+        str(row["content"]),
+    )  # fmt: skip
 
 
-async def _count(conn: AsyncConnection, user_id: str, contents: list[str], *, up: bool) -> None:
+async def _count(
+    tx: Tx, user_id: str, contents: list[str], *, up: bool, users: bool = True
+) -> None:
     """Keep the user's episode word counts in step with episodes entering (``up``) or
-    leaving recall."""
+    leaving recall (and, with ``users``, the user's episode count)."""
     if not contents:
         return
-    await conn.execute(_TERMS_UP if up else _TERMS_DOWN, {"u": user_id, "texts": contents})
-    await conn.execute(_COUNT, {"u": user_id, "n": len(contents) if up else -len(contents)})
+    await tx.run(_TERMS_UP if up else _TERMS_DOWN, {"u": user_id, "texts": contents})
+    if users:
+        await tx.run(_COUNT, {"u": user_id, "n": len(contents) if up else -len(contents)})
 
 
-async def hide_sources_of(
-    conn: AsyncConnection, user_id: str, belief_id: int, now: datetime
-) -> int:
+async def hide_sources_of(tx: Tx, user_id: str, belief_id: int, now: datetime) -> int:
     """Keep the episodes ``belief_id`` was drawn from out of recall (a forgotten belief
     must not come back as a quote); returns how many were hidden."""
-    hidden = await conn.execute(
-        text(
-            "UPDATE episodes e SET hidden_at = :now FROM belief_sources s "
-            "WHERE e.user_id = :u AND s.user_id = :u AND s.belief_id = :b "
-            "AND e.id = s.episode_id AND e.hidden_at IS NULL RETURNING e.content"
-        ),
+    hidden = await tx.rows(
+        "UPDATE episodes e SET hidden_at = :now FROM belief_sources s "
+        "WHERE e.user_id = :u AND s.user_id = :u AND s.belief_id = :b "
+        "AND e.id = s.episode_id AND e.hidden_at IS NULL RETURNING e.content",
         {"u": user_id, "b": belief_id, "now": now},
     )
-    contents = [str(r.content) for r in hidden]
-    await _count(conn, user_id, contents, up=False)
+    contents = [str(r["content"]) for r in hidden]
+    await _count(tx, user_id, contents, up=False)
     return len(contents)
 
 
-async def prune(conn: AsyncConnection, user_id: str, oldest: datetime) -> int:
+async def prune(tx: Tx, user_id: str, oldest: datetime) -> int:
     """Delete the user's episodes said before ``oldest`` (retention); returns how many."""
-    gone = await conn.execute(
-        text(
-            "DELETE FROM episodes WHERE user_id = :u AND said_at < :oldest "
-            "RETURNING content, hidden_at"
-        ),
+    rows = await tx.rows(
+        "DELETE FROM episodes WHERE user_id = :u AND said_at < :oldest "
+        "RETURNING content, hidden_at",
         {"u": user_id, "oldest": oldest},
     )
-    rows = list(gone)
     # Hidden ones were counted out when they were hidden.
-    await _count(conn, user_id, [str(r.content) for r in rows if r.hidden_at is None], up=False)
+    kept = [str(r["content"]) for r in rows if r["hidden_at"] is None]
+    await _count(tx, user_id, kept, up=False)
     return len(rows)
 
 

@@ -82,18 +82,14 @@ async def keyed(parts: EngineParts, user_id: str, limit: int = 50) -> list[Belie
     """
     user_id = check_id("user_id", user_id)
     check_positive_int("limit", limit)
-    async with parts.db.sa_engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text(
-                    f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u "
-                    "AND status = 'active' AND key IS NOT NULL "
-                    "ORDER BY updated_at DESC, id DESC LIMIT :limit"
-                ),
-                {"u": user_id, "limit": limit},
-            )
-        ).mappings()
-        return [belief_from_row(r) for r in rows]
+    # One autocommit statement (the worker asks this for every turn it extracts).
+    rows = await parts.db.direct.fetch(
+        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = %(u)s "
+        "AND status = 'active' AND key IS NOT NULL "
+        "ORDER BY updated_at DESC, id DESC LIMIT %(limit)s",
+        {"u": user_id, "limit": limit},
+    )
+    return [belief_from_row(r) for r in rows]
 
 
 async def ledger(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checks import check_id, check_positive_int, is_utf8
+from ..embeddings import Vector
 from ..logs import get_logger, notice_once
 from . import scoring
 from .candidates import (
@@ -65,6 +66,7 @@ async def _ranked(
     pool: int,
     probe: SnapshotProbe[Any] | None,
     sources: bool,
+    vector: Vector | None = None,
 ) -> _Ranked:
     """All candidates, scored, best first, near-duplicates dropped. Beliefs and episodes
     are read by two statements at once on the direct pool; the probe rides on the beliefs'
@@ -74,7 +76,10 @@ async def _ranked(
     now = as_of or parts.now()
     scope = scope_of(request.include_history, as_of)
     query = clean_query(request.query)
-    vector = (await parts.embedder.embed([query]))[0] if query else None
+    if not query:
+        vector = None
+    elif vector is None:
+        vector = (await parts.embedder.embed([query]))[0]
     quoting = request.kinds != "beliefs" and parts.episodes.enabled and vector is not None
     fetching = fetch(
         parts,
@@ -140,13 +145,20 @@ def _read_already(episode: Episode, request: RecallRequest) -> bool:
 
 
 async def rank(
-    parts: EngineParts, user_id: str, request: RecallRequest, limit: int
+    parts: EngineParts,
+    user_id: str,
+    request: RecallRequest,
+    limit: int,
+    *,
+    vector: Vector | None = None,
+    sources: bool = True,
 ) -> list[ScoredBelief]:
     """The ``limit`` best beliefs for the request, ranked as :func:`read_block` ranks them
-    (its ``max_tokens`` is not used)."""
+    (its ``max_tokens`` is not used). ``vector``: the query's, if already embedded by
+    ``parts.embedder``; ``sources=False`` leaves the beliefs' sources unread."""
     check_positive_int("limit", limit)
     request = replace(request, kinds="beliefs")
-    ranked = await _ranked(parts, user_id, request, max(POOL, limit), None, True)
+    ranked = await _ranked(parts, user_id, request, max(POOL, limit), None, sources, vector)
     return ranked.beliefs[:limit]
 
 

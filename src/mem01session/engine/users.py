@@ -10,53 +10,55 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_id
 from ..errors import UserErasedError
 from .parts import EngineParts
+from .tx import Tx
 
 # A 64-bit key per user: different users practically never share a lock.
-_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended('mem01:user:' || :u, 0))")
+_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('mem01:user:' || :u, 0))"
+# Registers a new user and reads the user's row, in one statement (under the lock).
+_OPEN_SQL = (
+    "WITH new AS (INSERT INTO memory_users (user_id, created_at, updated_at) "
+    "VALUES (:u, :now, :now) ON CONFLICT (user_id) DO NOTHING RETURNING version, erased_at) "
+    "SELECT version, erased_at FROM new UNION ALL "
+    "SELECT version, erased_at FROM memory_users WHERE user_id = :u "
+    "AND NOT EXISTS (SELECT 1 FROM new)"
+)
 
 
-async def lock_user(conn: AsyncConnection, user_id: str) -> None:
+async def lock_user(conn: Tx | AsyncConnection, user_id: str) -> None:
     """Wait for the user's write lock; it is held until ``conn``'s transaction ends.
 
     Any process writing a user's durable memory must take this lock first.
     """
-    await conn.execute(_LOCK_SQL, {"u": user_id})
+    tx = conn if isinstance(conn, Tx) else await Tx.of(conn)
+    await tx.run(_LOCK_SQL, {"u": user_id})
 
 
-async def open_user(conn: AsyncConnection, user_id: str, now: datetime) -> int:
+async def open_user(tx: Tx, user_id: str, now: datetime) -> int:
     """Register the user if new and return their version; refuse an erased user.
 
     Call under the user's lock.
     """
-    await conn.execute(
-        text(
-            "INSERT INTO memory_users (user_id, created_at, updated_at) VALUES (:u, :now, :now) "
-            "ON CONFLICT (user_id) DO NOTHING"
-        ),
-        {"u": user_id, "now": now},
-    )
-    row = (
-        await conn.execute(
-            text("SELECT version, erased_at FROM memory_users WHERE user_id = :u"), {"u": user_id}
-        )
-    ).one()
-    if row.erased_at is not None:
+    row = await tx.one(_OPEN_SQL, {"u": user_id, "now": now})
+    if row["erased_at"] is not None:
         raise UserErasedError(
             "this user's memory was erased; writes are refused until the user is reinstated"
         )
-    return int(row.version)
+    return int(row["version"])
 
 
-async def bump_version(conn: AsyncConnection, user_id: str, now: datetime) -> int:
-    """Count one more applied batch; returns the new version."""
-    version = await conn.scalar(
-        text(
-            "UPDATE memory_users SET version = version + 1, updated_at = :now "
-            "WHERE user_id = :u RETURNING version"
-        ),
-        {"u": user_id, "now": now},
+async def bump_version(
+    tx: Tx, user_id: str, now: datetime, *, episodes: int = 0, active: int = 0
+) -> int:
+    """Count one more applied batch, and the episodes and active beliefs it added (or
+    took away); returns the new version."""
+    row = await tx.one(
+        "UPDATE memory_users SET version = version + 1, updated_at = :now, "
+        "episodes = greatest(0, episodes + :episodes), "
+        "active_beliefs = greatest(0, active_beliefs + :active) "
+        "WHERE user_id = :u RETURNING version",
+        {"u": user_id, "now": now, "episodes": episodes, "active": active},
     )
-    return int(version)
+    return int(row["version"])
 
 
 async def user_version(parts: EngineParts, user_id: str) -> int:

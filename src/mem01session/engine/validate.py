@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NoReturn
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
 from .ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
 from .rows import MAX_BIGINT
+from .tx import Tx
 
 MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
@@ -83,7 +81,7 @@ def check_provenance(provenance: Provenance) -> None:
         raise ConfigError("provenance.job_id must be an int")
 
 
-async def check_targets(conn: AsyncConnection, user_id: str, checked: Sequence[CheckedOp]) -> None:
+async def check_targets(tx: Tx, user_id: str, checked: Sequence[CheckedOp]) -> None:
     """Every target must be an active belief of ``user_id`` (call under the user's lock).
 
     A belief of another user is reported exactly like one that does not exist.
@@ -91,13 +89,11 @@ async def check_targets(conn: AsyncConnection, user_id: str, checked: Sequence[C
     ids = sorted({t for c in checked for t in c.touched})
     if not ids:
         return
-    rows = await conn.execute(
-        text(
-            "SELECT id, status FROM beliefs WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))"
-        ),
+    rows = await tx.rows(
+        "SELECT id, status FROM beliefs WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))",
         {"u": user_id, "ids": ids},
     )
-    status = {int(row.id): str(row.status) for row in rows}
+    status = {int(row["id"]): str(row["status"]) for row in rows}
     for c in checked:
         for target in c.touched:
             found = status.get(target)

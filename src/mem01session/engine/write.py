@@ -9,12 +9,13 @@ commit.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import aware, check_id
+from ..embeddings import Vector
 from ..errors import BeliefNotFoundError, ConfigError
 from . import episodes
 from .batch import Batch
@@ -23,6 +24,7 @@ from .ops import Op, Provenance
 from .parts import EngineParts
 from .records import ApplyResult
 from .rows import vector_literal
+from .tx import Tx
 from .users import bump_version, lock_user, open_user
 from .validate import TargetNotFoundError, check_ops, check_provenance, check_targets
 
@@ -38,18 +40,23 @@ async def apply_ops(
     provenance: Provenance,
     hook: TransactionHook | None = None,
     utterances: Sequence[Utterance] = (),
+    vectors: Mapping[str, Vector] | None = None,
 ) -> ApplyResult:
     """Validate ``ops`` and apply them in one transaction; any invalid op rejects all.
 
     ``utterances`` are the turn's messages: those the episode policy keeps are stored as
     episodes in the same transaction (they need ``provenance.job_id``, the turn's job, and
     are dated ``provenance.observed_at``), and the beliefs the ops touch point at them.
+    ``vectors``: texts already embedded by ``parts.embedder`` (the worker embeds a batch
+    of turns at once); any other statement or passage is embedded here.
 
     Raises :class:`InvalidOpError` (nothing changed), :class:`UserErasedError`, or
     whatever ``hook`` raises (nothing changed either). An empty batch without episodes
     changes nothing and leaves the version alone, but still runs ``hook`` under the lock.
     """
-    return await _apply(parts, user_id, ops, provenance, hook, utterances=utterances)
+    return await _apply(
+        parts, user_id, ops, provenance, hook, utterances=utterances, vectors=vectors
+    )
 
 
 async def correct(
@@ -106,6 +113,7 @@ async def _apply(
     *,
     record_as: str | None = None,
     utterances: Sequence[Utterance] = (),
+    vectors: Mapping[str, Vector] | None = None,
 ) -> ApplyResult:
     user_id = check_id("user_id", user_id)
     check_provenance(provenance)
@@ -118,25 +126,31 @@ async def _apply(
     # Embedding may be a network call: never inside the transaction (it holds the lock).
     statements = (c.content for c in checked if c.content and c.kind != "INVALIDATE")
     texts = list(dict.fromkeys([*statements, *(d.content for d in drafts)]))
-    vectors = await parts.embedder.embed(texts) if texts else []
-    if len(vectors) != len(texts):
-        raise RuntimeError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
-    literals = {t: vector_literal(v) for t, v in zip(texts, vectors, strict=True)}
+    known = vectors or {}
+    missing = [t for t in texts if t not in known]
+    computed = await parts.embedder.embed(missing) if missing else []
+    if len(computed) != len(missing):
+        raise RuntimeError(f"embedder returned {len(computed)} vectors for {len(missing)} texts")
+    found = dict(zip(missing, computed, strict=True))
+    literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
 
     async with parts.db.sa_engine.begin() as conn:
-        await lock_user(conn, user_id)
+        tx = await Tx.of(conn)
+        await lock_user(tx, user_id)
         now = parts.now()
-        version = await open_user(conn, user_id, now)
-        await check_targets(conn, user_id, checked)
-        stored = await _store_episodes(parts, conn, user_id, drafts, provenance, literals, now)
-        batch = Batch(conn, user_id, provenance, now, literals, record_as, parts.embedder.name)
+        version = await open_user(tx, user_id, now)
+        await check_targets(tx, user_id, checked)
+        stored, added = await _store_episodes(parts, tx, user_id, drafts, provenance, literals, now)
+        batch = Batch(tx, user_id, provenance, now, literals, record_as, parts.embedder.name)
         batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
         changes = tuple([await batch.apply(c) for c in checked])
         await batch.finish()
         oldest = parts.episodes.oldest(now)
-        pruned = await episodes.prune(conn, user_id, oldest) if oldest is not None else 0
+        pruned = await episodes.prune(tx, user_id, oldest) if oldest is not None else 0
         if changes or stored or pruned:
-            version = await bump_version(conn, user_id, now)
+            version = await bump_version(
+                tx, user_id, now, episodes=added, active=batch.active_delta
+            )
         if hook is not None:
             await hook(conn)
     return ApplyResult(changes, version)
@@ -144,18 +158,18 @@ async def _apply(
 
 async def _store_episodes(
     parts: EngineParts,
-    conn: AsyncConnection,
+    tx: Tx,
     user_id: str,
     drafts: Sequence[episodes.Draft],
     provenance: Provenance,
     vectors: dict[str, str],
     now: datetime,
-) -> list[episodes.Stored]:
+) -> tuple[list[episodes.Stored], int]:
     if not drafts:
-        return []
+        return [], 0
     assert provenance.job_id is not None and provenance.session_id  # checked before
     return await episodes.insert(
-        conn,
+        tx,
         user_id,
         drafts,
         session_id=provenance.session_id,

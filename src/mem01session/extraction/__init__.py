@@ -1,23 +1,32 @@
 """Belief extraction: turn text -> lifecycle ops.
 
+* :class:`Extractor` (:mod:`.base`): what the worker asks of an extractor, with what it is
+  given (:class:`Turn`, :class:`Candidate`) and what it answers (:class:`Extraction`);
 * :class:`OpenAIExtractor`: an OpenAI (or compatible) chat model with structured outputs;
 * :class:`RuleExtractor`: deterministic English patterns, no network, narrow coverage;
-* :func:`screen_ops`: the secret and hygiene screen both apply before anything is stored.
+* :func:`screen` / :func:`screen_ops`: the secret and hygiene screen the worker applies to
+  every op, whichever extractor proposed it, before anything is stored.
+
+``OpenAIExtractor`` is imported on first use (PEP 562): the worker needs the protocol and
+the screen, not the OpenAI client.
 """
 
 from __future__ import annotations
 
 import logging
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger, notice_once
-from ..queue.extractor import Candidate, Extraction, Extractor
-from ..queue.turns import Turn, TurnMessage
 from ..secret_scan import contains_secret, redact_secrets
+from .base import Candidate, Extraction, Extractor, Turn, TurnMessage
 from .hygiene import screen, screen_ops
-from .openai_extractor import OpenAIExtractor
 from .rules import RuleExtractor
+
+if TYPE_CHECKING:
+    from .openai_extractor import OpenAIExtractor
 
 log = get_logger(__name__)
 
@@ -37,6 +46,12 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIExtractor":
+        return import_module(".openai_extractor", __name__).OpenAIExtractor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def default_extractor(settings: Settings, *, kind: str | None = None) -> Extractor:
     """Pick an extractor: ``kind`` ("openai" or "rules") or automatically.
 
@@ -46,6 +61,8 @@ def default_extractor(settings: Settings, *, kind: str | None = None) -> Extract
     if kind is None:
         kind = "openai" if settings.openai_api_key else "rules"
     if kind == "openai":
+        from .openai_extractor import OpenAIExtractor
+
         extractor: Extractor = OpenAIExtractor(settings)
         notice_once(
             log,

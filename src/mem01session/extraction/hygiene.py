@@ -17,7 +17,9 @@ Detection is :mod:`mem01session.secret_scan`'s.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -63,11 +65,27 @@ def _masked(text: str | None) -> bool:
     return text is not None and (REDACTED in text or MASK in text)
 
 
+# The ops screen() returned: screening one again changes nothing (the screen is
+# idempotent), so it passes at once. The worker screens every op, and the library's own
+# extractors screen theirs first. Weak: nothing is kept alive by being here.
+_SCREENED: weakref.WeakSet[Op] = weakref.WeakSet()
+
+
+def _screened_already(op: Op) -> bool:
+    try:
+        return op in _SCREENED
+    except TypeError:  # unhashable fields (a list of targets): screen it
+        return False
+
+
 def screen(ops: Sequence[Op]) -> Screened:
     """Screen a batch: drop ops whose statement is a secret, redact the rest, clean text."""
     kept: list[Op] = []
     notes: list[str] = []
     for index, op in enumerate(ops):
+        if _screened_already(op):
+            kept.append(op)
+            continue
         content = clean_text(op.content, MAX_CONTENT_CHARS) if op.content is not None else None
         key = clean_text(op.key, 200) if op.key is not None else None
         # Checked before the cap, so a secret cut in two by it is still seen.
@@ -101,7 +119,10 @@ def screen(ops: Sequence[Op]) -> Screened:
             notes.append(f"op #{index} ({op.op}): {'; '.join(remarks)}")
         if reason is not None:
             reason = clean_text(reason, MAX_EVIDENCE_CHARS) or None
-        kept.append(replace(op, content=content, key=key, evidence=evidence, reason=reason))
+        clean = replace(op, content=content, key=key, evidence=evidence, reason=reason)
+        with contextlib.suppress(TypeError):
+            _SCREENED.add(clean)
+        kept.append(clean)
     return Screened(tuple(kept), tuple(notes))
 
 

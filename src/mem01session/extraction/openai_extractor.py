@@ -30,9 +30,8 @@ from ..config import Settings
 from ..errors import ConfigError, ExtractionError
 from ..logs import get_logger
 from ..loops import PerLoop
-from ..queue.extractor import Candidate, Extraction
-from ..queue.turns import Turn
 from .answer import OP_SCHEMA, parse_ops
+from .base import Candidate, Extraction, Turn
 from .formats import (
     LABELS,
     NOTES,

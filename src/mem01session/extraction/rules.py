@@ -47,8 +47,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..engine.ops import Op
-from ..queue.extractor import Candidate, Extraction
-from ..queue.turns import Turn
+from .base import Candidate, Extraction, Turn
 from .dates import parse_when
 from .hygiene import screen
 from .rules_clauses import normalize, statements

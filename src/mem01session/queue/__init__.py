@@ -2,8 +2,9 @@
 
 :mod:`.turns` (what a job carries), :mod:`.buffer` (turns held in memory until their
 answer, or while the database is away), :mod:`.jobs` (the job table, every statement on
-it), :mod:`.worker` (job -> extractor -> engine) and :mod:`.extractor` (what the worker
-asks of an extractor).
+it) and :mod:`.worker` (job -> extractor -> engine). What the worker asks of an
+extractor, and what a turn is, live in :mod:`mem01session.extraction.base`; they are
+named here too.
 """
 
 from __future__ import annotations
@@ -12,24 +13,23 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .extractor import Candidate, Extraction, Extractor
+    from ..extraction.base import Candidate, Extraction, Extractor, Turn, TurnMessage
     from .job_records import Job, JobProgress
     from .jobs import JobStore
-    from .turns import Turn, TurnMessage
     from .worker import MemoryWorker, WorkerPolicy
 
 # Each public name and its module, imported on first use (PEP 562): ``job_records``
 # (what ``mem01session jobs list`` shows) loads without the worker and the engine.
 _HOMES = {
-    "Candidate": ".extractor",
-    "Extraction": ".extractor",
-    "Extractor": ".extractor",
+    "Candidate": "..extraction.base",
+    "Extraction": "..extraction.base",
+    "Extractor": "..extraction.base",
     "Job": ".job_records",
     "JobProgress": ".job_records",
     "JobStore": ".jobs",
     "MemoryWorker": ".worker",
-    "Turn": ".turns",
-    "TurnMessage": ".turns",
+    "Turn": "..extraction.base",
+    "TurnMessage": "..extraction.base",
     "WorkerPolicy": ".worker",
 }
 

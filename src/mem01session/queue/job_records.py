@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..extraction.base import Turn, TurnMessage
 from ..redaction import redact
-from .turns import Turn, TurnMessage
 
 REFUSED = "refused"
 """Payload key marking a job row that records a turn which could not be stored."""

@@ -27,8 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_filter
 from ..db import Database
 from ..engine.read import SnapshotProbe
+from ..engine.tx import Tx
 from ..engine.write import TransactionHook
 from ..errors import Mem01Error, UserErasedError
+from ..extraction.base import TurnMessage
 from ..redaction import redact
 from .claim import claim_jobs, claim_statement
 from .job_records import (
@@ -41,7 +43,6 @@ from .job_records import (
     job_from_row,
     payload_for,
 )
-from .turns import TurnMessage
 
 # Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
 _ERASED = "SELECT 1 FROM memory_users WHERE user_id = %(u)s AND erased_at IS NOT NULL"
@@ -214,16 +215,38 @@ class JobStore:
 
         return hook
 
-    async def release(self, worker_id: str, *, now: datetime) -> int:
+    async def release(self, worker_id: str, *, now: datetime) -> list[int]:
         """Hand back every job ``worker_id`` holds (it is stopping): pending again, at once,
-        the interrupted attempt not counted. Returns how many."""
+        the interrupted attempt not counted. Returns their ids."""
         rows = await self.db.direct.fetch(
             "UPDATE memory_jobs SET status = 'pending', lease_owner = NULL, lease_until = NULL, "
             "attempts = greatest(attempts - 1, 0), run_after = %(now)s, updated_at = %(now)s "
             "WHERE status = 'running' AND lease_owner = %(w)s RETURNING id",
             {"w": worker_id, "now": now},
         )
-        return len(rows)
+        return sorted(int(r["id"]) for r in rows)
+
+    async def running_owners(self) -> list[str]:
+        """The worker ids holding a claim now."""
+        rows = await self.db.direct.fetch(
+            "SELECT DISTINCT lease_owner FROM memory_jobs "
+            "WHERE status = 'running' AND lease_owner IS NOT NULL",
+            {},
+        )
+        return [str(r["lease_owner"]) for r in rows]
+
+    async def take_back(self, owners: Sequence[str], *, now: datetime) -> list[int]:
+        """Jobs claimed by ``owners`` (workers whose process is gone) pending again, at
+        once; the attempt that process made stays counted. Returns their ids."""
+        if not owners:
+            return []
+        rows = await self.db.direct.fetch(
+            "UPDATE memory_jobs SET status = 'pending', lease_owner = NULL, lease_until = NULL, "
+            "run_after = %(now)s, updated_at = %(now)s "
+            "WHERE status = 'running' AND lease_owner = ANY(%(owners)s) RETURNING id",
+            {"owners": list(owners), "now": now},
+        )
+        return sorted(int(r["id"]) for r in rows)
 
     # -- barriers ----------------------------------------------------------------------
 
@@ -398,9 +421,10 @@ async def _mark_failed(
             "CAST(:forgotten AS jsonb) ELSE payload END, "
             "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
             "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
-            "RETURNING id"
+            "AND attempts = :attempts RETURNING id"  # this attempt's failure, no later one's
         ),
         {
+            "attempts": job.attempts,
             "forget": forget_text,
             "forgotten": json.dumps({"messages": [], REFUSED: True}),
             "status": "pending" if retry_at is not None else "failed",
@@ -418,22 +442,19 @@ async def _mark_failed(
 async def _mark_done(
     conn: AsyncConnection, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
 ) -> None:
-    row = (
-        await conn.execute(
-            text(
-                "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
-                "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
-                "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
-                "RETURNING id"
-            ),
-            {
-                "u": job.user_id,
-                "id": job.id,
-                "w": worker_id,
-                "now": now,
-                "usage": json.dumps(dict(usage)) if usage else None,
-            },
-        )
-    ).first()
+    # On the transaction's psycopg connection: this runs once per applied turn.
+    row = await (await Tx.of(conn)).row(
+        "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
+        "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
+        "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
+        "RETURNING id",
+        {
+            "u": job.user_id,
+            "id": job.id,
+            "w": worker_id,
+            "now": now,
+            "usage": json.dumps(dict(usage)) if usage else None,
+        },
+    )
     if row is None:
         raise JobLostError(f"job {job.id} is no longer leased by this worker")

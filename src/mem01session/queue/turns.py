@@ -1,4 +1,5 @@
-"""What a job carries: the text-only content of one conversational turn.
+"""What a job carries: the text-only content of one conversational turn
+(:class:`~mem01session.extraction.base.Turn`, what an extractor is given).
 
 Text enters here from the conversation as the SDK gave it; :func:`storable_text` makes it
 something PostgreSQL stores and an extractor reads in bounded time (the transcript keeps
@@ -10,9 +11,8 @@ pasted documents, and the cap keeps one turn's scrubbing and extraction bounded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+
+from ..extraction.base import Turn, TurnMessage
 
 MAX_MESSAGE_CHARS = 8000
 """The longest message text a job keeps (characters); the rest is cut with a marker."""
@@ -30,19 +30,4 @@ def storable_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
-@dataclass(frozen=True)
-class TurnMessage:
-    """One text message of a turn (user or assistant); never tool payloads or memory."""
-
-    role: Literal["user", "assistant"]
-    text: str
-    item_ref: str | None = None
-
-
-@dataclass(frozen=True)
-class Turn:
-    """The text-only content of one conversational turn, as stored in a job."""
-
-    session_id: str
-    messages: tuple[TurnMessage, ...]
-    observed_at: datetime
+__all__ = ["MAX_MESSAGE_CHARS", "Turn", "TurnMessage", "storable_text"]

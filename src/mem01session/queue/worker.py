@@ -2,11 +2,29 @@
 
 One worker per extractor of a :class:`~mem01session.memory.Memory`, shared by every session
 using it; the ``Memory`` starts it and stops it. It claims the oldest job of each user under
-a lease, shows the extractor the user's most relevant active beliefs under aliases, applies
-the proposed ops, stores the turn's episodes and marks the job done in the same
-transaction. Failures retry with
-exponential backoff, then stay ``failed`` for inspection. Jobs left running by a dead
-process are reclaimed once their lease expires.
+a lease, shows the extractor the user's most relevant active beliefs under aliases, screens
+the ops it proposes (secrets out, whichever extractor proposed them), applies them, stores
+the turn's episodes and marks the job done in the same transaction.
+
+**Several users at once.** Up to :attr:`WorkerPolicy.concurrency` jobs run at the same
+time, each of another user (the claim leases at most one job per user, the oldest, so a
+user's turns are still applied in the order they were said). While they run, what they ask
+the embedder for (queries, passages, statements) is embedded together
+(:class:`~.vectors.VectorBatch`). Each job in flight holds at most one database connection
+at a time.
+
+**Failures.** A failed attempt is retried after a backoff (2 s, then 4 s by default) while
+the user's later turns wait behind it, their order kept; after
+:attr:`WorkerPolicy.max_attempts` tries (3) the turn is parked: ``failed``, its words kept
+as episodes, visible in ``jobs list`` and the memory browser, retryable, and the user's
+later turns go on. So a failing turn holds the ones behind it at most ``max_attempts``
+extraction timeouts plus the backoffs. One extraction may take
+:attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).
+
+**Claims of dead processes.** A worker's id names its process (:mod:`.owners`). Jobs left
+``running`` by a process of this machine that is gone (killed, or ended without handing
+them back) are taken back when a worker starts and at its next claims, not when their
+lease ends; a process elsewhere is judged by its lease only.
 
 A started worker lives on the event loop that started it (a ``Memory``'s own loop);
 :meth:`MemoryWorker.wake`, :meth:`MemoryWorker.wait_until_done` and
@@ -17,46 +35,73 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..config import DEFAULT_LLM_TIMEOUT
+from ..embeddings import Vector
 from ..engine import BeliefEngine
 from ..engine.episodes import Utterance
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
-from ..errors import EmbeddingError, InvalidOpError, UserErasedError
+from ..errors import ConfigError, EmbeddingError, InvalidOpError, UserErasedError
+from ..extraction.base import Candidate, Extractor, Turn
+from ..extraction.hygiene import screen
 from ..logs import describe, get_logger
 from ..loops import elsewhere, run_on, running_loop
 from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
-from .extractor import Candidate, Extractor
 from .job_records import Job
 from .jobs import JobLostError, JobStore
-from .turns import Turn
+from .owners import gone, new_worker_id, parse
+from .vectors import VectorBatch
 
 log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
 class WorkerPolicy:
-    """Leases, retries and timeouts of the worker."""
+    """Leases, retries, timeouts and concurrency of the worker.
+
+    ``extract_timeout``: seconds one extraction may take; None takes the extractor's own
+    ``timeout`` if it states one (``OpenAIExtractor`` does: ``MEM01_LLM_TIMEOUT``), else
+    what a ``Memory``'s settings say (``MEM01_LLM_TIMEOUT``), else 60.
+    ``concurrency``: jobs of different users processed at once.
+    """
 
     lease: timedelta = timedelta(seconds=120)
-    max_attempts: int = 5
+    max_attempts: int = 3
     backoff_base: float = 2.0
-    backoff_max: float = 300.0
-    extract_timeout: float = 60.0
+    backoff_max: float = 30.0
+    extract_timeout: float | None = None
     poll_interval: float = 1.0
     candidates: int = 10
     keyed: int = 30  # 0: candidates from search only
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or self.concurrency < 1:
+            raise ConfigError("a worker needs max_attempts >= 1 and concurrency >= 1")
+        if self.extract_timeout is not None and not self.extract_timeout > 0:
+            raise ConfigError(f"extract_timeout must be > 0 seconds, got {self.extract_timeout}")
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before the next try of a job that failed its ``attempts``-th time."""
+        return float(min(self.backoff_max, self.backoff_base**attempts))
 
 
 def utterances(turn: Turn) -> list[Utterance]:
     """The turn's messages as the engine keeps them as episodes (it applies its policy)."""
     return [Utterance(index, m.role, m.text, m.item_ref) for index, m in enumerate(turn.messages)]
+
+
+def declared_timeout(extractor: object) -> float | None:
+    """The ``timeout`` (seconds) an extractor says its calls take at most, if it says."""
+    value = getattr(extractor, "timeout", None)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
 
 
 class MemoryWorker:
@@ -74,14 +119,21 @@ class MemoryWorker:
         self.jobs = JobStore(engine.db)
         self.extractor = extractor
         self.policy = policy or WorkerPolicy()
-        self.worker_id = worker_id or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.worker_id = worker_id or new_worker_id()
+        self.extract_timeout = (
+            self.policy.extract_timeout or declared_timeout(extractor) or DEFAULT_LLM_TIMEOUT
+        )
+        """Seconds one extraction may take before its attempt fails."""
+        self._vectors = VectorBatch(engine.embedder)
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._home: asyncio.AbstractEventLoop | None = None  # the loop it was started on
         self._stopping = False
+        self._next_reap = 0.0  # time.monotonic() of the next look for dead owners' claims
         self.last_error: str | None = None
         self.processed = 0
+        self.taken_back: list[int] = []  # jobs taken back from dead processes
         # Failed jobs whose failure could not be recorded (the database was gone): they
         # are still ``running`` under this worker's lease and are released first thing
         # once the database answers again, instead of waiting for the lease to expire.
@@ -114,13 +166,14 @@ class MemoryWorker:
         else:
             asyncio.get_running_loop().call_later(after, self._wake.set)
 
-    async def stop(self) -> None:
-        """Stop now and hand back what this worker claimed.
+    async def stop(self) -> list[int]:
+        """Stop now and hand back what this worker claimed; the ids of the jobs handed back.
 
         A job interrupted mid-way goes back to ``pending`` (the attempt not counted), so
         any process can take it at once; nothing already applied is undone (a job is
         marked done in the transaction that applies it). If the database cannot be
-        reached, the claims lapse when their lease ends.
+        reached, the claims are taken back by the next worker of this machine, or lapse
+        when their lease ends.
         """
         home = elsewhere(self._home)
         if home is not None:
@@ -143,9 +196,10 @@ class MemoryWorker:
             released = await self.jobs.release(self.worker_id, now=self.engine.clock())
         except Exception as exc:
             self._record(f"worker: could not release claimed jobs at stop: {exc}")
-        else:
-            if released:
-                log.info("worker %s released %d claimed job(s) at stop", self.worker_id, released)
+            return []
+        if released:
+            log.info("worker %s released %d claimed job(s) at stop", self.worker_id, len(released))
+        return released
 
     async def wait_progress(self, timeout: float) -> None:
         """Return after the next processed job, or after ``timeout`` seconds."""
@@ -172,51 +226,101 @@ class MemoryWorker:
                 return True
 
     async def run_once(self) -> int:
-        """Claim and process one batch of jobs; returns how many were processed."""
-        await self._release_failed()
-        now = self.engine.clock()
-        claimed = await self.jobs.claim(self.worker_id, now=now, lease=self.policy.lease, limit=4)
-        for job in claimed:
-            with job_trace(job.id, self.extractor.name, job.attempts):
-                await self._process(job)
+        """Claim up to :attr:`WorkerPolicy.concurrency` jobs (each of another user) and
+        process them at once; returns how many were processed."""
+        await self._housekeeping()
+        claimed = await self._claim(self.policy.concurrency)
         if claimed:
-            async with self._progress:
-                self._progress.notify_all()
+            await asyncio.gather(*(self._run(job) for job in claimed))
         return len(claimed)
 
+    async def _claim(self, limit: int) -> list[Job]:
+        return await self.jobs.claim(
+            self.worker_id, now=self.engine.clock(), lease=self.policy.lease, limit=limit
+        )
+
     async def _loop(self) -> None:
-        # A database closed under the worker ends it quietly: nothing is left to claim.
-        while not self._stopping and not self.engine.db.closed:
-            try:
-                if await self.run_once():
+        """Keep up to ``concurrency`` jobs in flight: claim when slots are free (a few at a
+        time, so that one claim serves several jobs), wait for a job to end, a wake, or the
+        poll interval."""
+        flying: set[asyncio.Task[None]] = set()
+        refill = max(1, self.policy.concurrency // 4)
+        try:
+            # A database closed under the worker ends it quietly: nothing is left to claim.
+            while not self._stopping and not self.engine.db.closed:
+                free = self.policy.concurrency - len(flying)
+                idle = False
+                if free >= refill or not flying:
+                    self._wake.clear()  # before the claim: a wake during it is kept
+                    try:
+                        await self._housekeeping()
+                        claimed = await self._claim(free)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # database down: keep trying, never crash
+                        self._record(f"worker: {describe(exc)}")
+                        with contextlib.suppress(Exception):
+                            await self.engine.db.revive()  # an embedded server that stopped
+                        claimed = []
+                    for job in claimed:
+                        flying.add(asyncio.create_task(self._run(job)))
+                    idle = len(claimed) < free  # nothing more to claim for now
+                if len(flying) == self.policy.concurrency or not idle:
+                    done, flying = await asyncio.wait(flying, return_when="FIRST_COMPLETED")
                     continue
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # database down: keep trying, never crash the app
-                self._record(f"worker: {describe(exc)}")
-                with contextlib.suppress(Exception):
-                    await self.engine.db.revive()  # an embedded server that stopped
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.policy.poll_interval):
-                    await self._wake.wait()
+                waker = asyncio.create_task(self._woken())
+                try:
+                    done, _ = await asyncio.wait(
+                        {waker, *flying},
+                        timeout=self.policy.poll_interval,
+                        return_when="FIRST_COMPLETED",
+                    )
+                finally:
+                    waker.cancel()
+                flying.difference_update(done)
+        finally:
+            for task in flying:
+                task.cancel()
+            if flying:
+                await asyncio.gather(*flying, return_exceptions=True)
+
+    async def _woken(self) -> None:
+        await self._wake.wait()
+
+    async def _run(self, job: Job) -> None:
+        with job_trace(job.id, self.extractor.name, job.attempts):
+            await self._process(job)
+        async with self._progress:
+            self._progress.notify_all()
 
     async def _process(self, job: Job) -> None:
         try:
             turn = job.turn()
+            said = utterances(turn)
             query = " ".join(m.text for m in turn.messages if m.role == "user")
-            candidates, aliases = await self._candidates(job.user_id, query)
-            async with asyncio.timeout(self.policy.extract_timeout):
-                extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
-            ops = resolve_aliases(extraction.ops, aliases)
+            kept = self.engine.episode_texts(said)
+            vectors = await self._vectors.embed([query, *kept])
+            candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
+            try:
+                async with asyncio.timeout(self.extract_timeout):
+                    extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
+            except TimeoutError:
+                raise TimeoutError(
+                    f"the extraction did not finish within {self.extract_timeout:g} s "
+                    "(MEM01_LLM_TIMEOUT)"
+                ) from None
+            # Whichever extractor proposed them: secrets out, text clean (see hygiene.py).
+            ops = resolve_aliases(screen(extraction.ops).ops, aliases)
             job_note(ops=len(ops), kinds=op_kinds([op.op for op in ops]))
             now = self.engine.clock()
-            said = utterances(turn)
-            if not ops and not any(self.engine.episode_policy.keeps(u.role) for u in said):
+            if not ops and not kept:
                 await self.jobs.complete_without_ops(
                     job, self.worker_id, now=now, usage=extraction.usage
                 )
             else:
+                statements = [op.content for op in ops if op.content and op.op != "INVALIDATE"]
+                if statements:
+                    vectors = vectors | await self._vectors.embed(statements)
                 # The turn's ops, its episodes and the job's completion: one transaction.
                 first_ref = next((m.item_ref for m in turn.messages if m.role == "user"), None)
                 await self.engine.apply(
@@ -231,6 +335,7 @@ class MemoryWorker:
                     ),
                     hook=self.jobs.done_hook(job, self.worker_id, now=now, usage=extraction.usage),
                     utterances=said,
+                    vectors=vectors,
                 )
             self.processed += 1
             job_note(outcome="done")
@@ -242,18 +347,23 @@ class MemoryWorker:
         except Exception as exc:
             await self._fail(job, exc)
 
-    async def _candidates(self, user_id: str, query: str) -> tuple[list[Candidate], dict[str, int]]:
+    async def _candidates(
+        self, user_id: str, query: str, vector: Vector | None
+    ) -> tuple[list[Candidate], dict[str, int]]:
         """The most relevant active beliefs plus every keyed one, under aliases b1, b2…"""
-        found = [
-            sb.belief
-            for sb in await self.engine.search(
-                user_id, RecallRequest(query), limit=self.policy.candidates
-            )
-        ]
-        seen = {b.id for b in found}
+        request = RecallRequest(query)
+        searching = self.engine.search(
+            user_id, request, limit=self.policy.candidates, vector=vector, sources=False
+        )
         if self.policy.keyed:
-            keyed = await self.engine.keyed(user_id, limit=self.policy.keyed)
-            found += [b for b in keyed if b.id not in seen]
+            scored, keyed = await asyncio.gather(
+                searching, self.engine.keyed(user_id, limit=self.policy.keyed)
+            )
+        else:
+            scored, keyed = await searching, []
+        found = [sb.belief for sb in scored]
+        seen = {b.id for b in found}
+        found += [b for b in keyed if b.id not in seen]
         candidates = [
             Candidate(alias=f"b{i}", content=b.content, key=b.key, valid_from=b.valid_from)
             for i, b in enumerate(found, start=1)
@@ -268,8 +378,9 @@ class MemoryWorker:
         permanent = erased or isinstance(exc, EmbeddingError)
         retry_at = None
         if not permanent and job.attempts < self.policy.max_attempts:
-            delay = min(self.policy.backoff_max, self.policy.backoff_base**job.attempts)
+            delay = self.policy.backoff(job.attempts)
             retry_at = self.engine.clock() + timedelta(seconds=delay)
+            self.wake(after=delay)  # the user's later turns wait for this retry
         kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
         job_note(outcome="failed", error=kind)
         self._record(f"job {job.id} failed ({kind}): {message}")
@@ -306,24 +417,58 @@ class MemoryWorker:
             return False
         return True
 
-    async def _release_failed(self) -> None:
-        """Record the failures not yet recorded (raises while the database is down)."""
-        for job_id, (job, message, retry_at, erased) in list(self._unreleased.items()):
-            await self.jobs.fail(
-                job,
+    async def _housekeeping(self) -> None:
+        """Before a claim: record the failures not yet recorded, and (at start, then at
+        most once per poll interval) take back the claims of dead processes."""
+        await self._release_failed()
+        if time.monotonic() < self._next_reap:
+            return
+        self._next_reap = time.monotonic() + self.policy.poll_interval
+        dead = [owner for owner in await self.jobs.running_owners() if gone(owner)]
+        taken = await self.jobs.take_back(dead, now=self.engine.clock())
+        if taken:
+            self.taken_back += taken
+            names = ", ".join(sorted({_process_of(owner) for owner in dead}))
+            log.warning(
+                "worker %s took back job(s) %s, claimed by a process that is gone (%s)",
                 self.worker_id,
-                message,
-                now=self.engine.clock(),
-                retry_at=retry_at,
-                forget_text=erased,  # an erased user's words are not kept, even as a failure
+                ", ".join(f"#{i}" for i in taken),
+                names,
             )
-            self._unreleased.pop(job_id, None)  # a concurrent call may have recorded it
+
+    async def _release_failed(self) -> None:
+        """Record the failures not yet recorded (raises while the database is down).
+
+        Each is taken out before it is recorded, so that two callers at once (a job's
+        failure, the loop's housekeeping) never record one twice."""
+        for job_id in list(self._unreleased):
+            entry = self._unreleased.pop(job_id, None)
+            if entry is None:
+                continue
+            job, message, retry_at, erased = entry
+            try:
+                await self.jobs.fail(
+                    job,
+                    self.worker_id,
+                    message,
+                    now=self.engine.clock(),
+                    retry_at=retry_at,
+                    forget_text=erased,  # an erased user's words are not kept, even failed
+                )
+            except BaseException:
+                self._unreleased.setdefault(job_id, entry)
+                raise
 
     def _record(self, message: str) -> None:
         message = redact(message)
         if message != self.last_error:
             log.warning("%s", message)
         self.last_error = message
+
+
+def _process_of(owner_id: str) -> str:
+    owner = parse(owner_id)
+    return f"pid {owner.pid} on {owner.host}" if owner is not None else owner_id
 
 
 __all__ = ["MemoryWorker", "WorkerPolicy"]

@@ -21,10 +21,9 @@ from ..engine.records import (
     RecallResult,
 )
 from ..errors import ConfigError
+from ..extraction import Extractor, TurnMessage
 from ..logs import get_logger
 from ..memory import Memory
-from ..queue.extractor import Extractor
-from ..queue.turns import TurnMessage
 from ..spans import enqueue_span, recall_span, recalled
 from .durable import DurableTier
 from .injection import RecallPrefetch, memory_run_config
