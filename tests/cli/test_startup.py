@@ -164,7 +164,7 @@ def test_reading_commands_load_no_tokenizer_sdk_or_alembic(
 
 # What the inspector commands (which only read) also do without (issue 27): SQLAlchemy
 # with its ORM, NumPy (only a vector needs it; pgvector's adapters import it) and the
-# embedders' runtimes. They read through psycopg (cli/_reads.py).
+# embedders' runtimes. They call the engine's reads on a psycopg pool (cli/_reads.py).
 NOT_FOR_INSPECTING = (
     *NOT_FOR_READING,
     "sqlalchemy",

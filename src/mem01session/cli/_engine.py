@@ -1,7 +1,7 @@
 """Running a command on the engine: open it, run, close; and lookups that fail cleanly.
 
 For the commands that change memory or recall it; those that only read it (the inspector
-commands) read through :mod:`._reads` instead, without the engine.
+commands) call the engine's reads on a pool opened by :mod:`._reads`, without SQLAlchemy.
 Imported inside the commands, never at module level: it loads the engine (SQLAlchemy,
 psycopg). The engine is opened as ``Memory`` opens it (same embedder, database and
 episode policy) but without ``Memory`` itself, whose extractor and worker would load the
@@ -44,9 +44,9 @@ def with_engine(work: Work[T]) -> T:
 
 async def require_user(engine: BeliefEngine, user: str) -> None:
     """Fail unless the user has durable memory (:func:`._reads.require_user`)."""
-    await reads.require_user(reads.Reader(engine.db.direct), user)
+    await reads.require_user(engine.db.direct, user)
 
 
 async def require_belief(engine: BeliefEngine, user: str, belief_id: int) -> Belief:
     """The user's belief; a missing id and another user's id fail with the same message."""
-    return await reads.require_belief(reads.Reader(engine.db.direct), user, belief_id)
+    return await reads.require_belief(engine.db.direct, user, belief_id)

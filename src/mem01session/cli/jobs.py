@@ -15,9 +15,9 @@ from ._errors import fail
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
+    from ..db.direct import DirectPool
     from ..engine import BeliefEngine
     from ..queue.job_records import Job
-    from ._reads import Reader
 
 app = typer.Typer(cls=TidyGroup, help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
@@ -39,16 +39,17 @@ def list_cmd(
     from rich.table import Table
     from rich.text import Text
 
+    from ..queue.job_records import list_jobs
     from . import _render as render
-    from ._reads import require_user, with_reader
+    from ._reads import require_user, with_pool
 
-    async def work(reader: Reader) -> list[Job]:
+    async def work(pool: DirectPool) -> list[Job]:
         if user is not None:
-            await require_user(reader, user)
+            await require_user(pool, user)
         status = "failed" if failed else None
-        return await reader.list_jobs(user_id=user, status=status, limit=limit)
+        return await list_jobs(pool, user_id=user, status=status, limit=limit)
 
-    jobs = with_reader(work)
+    jobs = with_pool(work)
     if not jobs:
         console().print(Text("no failed jobs" if failed else "no jobs"))
         return

@@ -10,8 +10,8 @@ from ._args import check_positive
 from ._console import console
 
 if TYPE_CHECKING:
+    from ..db.direct import DirectPool
     from ..engine.records import UserSummary
-    from ._reads import Reader
 
 
 def users(
@@ -35,13 +35,14 @@ def users(
     from rich.table import Table
     from rich.text import Text
 
+    from ..engine.inspection import users as read_users
     from . import _render as render
-    from ._reads import with_reader
+    from ._reads import with_pool
 
-    async def work(reader: Reader) -> list[UserSummary]:
-        return await reader.users(contains=contains, limit=limit)
+    async def work(pool: DirectPool) -> list[UserSummary]:
+        return await read_users(pool, contains=contains, limit=limit)
 
-    found = with_reader(work)
+    found = with_pool(work)
     if as_json:
         typer.echo(
             render.dumps(
