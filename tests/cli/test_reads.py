@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 import mem01session
 from mem01session.cli import _reads, app
+from mem01session.cli._console import console
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, Utterance
@@ -76,11 +77,15 @@ async def _seed(url: str) -> dict[str, int]:
 
 
 @pytest.fixture
-def seeded(db_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+def seeded(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
     monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
-    monkeypatch.setenv("COLUMNS", "120")
-    return asyncio.run(_seed(db_url))
+    monkeypatch.setenv("COLUMNS", "250")  # wide tables: no wrapped cells in assertions
+    console.cache_clear()  # made at the width of the first test that printed
+    try:
+        yield asyncio.run(_seed(db_url))
+    finally:
+        console.cache_clear()  # the next test's console, at its own width
 
 
 def _commands(ids: dict[str, int]) -> list[list[str]]:
