@@ -171,12 +171,16 @@ def test_a_database_not_at_head_is_refused_as_before(
 
 def test_the_shared_reads_import_no_sqlalchemy() -> None:
     """The engine's inspection reads, the job listing and the CLI's opening load neither
-    SQLAlchemy nor NumPy: the CLI calls the engine's reads, not copies of them."""
+    SQLAlchemy nor NumPy (the CLI calls the engine's reads, not copies of them), nor the
+    rule extractor's patterns and the secret rules (a job's types come from
+    extraction.base)."""
     code = (
         "import sys\n"
         "import mem01session.engine.inspection, mem01session.queue.job_records\n"
         "import mem01session.cli._reads\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'numpy'}))\n"
+        "heavy = {'sqlalchemy', 'numpy', 'mem01session.extraction.rules', "
+        "'mem01session._secret_rules'}\n"
+        "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(mem01session.__file__).parents[1])}
     proc = subprocess.run(
