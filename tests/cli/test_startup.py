@@ -101,8 +101,10 @@ def test_every_public_name_resolves() -> None:
 NOT_FOR_READING = ("bpe_openai", "tiktoken", "agents", "openai", "alembic")
 
 
-def loaded_by_command(args: list[str], env: dict[str, str]) -> list[str]:
-    code = PROBE.replace("HEAVY", repr(NOT_FOR_READING))
+def loaded_by_command(
+    args: list[str], env: dict[str, str], heavy: tuple[str, ...] = NOT_FOR_READING
+) -> list[str]:
+    code = PROBE.replace("HEAVY", repr(heavy))
     proc = subprocess.run(
         [sys.executable, "-c", code, json.dumps(args)],
         capture_output=True,
@@ -158,6 +160,44 @@ def test_reading_commands_load_no_tokenizer_sdk_or_alembic(
     reading_env: dict[str, str], args: list[str]
 ) -> None:
     assert loaded_by_command(args, reading_env) == []
+
+
+# What the inspector commands (which only read) also do without (issue 27): SQLAlchemy
+# with its ORM, NumPy (only a vector needs it; pgvector's adapters import it) and the
+# embedders' runtimes. They call the engine's reads on a psycopg pool (cli/_reads.py).
+NOT_FOR_INSPECTING = (
+    *NOT_FOR_READING,
+    "sqlalchemy",
+    "numpy",
+    "pgvector",
+    "onnxruntime",
+    "tokenizers",
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["beliefs", "list", "--user", "alice"],
+        ["beliefs", "show", "1", "--user", "alice"],
+        ["beliefs", "history", "--user", "alice"],
+        ["episodes", "list", "--user", "alice"],
+        ["users"],
+        ["jobs", "list"],
+        ["jobs", "list", "--user", "alice"],
+        ["db", "current"],
+    ],
+)
+def test_inspector_commands_load_no_sqlalchemy_or_numpy(
+    reading_env: dict[str, str], args: list[str]
+) -> None:
+    assert loaded_by_command(args, reading_env, NOT_FOR_INSPECTING) == []
+
+
+def test_the_inspector_probe_sees_sqlalchemy_and_numpy(reading_env: dict[str, str]) -> None:
+    """The check above can fail: a command on the engine does load them."""
+    loaded = loaded_by_command(["forget", "--user", "alice", "1"], reading_env, NOT_FOR_INSPECTING)
+    assert "sqlalchemy" in loaded and "numpy" in loaded
 
 
 def test_recall_loads_the_tokenizer_and_nothing_else_of_those(

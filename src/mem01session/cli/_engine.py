@@ -1,5 +1,7 @@
-"""Running an inspector command: open the engine, run, close; and lookups that fail cleanly.
+"""Running a command on the engine: open it, run, close; and lookups that fail cleanly.
 
+For the commands that change memory or recall it; those that only read it (the inspector
+commands) call the engine's reads on a pool opened by :mod:`._reads`, without SQLAlchemy.
 Imported inside the commands, never at module level: it loads the engine (SQLAlchemy,
 psycopg). The engine is opened as ``Memory`` opens it (same embedder, database and
 episode policy) but without ``Memory`` itself, whose extractor and worker would load the
@@ -11,18 +13,14 @@ escapes into one line.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from ..db import Database
-from ..embeddings import default_embedder
 from ..engine import BeliefEngine
 from ..engine.episodes import EpisodePolicy
 from ..engine.records import Belief
-from ..errors import BeliefNotFoundError
-from ..queue.jobs import JobStore
-from ._errors import fail
+from . import _reads as reads
+from ._open import opened
 from ._server import database_url
 from ._settings import load_settings
 
@@ -37,40 +35,18 @@ def with_engine(work: Work[T]) -> T:
     url, embedded = database_url(settings)  # starts the embedded server, saying so
 
     async def run() -> T:
-        embedder = default_embedder(settings)
-        try:
-            db = await Database.open(
-                None if embedded else url,  # embedded: opened (and migrated) by home
-                home=settings.home,
-                embedding_model=embedder.name,
-                embedding_dim=embedder.dim,
-            )
-            try:
-                policy = EpisodePolicy(settings.episodes, settings.episode_retention_days)
-                return await work(BeliefEngine(db, embedder, episodes=policy))
-            finally:
-                await db.close()
-        finally:
-            close = getattr(embedder, "aclose", None)  # a server's embedder: its client
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+        async with opened(settings, url, embedded) as (db, embedder):
+            policy = EpisodePolicy(settings.episodes, settings.episode_retention_days)
+            return await work(BeliefEngine(db, embedder, episodes=policy))
 
     return asyncio.run(run())
 
 
 async def require_user(engine: BeliefEngine, user: str) -> None:
-    """Fail unless the user has durable memory: an applied batch, an erase, or a job."""
-    if await engine.user_version(user) > 0:
-        return
-    if await JobStore(engine.db).list_jobs(user_id=user, limit=1):
-        return
-    fail(f"unknown user {user!r}: no memory recorded for this user")
+    """Fail unless the user has durable memory (:func:`._reads.require_user`)."""
+    await reads.require_user(engine.db.direct, user)
 
 
 async def require_belief(engine: BeliefEngine, user: str, belief_id: int) -> Belief:
     """The user's belief; a missing id and another user's id fail with the same message."""
-    try:
-        return await engine.get(user, belief_id)
-    except BeliefNotFoundError:
-        fail(f"no belief #{belief_id} for user {user!r}")
+    return await reads.require_belief(engine.db.direct, user, belief_id)

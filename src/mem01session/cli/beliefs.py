@@ -11,7 +11,7 @@ from ._console import console
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
+    from ..db.direct import DirectPool
     from ..engine.records import Belief, Episode, LedgerEvent
 
 app = typer.Typer(cls=TidyGroup, help="Inspect a user's long-term beliefs.", no_args_is_help=True)
@@ -36,14 +36,15 @@ def list_beliefs(
     check_positive("--limit", limit)
     from rich.text import Text
 
+    from ..engine.inspection import history
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_pool
 
-    async def work(engine: BeliefEngine) -> list[Belief]:
-        await require_user(engine, user)
-        return await engine.history(user, include_inactive=show_all, limit=limit)
+    async def work(pool: DirectPool) -> list[Belief]:
+        await require_user(pool, user)
+        return await history(pool, user, include_inactive=show_all, limit=limit)
 
-    beliefs = with_engine(work)
+    beliefs = with_pool(work)
     if as_json:
         typer.echo(render.dumps(beliefs))
         return
@@ -63,14 +64,15 @@ def history(user: User, limit: Limit = 200) -> None:
     check_positive("--limit", limit)
     from rich.text import Text
 
+    from ..engine.inspection import ledger
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_pool
 
-    async def work(engine: BeliefEngine) -> list[LedgerEvent]:
-        await require_user(engine, user)
-        return await engine.ledger(user, limit=limit)
+    async def work(pool: DirectPool) -> list[LedgerEvent]:
+        await require_user(pool, user)
+        return await ledger(pool, user, limit=limit)
 
-    events = with_engine(work)
+    events = with_pool(work)
     if not events:
         console().print(Text(f"no ledger events for user {user!r}"))
         return
@@ -89,17 +91,18 @@ def show(
     bid = parse_id(belief_id)
     from rich.text import Text
 
+    from ..engine.inspection import get_episode, ledger
     from . import _render as render
-    from ._engine import require_belief, require_user, with_engine
+    from ._reads import require_belief, require_user, with_pool
 
-    async def work(engine: BeliefEngine) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
-        await require_user(engine, user)
-        belief = await require_belief(engine, user, bid)
+    async def work(pool: DirectPool) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
+        await require_user(pool, user)
+        belief = await require_belief(pool, user, bid)
         ids = dict.fromkeys(s.episode_id for s in belief.sources if s.episode_id is not None)
-        episodes = [await engine.episode(user, i) for i in ids if i is not None]
-        return belief, await engine.ledger(user, belief_id=bid), episodes
+        episodes = [await get_episode(pool, user, i) for i in ids if i is not None]
+        return belief, await ledger(pool, user, belief_id=bid), episodes
 
-    belief, events, episodes = with_engine(work)
+    belief, events, episodes = with_pool(work)
     head = Text(f"#{belief.id} ", style="bold")
     head.append(belief.content)
     console().print(head)

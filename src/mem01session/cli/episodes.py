@@ -12,7 +12,7 @@ from ._console import console
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
+    from ..db.direct import DirectPool
     from ..engine.records import Episode
 
 app = typer.Typer(
@@ -46,14 +46,17 @@ def list_episodes(
     check_positive("--limit", limit)
     from rich.text import Text
 
+    from ..engine.inspection import episodes as read_episodes
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_pool
 
-    async def work(engine: BeliefEngine) -> list[Episode]:
-        await require_user(engine, user)
-        return await engine.episodes(user, session_id=conversation, contains=contains, limit=limit)
+    async def work(pool: DirectPool) -> list[Episode]:
+        await require_user(pool, user)
+        return await read_episodes(
+            pool, user, session_id=conversation, contains=contains, limit=limit
+        )
 
-    episodes = with_engine(work)
+    episodes = with_pool(work)
     if as_json:
         typer.echo(render.dumps(episodes))
         return

@@ -15,6 +15,7 @@ from ._errors import fail
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
+    from ..db.direct import DirectPool
     from ..engine import BeliefEngine
     from ..queue.job_records import Job
 
@@ -38,17 +39,17 @@ def list_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from ..queue.jobs import JobStore
+    from ..queue.job_records import list_jobs
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._reads import require_user, with_pool
 
-    async def work(engine: BeliefEngine) -> list[Job]:
+    async def work(pool: DirectPool) -> list[Job]:
         if user is not None:
-            await require_user(engine, user)
+            await require_user(pool, user)
         status = "failed" if failed else None
-        return await JobStore(engine.db).list_jobs(user_id=user, status=status, limit=limit)
+        return await list_jobs(pool, user_id=user, status=status, limit=limit)
 
-    jobs = with_engine(work)
+    jobs = with_pool(work)
     if not jobs:
         console().print(Text("no failed jobs" if failed else "no jobs"))
         return

@@ -10,7 +10,7 @@ from ._args import check_positive
 from ._console import console
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
+    from ..db.direct import DirectPool
     from ..engine.records import UserSummary
 
 
@@ -35,13 +35,14 @@ def users(
     from rich.table import Table
     from rich.text import Text
 
+    from ..engine.inspection import users as read_users
     from . import _render as render
-    from ._engine import with_engine
+    from ._reads import with_pool
 
-    async def work(engine: BeliefEngine) -> list[UserSummary]:
-        return await engine.users(contains=contains, limit=limit)
+    async def work(pool: DirectPool) -> list[UserSummary]:
+        return await read_users(pool, contains=contains, limit=limit)
 
-    found = with_engine(work)
+    found = with_pool(work)
     if as_json:
         typer.echo(
             render.dumps(

@@ -26,7 +26,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
 
-import numpy as np
 import psycopg
 from psycopg.adapt import Dumper
 from psycopg.pq import Format, TransactionStatus
@@ -47,6 +46,10 @@ class BinaryVector:
     __slots__ = ("data",)
 
     def __init__(self, values: Sequence[float]) -> None:
+        # Imported by the first vector made: a process that makes none (an inspector
+        # command) does not load NumPy, a tenth of a second.
+        import numpy as np
+
         floats = np.asarray(values, dtype=">f4")
         if floats.ndim != 1 or not 0 < floats.shape[0] < 1 << 16:
             raise ValueError(f"a vector has 1 to 65535 dimensions, got shape {floats.shape}")
@@ -65,6 +68,8 @@ class _TextVectorDumper(Dumper):
     format = Format.TEXT
 
     def dump(self, obj: BinaryVector) -> bytes:
+        import numpy as np
+
         floats = np.frombuffer(obj.data, dtype=">f4", offset=4)
         return ("[" + ",".join(map(repr, floats.tolist())) + "]").encode()
 

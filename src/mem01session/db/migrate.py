@@ -7,6 +7,8 @@ Alembic is imported only by what runs migrations or walks their graph: opening a
 database that is already at the head, and ``mem01session db current``, read the head
 from the scripts' ``revision`` lines and the database's revision with one query, so that
 a command that only reads memory does not load Alembic (a few tenths of a second).
+SQLAlchemy too is imported only by what needs it: :func:`current` asks psycopg, so that
+``mem01session db current`` loads neither.
 """
 
 from __future__ import annotations
@@ -15,25 +17,22 @@ import ast
 import inspect
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, MetaData, create_engine, text
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool
-
 from ..errors import ConfigError, DatabaseError
 from ..logs import describe
-from .schema import DEFAULT_EMBEDDING_DIM, build_metadata
-from .urls import sqlalchemy_url
+from .urls import libpq_url, sqlalchemy_url
 
 if TYPE_CHECKING:
+    import psycopg
     from alembic.config import Config
     from alembic.script import Script
+    from sqlalchemy import Connection, MetaData
 
 # Arbitrary constant shared by every process that migrates a mem01session database.
 MIGRATION_LOCK_KEY = 0x6D656D3031  # "mem01"
@@ -130,6 +129,10 @@ _process_lock = threading.RLock()
 
 @contextmanager
 def _connect(url: str) -> Iterator[Connection]:
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
     engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
     failure: str | None = None
     try:
@@ -171,6 +174,8 @@ def upgrade(
     creates the schema; they are ignored for a database that already has it.
     """
     from alembic import command
+
+    from .schema import DEFAULT_EMBEDDING_DIM
 
     with _connect(url) as conn:
         cfg = _config(
@@ -287,25 +292,59 @@ def _summary(doc: str | None) -> str:
     return lines[0] if lines else ""
 
 
-def _current(conn: Connection) -> str | None:
-    """The revision in Alembic's version table (found on the search path, as Alembic
-    looks for it), None when there is none."""
-    if conn.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
-        return None
-    found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+# Alembic's version table, found on the search path as Alembic looks for it: whether it
+# exists (NULL when not), then the revisions it holds.
+VERSION_TABLE_SQL = "SELECT to_regclass('alembic_version')"
+VERSIONS_SQL = "SELECT version_num FROM alembic_version"
+
+
+def revision_of(found: Sequence[object]) -> str | None:
+    """The revision that :data:`VERSIONS_SQL`'s values say the database is at."""
     if len(found) > 1:
-        raise DatabaseError(f"the database is at several revisions at once: {sorted(found)}")
+        raise DatabaseError(
+            f"the database is at several revisions at once: {sorted(map(str, found))}"
+        )
     return str(found[0]) if found else None
 
 
+def _current(conn: Connection) -> str | None:
+    """The revision in Alembic's version table, None when there is none."""
+    from sqlalchemy import text
+
+    if conn.execute(text(VERSION_TABLE_SQL)).scalar() is None:
+        return None
+    return revision_of(conn.execute(text(VERSIONS_SQL)).scalars().all())
+
+
+def _current_psycopg(conn: psycopg.Connection[tuple[object, ...]]) -> str | None:
+    """:func:`_current` on a plain psycopg connection."""
+    row = conn.execute(VERSION_TABLE_SQL).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return revision_of([r[0] for r in conn.execute(VERSIONS_SQL).fetchall()])
+
+
 def current(url: str) -> str | None:
-    """The revision the database is at, or None for an empty database."""
+    """The revision the database is at, or None for an empty database.
+
+    Asked with psycopg alone (no SQLAlchemy to load). When that fails, the question is
+    asked again as the other functions here ask it, so that the error reads as theirs.
+    """
+    import psycopg
+
+    try:
+        with psycopg.connect(libpq_url(url)) as conn:
+            return _current_psycopg(conn)
+    except psycopg.Error:
+        pass
     with _connect(url) as conn:
         return _current(conn)
 
 
 def target_metadata_for(conn: Connection) -> MetaData:
     """The models the database is compared with (the newest revision's)."""
+    from .schema import build_metadata
+
     return build_metadata()
 
 

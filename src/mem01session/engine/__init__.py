@@ -9,25 +9,56 @@ near-duplicate suppression, token-budgeted rendering. :mod:`.records` and :mod:`
 the types it takes and returns.
 """
 
-from .core import BeliefEngine
-from .episodes import EpisodePolicy, Utterance
-from .ops import Op, Provenance
-from .read import SnapshotProbe
-from .records import (
-    ApplyResult,
-    Belief,
-    Change,
-    Episode,
-    EraseReceipt,
-    LedgerEvent,
-    RecallRequest,
-    RecallResult,
-    ScoredBelief,
-    ScoredEpisode,
-    Source,
-    UserSummary,
-)
-from .write import TransactionHook
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .core import BeliefEngine
+    from .episodes import EpisodePolicy, Utterance
+    from .ops import Op, Provenance
+    from .read import SnapshotProbe
+    from .records import (
+        ApplyResult,
+        Belief,
+        Change,
+        Episode,
+        EraseReceipt,
+        LedgerEvent,
+        RecallRequest,
+        RecallResult,
+        ScoredBelief,
+        ScoredEpisode,
+        Source,
+        UserSummary,
+    )
+    from .write import TransactionHook
+
+# Each public name and its module. They are imported on first use (PEP 562), so that a
+# module of this package that needs no database statement (``records``, ``rows``: what
+# the inspector commands render) loads without the rest, which imports SQLAlchemy.
+_HOMES = {
+    "ApplyResult": ".records",
+    "Belief": ".records",
+    "BeliefEngine": ".core",
+    "Change": ".records",
+    "Episode": ".records",
+    "EpisodePolicy": ".episodes",
+    "EraseReceipt": ".records",
+    "LedgerEvent": ".records",
+    "Op": ".ops",
+    "Provenance": ".ops",
+    "RecallRequest": ".records",
+    "RecallResult": ".records",
+    "ScoredBelief": ".records",
+    "ScoredEpisode": ".records",
+    "SnapshotProbe": ".read",
+    "Source": ".records",
+    "TransactionHook": ".write",
+    "UserSummary": ".records",
+    "Utterance": ".episodes",
+}
 
 __all__ = [
     "ApplyResult",
@@ -50,3 +81,17 @@ __all__ = [
     "UserSummary",
     "Utterance",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it as a module attribute."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

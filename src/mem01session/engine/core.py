@@ -164,7 +164,7 @@ class BeliefEngine:
 
     async def get(self, user_id: str, belief_id: int) -> Belief:
         """One belief with its sources; :class:`BeliefNotFoundError` if not the user's."""
-        return await inspection.get_belief(self.parts, user_id, belief_id)
+        return await inspection.get_belief(self.db.direct, user_id, belief_id)
 
     async def history(
         self,
@@ -176,7 +176,7 @@ class BeliefEngine:
     ) -> list[Belief]:
         """The user's beliefs, oldest first (``valid_from``, then id); with ``contains``,
         only those whose statement contains it (ignoring case)."""
-        return await inspection.history(self.parts, user_id, include_inactive, limit, contains)
+        return await inspection.history(self.db.direct, user_id, include_inactive, limit, contains)
 
     async def episodes(
         self,
@@ -189,35 +189,35 @@ class BeliefEngine:
         """The user's most recent episodes (what was said, hidden ones included), oldest
         first, each with the beliefs drawn from it; with ``session_id``, one conversation's;
         with ``contains``, those whose words contain it (ignoring case)."""
-        return await inspection.episodes(self.parts, user_id, session_id, limit, contains)
+        return await inspection.episodes(self.db.direct, user_id, session_id, limit, contains)
 
     async def episode(self, user_id: str, episode_id: int) -> Episode:
         """One episode with the beliefs drawn from it; :class:`EpisodeNotFoundError` if not
         the user's."""
-        return await inspection.get_episode(self.parts, user_id, episode_id)
+        return await inspection.get_episode(self.db.direct, user_id, episode_id)
 
     async def keyed(self, user_id: str, *, limit: int = 50) -> list[Belief]:
         """Active beliefs with a key (``home.city``…), newest first: extractor candidates."""
-        return await inspection.keyed(self.parts, user_id, limit)
+        return await inspection.keyed(self.db.direct, user_id, limit)
 
     async def ledger(
         self, user_id: str, *, belief_id: int | None = None, limit: int = 200
     ) -> list[LedgerEvent]:
         """Ledger events, oldest first, optionally for one belief."""
-        return await inspection.ledger(self.parts, user_id, belief_id, limit)
+        return await inspection.ledger(self.db.direct, user_id, belief_id, limit)
 
     async def users(self, *, contains: str | None = None, limit: int = 200) -> list[UserSummary]:
         """Users with durable memory, erased ones included, most recently changed first
         (the one read across users); with ``contains``, only user ids containing it."""
-        return await inspection.users(self.parts, contains, limit)
+        return await inspection.users(self.db.direct, contains, limit)
 
     async def user(self, user_id: str) -> UserSummary | None:
         """The user's summary (version, erase tombstone, belief counts); None if unknown."""
-        return await inspection.user_summary(self.parts, user_id)
+        return await inspection.user_summary(self.db.direct, user_id)
 
     async def user_version(self, user_id: str) -> int:
         """Monotonic counter bumped by every applied batch (0 for an unknown user)."""
-        return await users.user_version(self.parts, user_id)
+        return await inspection.user_version(self.db.direct, user_id)
 
     async def reembed(
         self,

@@ -1,46 +1,47 @@
-"""Inspection: one belief, the timeline, the ledger, the episodes. Plain reads, no ranking."""
+"""Inspection: one belief, the timeline, the ledger, the episodes, the users, a user's
+version. Plain reads, no ranking.
+
+Each is a function of a :class:`~mem01session.db.direct.DirectPool` (one autocommit
+statement at a time, psycopg's ``%(name)s`` placeholders): ``BeliefEngine`` passes its
+database's pool (``db.direct``), and the read-only CLI commands pass one of their own,
+opened without SQLAlchemy. So this module imports neither SQLAlchemy nor the rest of the
+engine; every statement is the user's own rows (``user_id = ...``) but :func:`users`,
+which lists them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from typing import TYPE_CHECKING, Any
 
 from ..checks import check_filter, check_id, check_positive_int
 from ..errors import BeliefNotFoundError, EpisodeNotFoundError
-from .parts import EngineParts
 from .records import Belief, Episode, LedgerEvent, Source, UserSummary
 from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
 
+if TYPE_CHECKING:
+    from ..db.direct import DirectPool
 
-async def get_belief(parts: EngineParts, user_id: str, belief_id: int) -> Belief:
+
+async def get_belief(pool: DirectPool, user_id: str, belief_id: int) -> Belief:
     """The user's belief ``belief_id`` with its sources (oldest first), in any status."""
     user_id = check_id("user_id", user_id)
     if isinstance(belief_id, bool) or not isinstance(belief_id, int):
         raise BeliefNotFoundError(f"belief ids are ints, got {belief_id!r:.40}")
     if not 1 <= belief_id <= MAX_BIGINT:
         raise BeliefNotFoundError(f"belief #{belief_id} does not exist for this user")
-    async with parts.db.sa_engine.connect() as conn:
-        row = (
-            (
-                await conn.execute(
-                    text(f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u AND id = :id"),
-                    {"u": user_id, "id": belief_id},
-                )
-            )
-            .mappings()
-            .first()
-        )
-        if row is None:
-            raise BeliefNotFoundError(f"belief #{belief_id} does not exist for this user")
-        sources = await load_sources(conn, user_id, [belief_id])
-    return belief_from_row(row, sources.get(belief_id, ()))
+    rows = await pool.fetch(
+        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = %(u)s AND id = %(id)s",
+        {"u": user_id, "id": belief_id},
+    )
+    if not rows:
+        raise BeliefNotFoundError(f"belief #{belief_id} does not exist for this user")
+    sources = await load_sources(pool, user_id, [belief_id])
+    return belief_from_row(rows[0], sources.get(belief_id, ()))
 
 
 async def history(
-    parts: EngineParts,
+    pool: DirectPool,
     user_id: str,
     include_inactive: bool = True,
     limit: int = 100,
@@ -55,26 +56,17 @@ async def history(
     where = "" if include_inactive else "AND status = 'active' "
     q = check_filter("contains", contains)
     if q is not None:
-        where += "AND strpos(lower(content), lower(:q)) > 0 "
-    async with parts.db.sa_engine.connect() as conn:
-        rows = (
-            (
-                await conn.execute(
-                    text(
-                        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u {where}"
-                        "ORDER BY valid_from DESC, id DESC LIMIT :limit"
-                    ),
-                    {"u": user_id, "limit": limit, "q": q},
-                )
-            )
-            .mappings()
-            .all()
-        )
-        sources = await load_sources(conn, user_id, [int(r["id"]) for r in rows])
+        where += "AND strpos(lower(content), lower(%(q)s)) > 0 "
+    rows = await pool.fetch(
+        f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = %(u)s {where}"
+        "ORDER BY valid_from DESC, id DESC LIMIT %(limit)s",
+        {"u": user_id, "limit": limit, "q": q},
+    )
+    sources = await load_sources(pool, user_id, [int(r["id"]) for r in rows])
     return [belief_from_row(r, sources.get(int(r["id"]), ())) for r in reversed(rows)]
 
 
-async def keyed(parts: EngineParts, user_id: str, limit: int = 50) -> list[Belief]:
+async def keyed(pool: DirectPool, user_id: str, limit: int = 50) -> list[Belief]:
     """The user's active beliefs that fill a key slot (``home.city``…), newest first.
 
     Extractors need them whatever the turn's wording: a new value for a slot replaces the
@@ -82,8 +74,7 @@ async def keyed(parts: EngineParts, user_id: str, limit: int = 50) -> list[Belie
     """
     user_id = check_id("user_id", user_id)
     check_positive_int("limit", limit)
-    # One autocommit statement (the worker asks this for every turn it extracts).
-    rows = await parts.db.direct.fetch(
+    rows = await pool.fetch(
         f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = %(u)s "
         "AND status = 'active' AND key IS NOT NULL "
         "ORDER BY updated_at DESC, id DESC LIMIT %(limit)s",
@@ -93,7 +84,7 @@ async def keyed(parts: EngineParts, user_id: str, limit: int = 50) -> list[Belie
 
 
 async def ledger(
-    parts: EngineParts, user_id: str, belief_id: int | None = None, limit: int = 200
+    pool: DirectPool, user_id: str, belief_id: int | None = None, limit: int = 200
 ) -> list[LedgerEvent]:
     """The user's most recent ``limit`` ledger events, oldest first.
 
@@ -104,23 +95,14 @@ async def ledger(
     where = (
         ""
         if belief_id is None
-        else "AND (belief_id = CAST(:b AS bigint) OR CAST(:b AS bigint) = ANY(related_ids)) "
+        else "AND (belief_id = CAST(%(b)s AS bigint) OR CAST(%(b)s AS bigint) = ANY(related_ids)) "
     )
-    async with parts.db.sa_engine.connect() as conn:
-        rows = (
-            (
-                await conn.execute(
-                    text(
-                        "SELECT id, op, belief_id, related_ids, before, after, reason, job_id, "
-                        f"created_at FROM belief_events WHERE user_id = :u {where}"
-                        "ORDER BY id DESC LIMIT :limit"
-                    ),
-                    {"u": user_id, "b": belief_id, "limit": limit},
-                )
-            )
-            .mappings()
-            .all()
-        )
+    rows = await pool.fetch(
+        "SELECT id, op, belief_id, related_ids, before, after, reason, job_id, "
+        f"created_at FROM belief_events WHERE user_id = %(u)s {where}"
+        "ORDER BY id DESC LIMIT %(limit)s",
+        {"u": user_id, "b": belief_id, "limit": limit},
+    )
     return [
         LedgerEvent(
             id=int(r["id"]),
@@ -138,26 +120,31 @@ async def ledger(
 
 
 async def load_sources(
-    conn: AsyncConnection, user_id: str, belief_ids: Sequence[int]
+    pool: DirectPool, user_id: str, belief_ids: Sequence[int]
 ) -> dict[int, list[Source]]:
     """Sources of the given beliefs of the user, oldest first per belief."""
     if not belief_ids:
         return {}
-    rows = (
-        await conn.execute(
-            text(
-                "SELECT belief_id, session_id, item_ref, evidence, observed_at, extractor, job_id, "
-                "episode_id FROM belief_sources "
-                "WHERE user_id = :u AND belief_id = ANY(CAST(:ids AS bigint[])) "
-                "ORDER BY observed_at, id"
-            ),
-            {"u": user_id, "ids": list(belief_ids)},
-        )
-    ).mappings()
+    rows = await pool.fetch(
+        "SELECT belief_id, session_id, item_ref, evidence, observed_at, extractor, job_id, "
+        "episode_id FROM belief_sources "
+        "WHERE user_id = %(u)s AND belief_id = ANY(CAST(%(ids)s AS bigint[])) "
+        "ORDER BY observed_at, id",
+        {"u": user_id, "ids": list(belief_ids)},
+    )
     out: dict[int, list[Source]] = {}
     for row in rows:
         out.setdefault(int(row["belief_id"]), []).append(source_from_row(row))
     return out
+
+
+async def user_version(pool: DirectPool, user_id: str) -> int:
+    """The user's memory version: bumped by every applied batch and by erase; 0 if unknown."""
+    user_id = check_id("user_id", user_id)
+    rows = await pool.fetch(
+        "SELECT version FROM memory_users WHERE user_id = %(u)s", {"u": user_id}
+    )
+    return int((rows[0]["version"] if rows else None) or 0)
 
 
 _USERS = """
@@ -185,7 +172,7 @@ def _summary(row: Mapping[Any, Any]) -> UserSummary:
 
 
 async def users(
-    parts: EngineParts, contains: str | None = None, limit: int = 200
+    pool: DirectPool, contains: str | None = None, limit: int = 200
 ) -> list[UserSummary]:
     """Users with durable memory (erased ones included), most recently changed first.
 
@@ -194,27 +181,19 @@ async def users(
     """
     check_positive_int("limit", limit)
     q = check_filter("contains", contains)
-    where = "WHERE strpos(lower(u.user_id), lower(:q)) > 0 " if q is not None else ""
-    async with parts.db.sa_engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text(f"{_USERS}{where}ORDER BY u.updated_at DESC, u.user_id LIMIT :limit"),
-                {"q": q, "limit": limit},
-            )
-        ).mappings()
-        return [_summary(r) for r in rows]
+    where = "WHERE strpos(lower(u.user_id), lower(%(q)s)) > 0 " if q is not None else ""
+    rows = await pool.fetch(
+        f"{_USERS}{where}ORDER BY u.updated_at DESC, u.user_id LIMIT %(limit)s",
+        {"q": q, "limit": limit},
+    )
+    return [_summary(r) for r in rows]
 
 
-async def user_summary(parts: EngineParts, user_id: str) -> UserSummary | None:
+async def user_summary(pool: DirectPool, user_id: str) -> UserSummary | None:
     """One user's summary; None if nothing was ever applied to, or erased for, the user."""
     user_id = check_id("user_id", user_id)
-    async with parts.db.sa_engine.connect() as conn:
-        row = (
-            (await conn.execute(text(f"{_USERS}WHERE u.user_id = :u"), {"u": user_id}))
-            .mappings()
-            .first()
-        )
-    return None if row is None else _summary(row)
+    rows = await pool.fetch(f"{_USERS}WHERE u.user_id = %(u)s", {"u": user_id})
+    return _summary(rows[0]) if rows else None
 
 
 _EPISODE_COLUMNS = (
@@ -243,7 +222,7 @@ def _episode(row: Mapping[Any, Any]) -> Episode:
 
 
 async def episodes(
-    parts: EngineParts,
+    pool: DirectPool,
     user_id: str,
     session_id: str | None = None,
     limit: int = 100,
@@ -257,48 +236,29 @@ async def episodes(
     where = ""
     if session_id is not None:
         session_id = check_id("session_id", session_id)
-        where += "AND e.session_id = :s "
+        where += "AND e.session_id = %(s)s "
     q = check_filter("contains", contains)
     if q is not None:
-        where += "AND strpos(lower(e.content), lower(:q)) > 0 "
-    async with parts.db.sa_engine.connect() as conn:
-        rows = (
-            (
-                await conn.execute(
-                    text(
-                        f"SELECT {_EPISODE_COLUMNS} FROM episodes e WHERE e.user_id = :u "
-                        f"{where}ORDER BY e.said_at DESC, e.id DESC LIMIT :limit"
-                    ),
-                    {"u": user_id, "s": session_id, "q": q, "limit": limit},
-                )
-            )
-            .mappings()
-            .all()
-        )
+        where += "AND strpos(lower(e.content), lower(%(q)s)) > 0 "
+    rows = await pool.fetch(
+        f"SELECT {_EPISODE_COLUMNS} FROM episodes e WHERE e.user_id = %(u)s "
+        f"{where}ORDER BY e.said_at DESC, e.id DESC LIMIT %(limit)s",
+        {"u": user_id, "s": session_id, "q": q, "limit": limit},
+    )
     return [_episode(r) for r in reversed(rows)]
 
 
-async def get_episode(parts: EngineParts, user_id: str, episode_id: int) -> Episode:
+async def get_episode(pool: DirectPool, user_id: str, episode_id: int) -> Episode:
     """The user's episode ``episode_id``; :class:`EpisodeNotFoundError` if not the user's."""
     user_id = check_id("user_id", user_id)
     if isinstance(episode_id, bool) or not isinstance(episode_id, int):
         raise EpisodeNotFoundError(f"episode ids are ints, got {episode_id!r:.40}")
     if not 1 <= episode_id <= MAX_BIGINT:
         raise EpisodeNotFoundError(f"episode #{episode_id} does not exist for this user")
-    async with parts.db.sa_engine.connect() as conn:
-        row = (
-            (
-                await conn.execute(
-                    text(
-                        f"SELECT {_EPISODE_COLUMNS} FROM episodes e "
-                        "WHERE e.user_id = :u AND e.id = :id"
-                    ),
-                    {"u": user_id, "id": episode_id},
-                )
-            )
-            .mappings()
-            .first()
-        )
-    if row is None:
+    rows = await pool.fetch(
+        f"SELECT {_EPISODE_COLUMNS} FROM episodes e WHERE e.user_id = %(u)s AND e.id = %(id)s",
+        {"u": user_id, "id": episode_id},
+    )
+    if not rows:
         raise EpisodeNotFoundError(f"episode #{episode_id} does not exist for this user")
-    return _episode(row)
+    return _episode(rows[0])

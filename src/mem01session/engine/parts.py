@@ -5,8 +5,9 @@ The default token counter is loaded on first use (:attr:`EngineParts.token_count
 loading a BPE takes seconds, and an engine that only lists or edits beliefs (the
 inspector commands) counts no tokens.
 
-The read, write, erase and inspection modules take an :class:`EngineParts`;
-:class:`~mem01session.engine.core.BeliefEngine` holds one and adds nothing but the API.
+The read, write and erase modules take an :class:`EngineParts` (the inspection module
+takes the database's direct pool alone); :class:`~mem01session.engine.core.BeliefEngine`
+holds one and adds nothing but the API.
 """
 
 from __future__ import annotations

@@ -61,16 +61,6 @@ async def bump_version(
     return int(row["version"])
 
 
-async def user_version(parts: EngineParts, user_id: str) -> int:
-    """The user's memory version: bumped by every applied batch and by erase; 0 if unknown."""
-    user_id = check_id("user_id", user_id)
-    async with parts.db.sa_engine.connect() as conn:
-        version = await conn.scalar(
-            text("SELECT version FROM memory_users WHERE user_id = :u"), {"u": user_id}
-        )
-    return int(version or 0)
-
-
 async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:
     """When the user's memory was erased, if it is (the tombstone is not lifted); else None."""
     user_id = check_id("user_id", user_id)

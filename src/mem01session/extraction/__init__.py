@@ -7,8 +7,10 @@
 * :func:`screen` / :func:`screen_ops`: the secret and hygiene screen the worker applies to
   every op, whichever extractor proposed it, before anything is stored.
 
-``OpenAIExtractor`` is imported on first use (PEP 562): the worker needs the protocol and
-the screen, not the OpenAI client.
+Every public name but :func:`default_extractor` is imported on first use (PEP 562): the
+worker needs the protocol and the screen, not the OpenAI client, and a module that only
+needs the types (:mod:`.base`: what a job carries, which ``mem01session jobs list``
+reads) loads without the rule extractor's patterns and the secret rules.
 """
 
 from __future__ import annotations
@@ -20,13 +22,28 @@ from typing import TYPE_CHECKING, Any
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger, notice_once
-from ..secret_scan import contains_secret, redact_secrets
-from .base import Candidate, Extraction, Extractor, Turn, TurnMessage
-from .hygiene import screen, screen_ops
-from .rules import RuleExtractor
 
 if TYPE_CHECKING:
+    from ..secret_scan import contains_secret, redact_secrets
+    from .base import Candidate, Extraction, Extractor, Turn, TurnMessage
+    from .hygiene import screen, screen_ops
     from .openai_extractor import OpenAIExtractor
+    from .rules import RuleExtractor
+
+# Each public name and its module.
+_HOMES = {
+    "Candidate": ".base",
+    "Extraction": ".base",
+    "Extractor": ".base",
+    "OpenAIExtractor": ".openai_extractor",
+    "RuleExtractor": ".rules",
+    "Turn": ".base",
+    "TurnMessage": ".base",
+    "contains_secret": "..secret_scan",
+    "redact_secrets": "..secret_scan",
+    "screen": ".hygiene",
+    "screen_ops": ".hygiene",
+}
 
 log = get_logger(__name__)
 
@@ -47,9 +64,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "OpenAIExtractor":
-        return import_module(".openai_extractor", __name__).OpenAIExtractor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Import a public name on first use and keep it as a module attribute."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def default_extractor(settings: Settings, *, kind: str | None = None) -> Extractor:
@@ -73,6 +98,8 @@ def default_extractor(settings: Settings, *, kind: str | None = None) -> Extract
             settings.openai_base_url or "api",
         )
     elif kind == "rules":
+        from .rules import RuleExtractor
+
         extractor = RuleExtractor()
         notice_once(
             log,

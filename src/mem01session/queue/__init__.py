@@ -7,10 +7,31 @@ extractor, and what a turn is, live in :mod:`mem01session.extraction.base`; they
 named here too.
 """
 
-from ..extraction.base import Candidate, Extraction, Extractor, Turn, TurnMessage
-from .job_records import Job, JobProgress
-from .jobs import JobStore
-from .worker import MemoryWorker, WorkerPolicy
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..extraction.base import Candidate, Extraction, Extractor, Turn, TurnMessage
+    from .job_records import Job, JobProgress
+    from .jobs import JobStore
+    from .worker import MemoryWorker, WorkerPolicy
+
+# Each public name and its module, imported on first use (PEP 562): ``job_records``
+# (what ``mem01session jobs list`` shows) loads without the worker and the engine.
+_HOMES = {
+    "Candidate": "..extraction.base",
+    "Extraction": "..extraction.base",
+    "Extractor": "..extraction.base",
+    "Job": ".job_records",
+    "JobProgress": ".job_records",
+    "JobStore": ".jobs",
+    "MemoryWorker": ".worker",
+    "Turn": "..extraction.base",
+    "TurnMessage": "..extraction.base",
+    "WorkerPolicy": ".worker",
+}
 
 __all__ = [
     "Candidate",
@@ -24,3 +45,17 @@ __all__ = [
     "TurnMessage",
     "WorkerPolicy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it as a module attribute."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,15 +1,21 @@
 """What a job row is: the job, a user's progress through the queue, counts per status, and
-the payload a turn is stored as (scrubbed of secrets)."""
+the payload a turn is stored as (scrubbed of secrets); and the job listing
+(:func:`list_jobs`), a plain read on a direct pool that :class:`~.jobs.JobStore` and the
+read-only CLI commands share (the latter without SQLAlchemy, which :mod:`.jobs` imports).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..extraction.base import Turn, TurnMessage
 from ..redaction import redact
+
+if TYPE_CHECKING:
+    from ..db.direct import DirectPool
 
 REFUSED = "refused"
 """Payload key marking a job row that records a turn which could not be stored."""
@@ -99,6 +105,29 @@ JOB_COLUMNS = (
 
 def job_from_row(row: Mapping[Any, Any]) -> Job:
     return Job(**{k: row[k] for k in JOB_COLUMNS.split(", ")})
+
+
+async def list_jobs(
+    pool: DirectPool,
+    *,
+    user_id: str | None = None,
+    status: str | None = None,
+    limit: int = 100,
+) -> list[Job]:
+    """Jobs, newest first, optionally for one user or one status."""
+    clauses = []
+    params: dict[str, Any] = {"limit": limit}
+    if user_id is not None:
+        clauses.append("user_id = %(u)s")
+        params["u"] = user_id
+    if status is not None:
+        clauses.append("status = %(status)s")
+        params["status"] = status
+    where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+    rows = await pool.fetch(
+        f"SELECT {JOB_COLUMNS} FROM memory_jobs {where}ORDER BY id DESC LIMIT %(limit)s", params
+    )
+    return [job_from_row(r) for r in rows]
 
 
 def scrub(text: str) -> str:

@@ -1,5 +1,6 @@
 """The job table: one row per turn waiting for extraction. :class:`JobStore` holds every
-statement on ``memory_jobs``.
+statement on ``memory_jobs`` but the listing, which it shares with the read-only CLI
+commands (:func:`.job_records.list_jobs`).
 
 A job is claimed under a lease (``FOR UPDATE SKIP LOCKED``, one user at a time: see
 :mod:`.claim`), processed, and marked done *inside the transaction that applies its ops*
@@ -19,7 +20,6 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -41,6 +41,7 @@ from .job_records import (
     JobCounts,
     JobProgress,
     job_from_row,
+    list_jobs,
     payload_for,
 )
 
@@ -289,24 +290,9 @@ class JobStore:
     async def list_jobs(
         self, *, user_id: str | None = None, status: str | None = None, limit: int = 100
     ) -> list[Job]:
-        """Jobs, newest first, optionally for one user or one status."""
-        clauses = []
-        params: dict[str, Any] = {"limit": limit}
-        if user_id is not None:
-            clauses.append("user_id = :u")
-            params["u"] = user_id
-        if status is not None:
-            clauses.append("status = :status")
-            params["status"] = status
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        async with self.db.sa_engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    text(f"{_SELECT_JOBS} {where} ORDER BY id DESC LIMIT :limit"),
-                    params,
-                )
-            ).mappings()
-            return [job_from_row(r) for r in rows]
+        """Jobs, newest first, optionally for one user or one status
+        (:func:`~.job_records.list_jobs`)."""
+        return await list_jobs(self.db.direct, user_id=user_id, status=status, limit=limit)
 
     async def get(self, job_id: int) -> Job | None:
         """One job by id, of whichever user (the operator's tools look jobs up by id)."""
