@@ -42,7 +42,9 @@ from mem01session.demo import OfflineAnswerModel
 
 USER, TURNS = sys.argv[1], sys.argv[2:]
 agent = Agent(name="assistant", instructions="Answer briefly.", model=OfflineAnswerModel())
-session = Mem01Session("writer", user_id=USER)
+# A generous budget: this is about exits, and on a busy test machine a read can take longer
+# than the default 2 s (the run would then answer without memory, and warn).
+session = Mem01Session("writer", user_id=USER, recall_wait=30)
 """
 
 WRITERS = {
@@ -194,7 +196,7 @@ class Stuck(RuleExtractor):
         await asyncio.Event().wait()  # an LLM call that never answers
 
 memory = Memory(extractor=Stuck(), exit_timeout=0.5)
-session = Mem01Session("writer", user_id=sys.argv[1], memory=memory)
+session = Mem01Session("writer", user_id=sys.argv[1], memory=memory, recall_wait=30)
 agent = Agent(name="assistant", model=OfflineAnswerModel())
 Runner.run_sync(agent, sys.argv[2], session=session, run_config=session.run_config())
 """
