@@ -59,6 +59,9 @@ async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
             {"u": user_id, "now": now},
         )
     forget_rendered()
+    forget = getattr(parts.embedder, "forget_texts", None)  # recent texts' vectors, if kept
+    if callable(forget):
+        forget()
     return EraseReceipt(user_id=user_id, erased_at=now, deleted=deleted)
 
 
