@@ -16,7 +16,8 @@ REPRODUCE = """## How to reproduce
 
 ```
 bash bench/run_all.sh            # = bash bench/setup_peers.sh && python -m bench all
-python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embedder|load
+python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embedder|load|cli
+python -m bench cli --tests --full-suite  # the command line, and the test suite's times
 python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
 python -m bench e2e --locomo DIR       # the same dialogues through the real Runner
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead

@@ -178,11 +178,46 @@ def table(r: OverheadResult) -> str:
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in r.cases:
-        where = "one" if c.conversations == 1 else "two, alternating"
+        added95 = c.p95("mem") - c.p95("bare")
+        mark = " (below zero: see the note)" if added95 < 0 else ""
         rows.append(
-            f"| {c.delay:.1f} s | {where} | {c.p50('bare'):.1f} | {c.p95('bare'):.1f} "
+            f"| {c.delay:.1f} s | {_where(c)} | {c.p50('bare'):.1f} | {c.p95('bare'):.1f} "
             f"| {c.p50('mem'):.1f} | {c.p95('mem'):.1f} "
-            f"| **{c.p50('mem') - c.p50('bare'):.1f}** | {c.p95('mem') - c.p95('bare'):.1f} "
+            f"| **{c.p50('mem') - c.p50('bare'):.1f}** | {added95:.1f}{mark} "
             f"| {c.stale} |"
         )
     return "\n".join(rows)
+
+
+def _where(c: Case) -> str:
+    return "one" if c.conversations == 1 else "two, alternating"
+
+
+def below_zero(r: OverheadResult) -> str:
+    """Why an added p95 came out negative, for each row where it did (empty if none).
+
+    The added columns subtract the bare percentile from the Mem01Session one; a p95 of a
+    few dozen runs is set by the slowest two or three, so one pause of the machine on the
+    bare side (a garbage collection, another process) can outweigh the overhead. Said with
+    the runs that did it, so that a negative figure never stands without its reason."""
+    notes = []
+    for c in r.cases:
+        if c.p95("mem") - c.p95("bare") >= 0:
+            continue
+        slow_bare = ", ".join(f"{x:.1f}" for x in sorted(c.bare_ms)[-3:][::-1])
+        slow_mem = ", ".join(f"{x:.1f}" for x in sorted(c.mem_ms)[-3:][::-1])
+        notes.append(
+            f"{c.delay:.1f} s, {_where(c)}: the bare side's slowest runs took {slow_bare} ms "
+            f"(its median {c.p50('bare'):.1f} ms), Mem01Session's {slow_mem} ms"
+        )
+    if not notes:
+        return ""
+    return (
+        "Added p95 below zero ("
+        + "; ".join(notes)
+        + f"): with {r.runs} runs a p95 is set by the slowest two or three, so a pause of "
+        "the machine that lands on bare runs (a garbage collection, another process) "
+        "outweighs what Mem01Session adds. A difference of percentiles is not a "
+        "percentile of differences: Mem01Session makes no run faster, and the p50 column "
+        "is the one to read."
+    )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from alembic.script import ScriptDirectory
 from typer.testing import CliRunner
@@ -26,7 +29,13 @@ def test_fresh_database_upgrade_current_check_history(env: str) -> None:
     result = runner.invoke(app, ["db", "upgrade"])
     assert result.exit_code == 0, result.output
     head = migrate.head_revision()
-    assert head in result.output
+    assert result.output.startswith("upgraded postgresql://")
+    assert result.output.rstrip().endswith(f"from base to {head} (head)")
+
+    # At the head already: nothing was done, and it says so.
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith(f"is already at {head} (head); nothing to do")
 
     result = runner.invoke(app, ["db", "current"])
     assert result.output.strip() == f"{head} (head)"
@@ -34,8 +43,12 @@ def test_fresh_database_upgrade_current_check_history(env: str) -> None:
     result = runner.invoke(app, ["db", "check"])
     assert result.exit_code == 0 and "in sync" in result.output
 
-    result = runner.invoke(app, ["db", "history"])
+    result = runner.invoke(app, ["db", "history"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and head in result.output
+    rows = {line.split()[1]: line for line in result.output.splitlines() if "│ 000" in line}
+    assert "drops every table" in rows["0001"]
+    assert "loses no data" in rows["0002"]
+    assert "drops column beliefs.embedding_model" in rows["0003"]
 
     result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
     assert result.exit_code == 0 and "base" in result.output
@@ -84,7 +97,10 @@ def test_downgrade_to_base_needs_yes(env: str) -> None:
     refused = runner.invoke(app, ["db", "downgrade", "base"])
     assert refused.exit_code == 1
     line = one_error_line(refused.output)
-    assert "0001" in line and "drops tables" in line and "--yes" in line
+    initial = "0001 (Initial schema: beliefs, ledger, provenance, job outbox, users, meta)"
+    assert f"{initial} drops every table" in line
+    assert "0007 (Episodes: " in line and "drops tables episode_terms, episodes" in line
+    assert line.endswith("; add --yes to confirm")
     assert migrate.current(env) == head  # nothing was undone
 
     result = runner.invoke(app, ["db", "downgrade", "base", "--yes"])
@@ -94,10 +110,17 @@ def test_downgrade_to_base_needs_yes(env: str) -> None:
 
 def test_downgrade_that_only_drops_an_index_needs_no_yes(env: str) -> None:
     assert runner.invoke(app, ["db", "upgrade", "--embedding-dim", "8"]).exit_code == 0
-    refused = runner.invoke(app, ["db", "downgrade", "0002"])  # 0003 drops a column
-    assert refused.exit_code == 1 and "--yes" in one_error_line(refused.output)
-    result = runner.invoke(app, ["db", "downgrade", "0002", "--yes"])
-    assert result.exit_code == 0, result.output
+    refused = runner.invoke(app, ["db", "downgrade", "0003"])  # 0004 drops a table, a column
+    line = one_error_line(refused.output)
+    assert refused.exit_code == 1 and "--yes" in line
+    assert "0004 (Per-user term counts: " in line
+    assert "drops table belief_terms and column memory_users.active_beliefs" in line
+    assert "0006" not in line and "0005" not in line  # they lose nothing: not named
+    refused = runner.invoke(app, ["db", "downgrade", "0002", "--yes"])  # 0003 drops a column
+    assert refused.exit_code == 0, refused.output
+    assert refused.output.strip() == "downgraded to 0002 (undid 0007, 0006, 0005, 0004, 0003)"
+    result = runner.invoke(app, ["db", "downgrade", "0002"])  # already there
+    assert result.output.strip() == "the database is at 0002; nothing to undo"
     result = runner.invoke(app, ["db", "downgrade", "0001"])  # 0002 only drops an index
     assert result.exit_code == 0, result.output
     assert migrate.current(env) == "0001"
@@ -119,6 +142,43 @@ def test_the_migrations_that_delete_data_when_undone_are_known() -> None:
     script = ScriptDirectory(str(migrate.migrations_dir()))
     lossy = {s.revision for s in script.walk_revisions() if migrate.deletes_data(s)}
     assert lossy == {"0001", "0003", "0004", "0007"}
+    said = {s.revision: migrate.describe_loss(s) for s in script.walk_revisions()}
+    assert said == {
+        "0001": "drops every table",
+        "0002": "",
+        "0003": "drops column beliefs.embedding_model",
+        "0004": "drops table belief_terms and column memory_users.active_beliefs",
+        "0005": "",
+        "0006": "",
+        "0007": "drops tables episode_terms, episodes and columns belief_sources.episode_id, "
+        "memory_users.episodes",
+    }
+
+
+def test_the_head_is_read_without_alembic_and_agrees_with_it() -> None:
+    script = ScriptDirectory(str(migrate.migrations_dir()))
+    assert migrate.head_revision() == script.get_current_head()
+    code = (
+        "import sys\n"
+        "from mem01session.db import migrate\n"
+        "print(migrate.head_revision(), 'alembic' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [script.get_current_head(), "False"]
+
+
+def test_current_reads_the_revision_as_alembic_does(env: str) -> None:
+    assert migrate.current(env) is None
+    migrate.upgrade(env, "0002", embedding_dim=8)
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine
+
+    engine = create_engine(env.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == "0002"
+    engine.dispose()
+    assert migrate.current(env) == "0002"
 
 
 @pytest.mark.parametrize(

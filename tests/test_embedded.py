@@ -34,6 +34,7 @@ def _cli(home: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_two_processes_start_and_migrate_one_embedded_server(home: Path) -> None:
     procs = [_cli(home, "db", "upgrade") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -46,3 +47,60 @@ def test_two_processes_start_and_migrate_one_embedded_server(home: Path) -> None
     assert (home / "pg" / "PG_VERSION").is_file()
     # The process that started the server stopped it at exit.
     assert not (home / "pg" / "postmaster.pid").exists()
+
+
+def _run(home: Path, *args: str) -> tuple[int, str, str]:
+    proc = _cli(home, *args)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+@pytest.mark.slow
+def test_db_start_keeps_the_server_for_the_commands_that_follow(home: Path) -> None:
+    pg = home.resolve() / "pg"
+    code, out, _ = _run(home, "db", "status")
+    assert code == 1 and out.startswith(f"embedded PostgreSQL in {pg}: not running")
+
+    code, out, err = _run(home, "db", "start")
+    assert code == 0, err
+    assert err.startswith(
+        f"starting the embedded PostgreSQL in {pg} (kept running until mem01session db stop)"
+    ), err
+    head = migrate.head_revision()
+    kept = f"kept running; its database is at {head} (head)"
+    assert out.strip() == f"embedded PostgreSQL in {pg}: {kept}"
+    assert (pg / "postmaster.pid").exists()  # still running after the command exited
+
+    # A later command reuses it: no start, no notice, and it leaves it running.
+    code, out, err = _run(home, "db", "current")
+    assert code == 0 and "starting" not in err, err
+    assert out.strip() == f"{head} (head)"
+    code, out, _ = _run(home, "db", "status")
+    assert code == 0 and "kept running" in out and "processes using it: none" in out
+
+    code, out, _ = _run(home, "db", "start")
+    assert code == 0 and ": already kept running; its database is at " in out
+
+    code, out, err = _run(home, "db", "stop")
+    assert code == 0, err
+    assert out.strip() == f"embedded PostgreSQL in {pg}: stopped"
+    assert not (pg / "postmaster.pid").exists()
+    code, out, _ = _run(home, "db", "stop")
+    assert code == 0 and out.strip().endswith(": not running")
+
+
+def test_db_start_is_about_the_embedded_server_only(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from mem01session.cli import app
+
+    monkeypatch.setenv("MEM01_DATABASE_URL", "postgresql://u:pw@127.0.0.1:1/x")
+    for action in ("start", "stop", "status"):
+        result = CliRunner().invoke(app, ["db", action])
+        assert result.exit_code == 1
+        assert result.output.startswith(
+            "error: MEM01_DATABASE_URL is set, so the commands use that server; "
+            f"`db {action}` is about the embedded one"
+        )

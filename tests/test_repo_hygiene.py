@@ -34,6 +34,8 @@ def test_no_path_of_one_machine_is_written_into_the_repository() -> None:
         if not path.is_file():  # deleted in the work tree
             continue
         rel = path.relative_to(ROOT).as_posix()
+        if rel == "tests/test_repo_hygiene.py":  # this file spells the patterns it looks for
+            continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             for match in MACHINE_PATH.finditer(line):
                 if any(allowed in line for allowed in ALLOWED.get(rel, ())):

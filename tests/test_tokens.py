@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from mem01session.tokens import byte_bound_counter, default_token_counter
 
 
@@ -23,3 +26,27 @@ def test_a_special_tokens_spelling_is_counted_as_text_not_refused() -> None:
 def test_the_byte_bound_never_undercounts() -> None:
     text = "Grüße aus Köln 🌧 <|endoftext|>"
     assert byte_bound_counter().count(text) >= default_token_counter().count(text)
+
+
+def test_an_engine_loads_the_tokenizer_only_when_it_counts() -> None:
+    """Loading a BPE takes seconds: an engine that lists beliefs must not pay for it."""
+    code = (
+        "import sys\n"
+        "from mem01session.embeddings import HashingEmbedder\n"
+        "from mem01session.engine import BeliefEngine\n"
+        "engine = BeliefEngine(None, HashingEmbedder(8))\n"
+        "print(any(m in sys.modules for m in ('bpe_openai', 'tiktoken')))\n"
+        "print(engine.token_counter.count('I live in Lisbon.') > 0)\n"
+        "print(any(m in sys.modules for m in ('bpe_openai', 'tiktoken')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True"]
+
+
+def test_a_given_counter_is_the_one_used() -> None:
+    from mem01session.embeddings import HashingEmbedder
+    from mem01session.engine import BeliefEngine
+
+    engine = BeliefEngine(None, HashingEmbedder(8), token_counter=byte_bound_counter())  # type: ignore[arg-type]
+    assert engine.token_counter.name == "utf8-bytes-upper-bound"

@@ -231,3 +231,25 @@ def test_entry_point_prints_one_line_and_debug_prints_the_traceback(tmp_path: Pa
     as_file = run_cli("db", "downgrade", "nonsense", MEM01_HOME=str(home))
     assert as_file.returncode == 1
     assert one_error_line(as_file.stderr) == f"error: MEM01_HOME={home} is a file, not a folder"
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("missing/x.json", "the folder {tmp}/missing does not exist"),
+        ("", "is a folder; give a file path"),
+    ],
+)
+def test_demo_refuses_an_unwritable_json_path_before_running(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, where: str, expected: str
+) -> None:
+    """Before anything starts (no server, no scenario): the path is checked first."""
+    from mem01session.cli import _server
+
+    def started(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the demo started before checking --json")
+
+    monkeypatch.setattr(_server, "database_url", started)
+    path = clean_env / where
+    line = fails("demo", "--json", str(path))
+    assert line == f"error: --json {path}: " + expected.format(tmp=clean_env)

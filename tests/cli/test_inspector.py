@@ -14,8 +14,10 @@ from typer.testing import CliRunner, Result
 
 from mem01session import Memory
 from mem01session.cli import app
+from mem01session.cli._console import console
 from mem01session.config import Settings
 from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
@@ -181,19 +183,93 @@ def test_recall_prints_the_block_and_its_budget(seeded: Seeded) -> None:
 def test_recall_explain_and_history(seeded: Seeded) -> None:
     out = ok("recall", "--user", ALICE, "where do I live", "--explain", "--history")
     assert "- Lives in New York City (until " in out
-    for signal in ("vector", "text", "relevance", "recency", "confidence", "fused"):
-        assert signal in out
-    sf_row = next(
-        line
-        for line in out.splitlines()
-        if f"#{seeded.sf}" in line and "Lives in San Francisco" in line
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if f"#{seeded.sf} Lives in San Francisco" in line)
+    assert re.match(r"\s*\d+\. #\d+ Lives in San Francisco \(active\)$", lines[at].rstrip())
+    scores = lines[at + 1].split()
+    assert scores[0::2] == ["fused", "relevance", "recency", "confidence"]
+    assert all(re.fullmatch(r"\d\.\d{3}", v) for v in scores[1::2])
+    retrievers = lines[at + 2].strip()
+    assert re.fullmatch(r"vector (\d\.\d{3} \(rank \d+\)|not found)  text .+", retrievers)
+    nyc = next(line for line in lines if f"#{seeded.nyc} Lives in New York City" in line)
+    assert "(superseded)" in nyc
+    assert "fused = relevance x (0.96 + 0.04 recency) x (0.92 + 0.08 confidence)" in " ".join(
+        out.split()
     )
-    assert len(re.findall(r"\d\.\d{3}", sf_row)) == 6
+
+
+async def _said(user: str) -> None:
+    """A turn of ``user`` whose words are kept as an episode, with a belief drawn from
+    another of its messages."""
+    async with Memory(Settings.from_env()) as memory:
+        engine = await memory.engine()
+        await engine.apply(
+            user,
+            [Op.add("Has a cat named Miso", evidence="I have a cat named Miso.")],
+            provenance=Provenance(
+                session_id="conv-pets", job_id=1, observed_at=MONDAY, extractor="test"
+            ),
+            utterances=[
+                Utterance(0, "user", "I have a cat named Miso."),
+                Utterance(1, "user", "My neighbour's long-haired cat keeps visiting my balcony."),
+            ],
+        )
+
+
+def test_recall_explain_lists_quotes_and_fits_80_columns(
+    env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(_said("carol"))
+    monkeypatch.setenv("COLUMNS", "80")  # what a pipe gets
+    console.cache_clear()  # made at the width of the first test that printed
+    try:
+        out = ok("recall", "--user", "carol", "which cat keeps visiting the balcony?", "--explain")
+    finally:
+        console.cache_clear()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "1 belief and 1 quote of " in " ".join(out.split())
+    lines = out.splitlines()
+    quote = next(i for i, line in enumerate(lines) if re.match(r"\s*\d+\. e#\d+ ", line))
+    entry = " ".join(" ".join(lines[quote : quote + 4]).split())
+    said = '"My neighbour\'s long-haired cat keeps visiting my balcony."'
+    assert said + " (said 2026-03-02 in conv-pets)" in entry
+    assert re.search(r"fused \d\.\d{3} relevance \d\.\d{3} recency \d\.\d{3} vector", entry)
+    assert "confidence" not in entry.split(" vector ")[0]  # a quote has none
+    belief = next(line for line in lines if "Has a cat named Miso (active)" in line)
+    assert re.match(r"\s*\d+\. #\d+ Has a cat", belief)
 
 
 def test_recall_budget_limits_the_block(seeded: Seeded) -> None:
     out = ok("recall", "--user", ALICE, "rent", "--budget", "5")
     assert "no memory block" in out and "of 5" in out
+
+
+# -- users --------------------------------------------------------------------------
+
+
+def test_users_lists_counts_activity_and_erasure(seeded: Seeded) -> None:
+    asyncio.run(_said("carol"))
+    out = ok("users")
+    rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("│ ")}
+    assert set(rows) == {ALICE, BOB, "carol"}
+    assert re.search(r"│\s+2 of 3 │\s+0 │ \d{4}-\d\d-\d\d \d\d:\d\d\+00:00 │ -", rows[ALICE])
+    assert re.search(r"│\s+1 │\s+2 │ ", rows["carol"])  # episodes: carol's two messages
+    ok("erase", "--user", BOB, "--yes")
+    bob = next(line for line in ok("users").splitlines() if f" {BOB} " in line)
+    assert "erased 20" in bob
+    data = {u["user_id"]: u for u in json.loads(ok("users", "--json"))}
+    assert data[ALICE]["beliefs"] == {"active": 2, "superseded": 1}
+    assert data[ALICE]["current_beliefs"] == 2 and data[ALICE]["erased_at"] is None
+    assert data[BOB]["erased_at"] is not None and data["carol"]["episodes"] == 2
+    assert [u["user_id"] for u in json.loads(ok("users", "--contains", "CAR", "--json"))] == [
+        "carol"
+    ]
+    assert "no users with durable memory whose id contains 'zz'" in ok("users", "--contains", "zz")
+
+
+def test_users_hides_the_episodes_column_when_nobody_has_any(seeded: Seeded) -> None:
+    out = ok("users")
+    assert "episodes" not in out and "alice" in out
 
 
 # -- forget and erase -----------------------------------------------------------------
@@ -426,8 +502,45 @@ def test_unreachable_database_never_shows_the_password(
     assert result.exit_code == 1
     assert_clean(result)
     [line] = [line for line in result.output.splitlines() if line.strip()]
-    assert line.startswith("error: could not connect to 'postgresql://u:***@127.0.0.1:1/x'")
+    assert line.startswith(
+        "error: cannot connect to the database at postgresql://u:***@127.0.0.1:1/x "
+        "(MEM01_DATABASE_URL): "
+    )
     assert SENTINEL not in result.output
+
+
+CLOSED_PORT_COMMANDS = [
+    ["beliefs", "list", "--user", ALICE],
+    ["beliefs", "history", "--user", ALICE],
+    ["beliefs", "show", "1", "--user", ALICE],
+    ["episodes", "list", "--user", ALICE],
+    ["recall", "--user", ALICE, "query"],
+    ["forget", "--user", ALICE, "1"],
+    ["erase", "--user", ALICE, "--yes"],
+    ["reinstate", "--user", ALICE],
+    ["reembed"],
+    ["users"],
+    ["jobs", "list"],
+    ["jobs", "retry", "1"],
+    ["db", "upgrade", "--embedding-dim", "8"],
+    ["db", "downgrade", "base"],
+    ["db", "current"],
+    ["db", "check"],
+]
+
+
+def test_a_closed_port_reads_the_same_from_every_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEM01_DATABASE_URL", "postgresql://u:pw@127.0.0.1:1/x")
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
+    lines = {" ".join(args): failed(*args) for args in CLOSED_PORT_COMMANDS}
+    assert len(set(lines.values())) == 1, lines
+    [line] = set(lines.values())
+    assert line.startswith(
+        "error: cannot connect to the database at postgresql://u:***@127.0.0.1:1/x "
+        '(MEM01_DATABASE_URL): connection to server at "127.0.0.1", port 1 failed: '
+    )
 
 
 @pytest.mark.parametrize(

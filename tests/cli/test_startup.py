@@ -6,9 +6,12 @@ be flaky, and the figures live in the report of the change that made startup laz
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
+from importlib.metadata import version
 
 import pytest
 
@@ -16,13 +19,14 @@ import mem01session
 
 HEAVY = ("sqlalchemy", "alembic", "agents", "openai", "psycopg", "psycopg_pool", "pgvector")
 
-# Runs the console entry point with ARGS, then prints which heavy packages got imported.
+# Runs the command line (its Typer app) with ARGS, then prints which heavy packages got
+# imported. (The console entry point, main(), ends the process itself.)
 PROBE = """
 import json, sys
 sys.argv = ["mem01session", *json.loads(sys.argv[1])]
-from mem01session.cli import main
+from mem01session.cli import app
 try:
-    main()
+    app()
 except SystemExit:
     pass
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)))
@@ -89,3 +93,104 @@ def test_every_public_name_resolves() -> None:
         assert name in dir(mem01session)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = mem01session.nope  # type: ignore[attr-defined]
+
+
+# What a command that only reads memory must not load: the tokenizer (seconds), the Agents
+# SDK and the OpenAI client (a second), Alembic (tenths). Counting tokens (recall) loads
+# the tokenizer, and that is all.
+NOT_FOR_READING = ("bpe_openai", "tiktoken", "agents", "openai", "alembic")
+
+
+def loaded_by_command(args: list[str], env: dict[str, str]) -> list[str]:
+    code = PROBE.replace("HEAVY", repr(NOT_FOR_READING))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stdout.splitlines()[-1]))
+
+
+async def _seed(url: str) -> None:
+    from mem01session.db import Database
+    from mem01session.embeddings import HashingEmbedder
+    from mem01session.engine import BeliefEngine, Utterance
+    from mem01session.engine.ops import Op, Provenance
+    from tests.conftest import TEST_DIM
+
+    embedder = HashingEmbedder(TEST_DIM)
+    async with await Database.open(
+        url, embedding_model=embedder.name, embedding_dim=embedder.dim
+    ) as db:
+        await BeliefEngine(db, embedder).apply(
+            "alice",
+            [Op.add("Lives in Lisbon", evidence="I live in Lisbon.")],
+            provenance=Provenance(session_id="c1", job_id=1, extractor="test"),
+            utterances=[Utterance(0, "user", "I live in Lisbon.")],
+        )
+
+
+@pytest.fixture
+def reading_env(db_url: str) -> dict[str, str]:
+    """A database holding one user (alice: a belief and an episode) for the commands."""
+    from mem01session.embeddings import HashingEmbedder
+    from tests.conftest import TEST_DIM
+
+    asyncio.run(_seed(db_url))
+    env = dict(os.environ)
+    env["MEM01_DATABASE_URL"] = db_url
+    env["MEM01_EMBEDDING_MODEL"] = HashingEmbedder(TEST_DIM).name
+    return env
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["beliefs", "list", "--user", "alice"],  # every inspector command opens the same way
+        ["users"],
+        ["db", "current"],
+    ],
+)
+def test_reading_commands_load_no_tokenizer_sdk_or_alembic(
+    reading_env: dict[str, str], args: list[str]
+) -> None:
+    assert loaded_by_command(args, reading_env) == []
+
+
+def test_recall_loads_the_tokenizer_and_nothing_else_of_those(
+    reading_env: dict[str, str],
+) -> None:
+    loaded = loaded_by_command(["recall", "--user", "alice", "where do I live?"], reading_env)
+    assert loaded and {m.split(".")[0] for m in loaded} <= {"bpe_openai", "tiktoken"}
+
+
+ENTRY = """
+import atexit, json, sys
+atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
+sys.argv = ["mem01session", *json.loads(sys.argv[1])]
+from mem01session.cli import main
+main()
+print("never reached", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "out", "err"),
+    [
+        (["--version"], 0, f"mem01session {version('mem01session')}\n", ""),
+        (["nope"], 1, "", "error: No such command 'nope'"),
+    ],
+)
+def test_the_entry_point_ends_the_process_after_output_and_exit_handlers(
+    args: list[str], code: int, out: str, err: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", ENTRY, json.dumps(args)], capture_output=True, text=True
+    )
+    assert proc.returncode == code
+    assert proc.stdout == out
+    assert proc.stderr.startswith(err) and proc.stderr.endswith("exit handlers ran\n")
+    assert "never reached" not in proc.stderr

@@ -2,7 +2,8 @@
 
 * An extraction request (its user message lists "Candidate beliefs (active):" and a
   "Turn (observed ...)"): ops for "I live in X" / "I moved to X" (home.city, superseding
-  the candidate when the city changed) and "$N a month in rent" / "rent is $N" (home.rent).
+  the candidate when the city changed) and "$N a month in rent" / "rent is $N" (home.rent);
+  a move with no rent said invalidates the rent candidate, as the prompt asks.
 * Anything else is a chat turn: the answer quotes the active records of the memory block
   it finds in the rendered prompt ("I don't know." without one), as a model shown the
   block would.
@@ -51,11 +52,19 @@ def extraction_ops(request: str) -> dict[str, Any]:
             said.append(line.removeprefix("user: "))
     ops: list[dict[str, Any]] = []
     for text in said:
+        moved = []
         if city := _CITY.search(text):
-            ops += _fact("home.city", f"Lives in {city[1].strip()}", text, candidates)
+            moved = _fact("home.city", f"Lives in {city[1].strip()}", text, candidates)
+            ops += moved
         if rent := _RENT.search(text):
             amount = rent[1] or rent[2]
             ops += _fact("home.rent", f"Pays ${amount} a month in rent", text, candidates)
+        elif any(op["op"] == "SUPERSEDE" for op in moved) and "home.rent" in candidates:
+            ops.append(
+                dict.fromkeys(_FIELDS)
+                | {"targets": [], "op": "INVALIDATE", "target": candidates["home.rent"][0]}
+                | {"reason": "moved: the rent was for the home left", "evidence": text}
+            )
     return {"ops": ops}
 
 

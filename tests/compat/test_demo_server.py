@@ -15,10 +15,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from mem01session.demo.run import QUESTION
 from tests.compat.server import STRICTEST, FakeServer
 
 
+@pytest.mark.slow
 def test_the_demo_runs_against_the_strictest_server(server: FakeServer) -> None:
     server.reset(STRICTEST)
     home = Path(tempfile.mkdtemp(prefix="mem01-compat-demo-"))

@@ -266,3 +266,10 @@ async def test_reembed_gives_episodes_of_another_model_a_current_vector(
     assert await after.count_other_model(uid) == 0
     [current] = (await after.recall(uid, ask)).episodes
     assert current.signals["vector_rank"] == 1  # and by its vector again
+
+
+async def test_the_question_asked_is_not_quoted_back(engine: BeliefEngine, uid: str) -> None:
+    await tell(engine, uid, "Where do I live?", 1)
+    await tell(engine, uid, "I think about where to live a lot.", 2)
+    result = await engine.recall(uid, RecallRequest("where do I live", kinds="episodes"))
+    assert [q.episode.content for q in result.episodes] == ["I think about where to live a lot."]

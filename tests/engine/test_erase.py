@@ -116,6 +116,24 @@ async def test_erasing_an_unknown_user_leaves_a_tombstone(engine: BeliefEngine) 
         await engine.apply("ghost", [Op.add("Likes tea")], provenance=PROV)
 
 
+async def test_erase_without_a_tombstone_leaves_no_trace_of_the_user(
+    engine: BeliefEngine,
+) -> None:
+    """What the demo does with its scratch user: not even the users list names it."""
+    await populate(engine, U)
+    await populate(engine, "bob")
+    bob_before = await table_rows(engine, "bob")
+    receipt = await engine.erase_user(U, tombstone=False)
+    assert receipt.deleted["memory_users"] == 1 and receipt.deleted["beliefs"] == 3
+    assert set((await counts(engine, U)).values()) == {0}
+    assert [u.user_id for u in await engine.users()] == ["bob"]
+    assert await engine.erased_at(U) is None and await engine.user_version(U) == 0
+    assert await table_rows(engine, "bob") == bob_before
+    # Nothing refuses the id afterwards: it is a user like any new one.
+    await engine.apply(U, [Op.add("Likes tea")], provenance=PROV)
+    assert [b.content for b in await engine.history(U)] == ["Likes tea"]
+
+
 async def test_reinstating_a_user_who_was_never_erased_is_harmless(engine: BeliefEngine) -> None:
     await populate(engine, U)
     before = await table_rows(engine, U)

@@ -212,6 +212,17 @@ async def test_valid_to_never_precedes_valid_from(engine: BeliefEngine, uid: str
     await engine.apply(uid, [Op.supersede(old, "Lives in Rome", valid_from=early)], provenance=PROV)
     gone = await engine.get(uid, old)
     assert gone.valid_to is not None and gone.valid_to >= gone.valid_from
+    # The successor starts where the old belief ended: the two never overlap.
+    [rome] = await engine.history(uid, include_inactive=False)
+    assert rome.valid_from == gone.valid_to == gone.valid_from
+
+
+async def test_invalidate_takes_when_it_stopped_holding(engine: BeliefEngine, uid: str) -> None:
+    since, moved = datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 6, 1, tzinfo=UTC)
+    rent = await add(engine, uid, "Pays $900 a month in rent", valid_from=since)
+    await engine.apply(uid, [Op.invalidate(rent, "moved", valid_to=moved)], provenance=PROV)
+    gone = await engine.get(uid, rent)
+    assert (gone.status, gone.valid_from, gone.valid_to) == ("invalidated", since, moved)
 
 
 async def test_supersede_onto_an_existing_statement_reuses_it(

@@ -59,9 +59,11 @@ async def test_monday_wednesday_through_rules_and_engine(
 
     assert sf.status == "active" and sf.key == "home.city"
     assert nyc.status == "superseded" and nyc.superseded_by == sf.id
-    assert nyc.valid_to is not None
-    assert rent.status == "active" and rent.key == "home.rent"
-    assert {b.content for b in beliefs if b.status == "active"} == {sf.content, rent.content}
+    assert nyc.valid_to == sf.valid_from == WEDNESDAY
+    # The move ended the rent of the home left: retired as of the move, text kept.
+    assert rent.status == "invalidated" and rent.key == "home.rent"
+    assert rent.valid_from == MONDAY and rent.valid_to == WEDNESDAY
+    assert {b.content for b in beliefs if b.status == "active"} == {sf.content}
 
     for belief, session, item in ((sf, "conv-wednesday", "wed-1"), (rent, "conv-monday", "mon-1")):
         full = await engine.get(USER, belief.id)

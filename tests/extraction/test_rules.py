@@ -171,7 +171,20 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I quit my job.", False, []),
     ("I'm not vegetarian anymore.", False, []),
     # -- with candidates: supersede
-    ("I moved to San Francisco.", True, [(S, "b1", "home.city", "Lives in San Francisco")]),
+    # A move ends the rent of the home left (b2), unless a new rent is said.
+    (
+        "I moved to San Francisco.",
+        True,
+        [(S, "b1", "home.city", "Lives in San Francisco"), (INV, "b2", None, None)],
+    ),
+    (
+        "I moved to Denver and pay $1,800 a month in rent.",
+        True,
+        [
+            (S, "b1", "home.city", "Lives in Denver"),
+            (S, "b2", "home.rent", "Pays $1,800 a month in rent"),
+        ],
+    ),
     ("My rent went up to $2,600.", True, [(S, "b2", "home.rent", "Pays $2,600 a month in rent")]),
     ("I joined Stripe.", True, [(S, "b3", "work.employer", "Works at Stripe")]),
     (
@@ -208,9 +221,9 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I quit my job.", True, [(INV, "b3", None, None)]),
     ("I left Google.", True, [(INV, "b3", None, None)]),
     ("I no longer work at Google.", True, [(INV, "b3", None, None)]),
-    ("I moved out of NYC.", True, [(INV, "b1", None, None)]),
+    ("I moved out of NYC.", True, [(INV, "b1", None, None), (INV, "b2", None, None)]),
     ("I moved out of Boston.", True, []),
-    ("I don't live in New York anymore.", True, [(INV, "b1", None, None)]),
+    ("I don't live in New York anymore.", True, [(INV, "b1", None, None), (INV, "b2", None, None)]),
     ("I don't play tennis anymore.", True, [(INV, "b6", None, None)]),
     ("I quit smoking.", True, [(INV, "b10", None, None)]),
     ("I no longer like sushi.", True, [(INV, "b7", None, None)]),
@@ -281,6 +294,33 @@ async def test_stated_dates_become_valid_from(text: str, day: datetime | None) -
     turn = Turn("conv-1", (TurnMessage("user", text),), NOW)
     (op,) = (await RuleExtractor().extract(turn, (), NOW)).ops
     assert (op.content, op.valid_from) == ("Lives in Denver", day)
+
+
+@pytest.mark.parametrize(
+    ("said_on", "saturday"),
+    [
+        (datetime(2026, 5, 13, 9, tzinfo=UTC), datetime(2026, 5, 9, tzinfo=UTC)),  # Wednesday
+        (datetime(2026, 5, 11, 9, tzinfo=UTC), datetime(2026, 5, 9, tzinfo=UTC)),  # Monday
+        (datetime(2026, 5, 16, 9, tzinfo=UTC), datetime(2026, 5, 9, tzinfo=UTC)),  # Saturday
+        (datetime(2026, 5, 17, 9, tzinfo=UTC), datetime(2026, 5, 9, tzinfo=UTC)),  # Sunday
+    ],
+)
+async def test_last_weekend_is_the_weekend_before_this_one(
+    said_on: datetime, saturday: datetime
+) -> None:
+    """Said on a Sunday, "last weekend" is not yesterday: that is this weekend."""
+    turn = Turn("conv-1", (TurnMessage("user", "I moved to Denver last weekend."),), said_on)
+    (op,) = (await RuleExtractor().extract(turn, (), said_on)).ops
+    assert op.valid_from == saturday
+
+
+async def test_a_move_retires_the_rent_as_of_the_move() -> None:
+    turn = Turn("conv-1", (TurnMessage("user", "I moved to San Francisco yesterday."),), NOW)
+    home, rent = (await RuleExtractor().extract(turn, KNOWN, NOW)).ops
+    assert (home.op, home.target, home.valid_from) == (S, "b1", datetime(2026, 5, 10, tzinfo=UTC))
+    assert (rent.op, rent.target, rent.valid_from) == (INV, "b2", home.valid_from)
+    assert rent.reason == "moved: this rent was for the previous home"
+    assert rent.evidence == "I moved to San Francisco yesterday."
 
 
 async def test_candidates_without_keys_are_recognized_by_their_text() -> None:

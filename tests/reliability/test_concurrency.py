@@ -41,6 +41,7 @@ async def second_db(db_url: str, embedder: HashingEmbedder) -> AsyncIterator[Dat
     await database.close()
 
 
+@pytest.mark.slow
 async def test_concurrent_conversations_of_one_user(
     engine: BeliefEngine,
     second_db: Database,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from tests.reliability.harness import KILL_PHASES, crash_campaign
@@ -21,6 +23,7 @@ from tests.reliability.harness import KILL_PHASES, crash_campaign
 CI_KILLS = 10  # bench/soak.py runs the long variant (>= 50 kills)
 
 
+@pytest.mark.slow
 async def test_sigkill_at_random_points_loses_and_duplicates_nothing(
     db_url: str, db: Database, embedder: HashingEmbedder, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -96,6 +97,7 @@ def resolve(r: Any, own: list[int], other: int) -> Any:
 counter = iter(range(10**9))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

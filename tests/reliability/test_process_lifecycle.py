@@ -33,6 +33,8 @@ from mem01session.extraction import RuleExtractor
 from mem01session.queue import JobStore, MemoryWorker, TurnMessage
 from tests.reliability.harness import ROOT, say
 
+pytestmark = pytest.mark.slow  # each test runs processes and servers of its own
+
 SLOW_CHILD = textwrap.dedent(
     """
     import asyncio, os, sys

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from datetime import datetime, timedelta
 
+import pytest
 from sqlalchemy import text
 
 from mem01session.db import Database
@@ -46,6 +47,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_killed_worker_job_is_resumed_and_applied_once(
     db_url: str, db: Database, engine: BeliefEngine
 ) -> None:

@@ -74,3 +74,35 @@ async def test_expired_chat_starts_empty_but_still_recalls(memory: Memory, tmp_p
     other = manager.get_or_create("telegram", "43", "chat")
     assert "Porto" not in json.dumps((await turn(other, "Where do I live?")).calls[0].input)
     manager.close()
+
+
+async def test_a_managed_chat_answers_as_its_mem01_session(memory: Memory, tmp_path: Path) -> None:
+    """The README's managed chat, completed: every Mem01Session method on the chat."""
+    with SessionManager(tmp_path, session_factory=mem01_session_factory(memory)) as manager:
+        s = manager.get_or_create("telegram", "42", "chat-7")
+        await turn(s, "I moved to Lisbon", context=s)
+        s.set_state("language", "pt")
+
+        assert s.user_id == "telegram:42" and s.session_id == s.session.session_id
+        assert await s.flush_memory(timeout=30) is True
+        assert s.last_memory_error is None
+        assert s.last_recall is not None  # the run's recall, read through the chat
+        [belief] = await s.memory_history()
+        assert belief.content == "Lives in Lisbon"
+        assert "Lives in Lisbon" in (await s.recall("where do I live?")).text
+        corrected = await s.correct_memory(belief.id, "Lives in Porto")
+        await s.forget_memory(corrected.changes[0].belief_id, reason="test")
+        assert [b.status for b in await s.memory_history()] == ["superseded", "invalidated"]
+        assert (await s.clear_memory()).total > 0
+        assert {"flush_memory", "recall", "set_state"} <= set(dir(s))
+        assert s.get_state("language") == "pt"
+
+
+async def test_a_chat_without_durable_memory_says_how_to_get_it(tmp_path: Path) -> None:
+    with SessionManager(tmp_path) as manager:  # the plain factory: a transcript only
+        s = manager.get_or_create("telegram", "42", "chat-7")
+        with pytest.raises(AttributeError, match="mem01_session_factory") as raised:
+            await s.flush_memory()
+        assert "nor has the SQLiteSession it manages" in str(raised.value)
+        with pytest.raises(AttributeError, match="'_private'"):
+            _ = s._private

@@ -126,10 +126,14 @@ def status(url: str, **headers: str) -> int:
 
 
 def test_mcp_help_loads_neither_mcp_nor_the_database() -> None:
+    # What tests/cli/test_startup.py calls heavy (drivers, Alembic, the SDK), then mcp itself.
     assert loaded_after(["mcp", "--help"]) == []
-    code = "import sys; sys.argv = ['m', 'mcp', '--help']\nfrom mem01session.cli import main\n"
-    code += "try:\n    main()\nexcept SystemExit:\n    pass\n"
-    code += "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'uvicorn')))"
+    code = (
+        "import sys, atexit; sys.argv = ['m', 'mcp', '--help']\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('mcp', 'uvicorn'))))\n"
+        "from mem01session.cli import main\nmain()\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]"

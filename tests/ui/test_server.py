@@ -62,7 +62,7 @@ def test_an_unreachable_database_never_shows_the_password(
     monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
     result = runner.invoke(app, ["ui", "--port", "0"])
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "could not connect to 'postgresql://u:***@127.0.0.1:1/x'" in result.output
+    assert "cannot connect to the database at postgresql://u:***@127.0.0.1:1/x" in result.output
     assert SENTINEL not in result.output
 
 

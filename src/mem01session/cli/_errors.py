@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any, NoReturn, Protocol, cast
 
 import typer
-from typer.core import TyperGroup
 
 from ..errors import Mem01Error
 from ..redaction import redact
+from ._help import TidyGroup
 
 DEBUG_PARAM = "debug"
 
@@ -98,7 +98,7 @@ def _shows_help(exc: Exception) -> bool:
     return type(exc).__name__ == "NoArgsIsHelpError"
 
 
-class OneLineErrors(TyperGroup):
+class OneLineErrors(TidyGroup):
     """The root group: turns every exception into one line and exit code 1.
 
     (Contexts are typed ``Any``: their class depends on the typer release.)

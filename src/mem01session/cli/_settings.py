@@ -31,16 +31,6 @@ def load_settings() -> Settings:
     return settings
 
 
-def database_url(settings: Settings) -> tuple[str, bool]:
-    """The configured URL, or the embedded server's (started if needed); and whether it is
-    the embedded one."""
-    if settings.database_url:
-        return settings.database_url, False
-    from ..db.embedded import embedded_url
-
-    return embedded_url(settings.home), True
-
-
 def check_home(home: Path) -> None:
     """Refuse a data folder that is a file, cannot be created or cannot be written."""
     where = (

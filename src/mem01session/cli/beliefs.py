@@ -8,18 +8,19 @@ import typer
 
 from ._args import check_positive, parse_id
 from ._console import console
+from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
     from ..engine import BeliefEngine
     from ..engine.records import Belief, Episode, LedgerEvent
 
-app = typer.Typer(help="Inspect a user's long-term beliefs.", no_args_is_help=True)
+app = typer.Typer(cls=TidyGroup, help="Inspect a user's long-term beliefs.", no_args_is_help=True)
 
 User = Annotated[str, typer.Option("--user", "-u", help="The user whose memory to read.")]
 Limit = Annotated[int, typer.Option("--limit", help="At most this many (most recent) rows.")]
 
 
-@app.command("list")
+@app.command("list", cls=TidyCommand)
 def list_beliefs(
     user: User,
     show_all: Annotated[
@@ -53,7 +54,7 @@ def list_beliefs(
     console().print(render.beliefs_table(beliefs, show_all=show_all))
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def history(user: User, limit: Limit = 200) -> None:
     """Show the user's ledger as a timeline: op, belief, before -> after, reason, time.
 
@@ -76,7 +77,7 @@ def history(user: User, limit: Limit = 200) -> None:
     console().print(render.ledger_table(events, title=f"ledger of {user}"))
 
 
-@app.command()
+@app.command(cls=TidyCommand)
 def show(
     belief_id: Annotated[str, typer.Argument(metavar="ID", help="The belief id (e.g. 42).")],
     user: User,

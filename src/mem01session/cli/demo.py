@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ._console import console as _console
+from ._errors import fail
 from ._settings import load_settings
 
 if TYPE_CHECKING:
@@ -61,8 +62,25 @@ def show(report: DemoReport) -> None:
         ledger.add_row(e["op"], f"#{e['belief_id']}", escape(str(before)), escape(str(after)))
     console.print(ledger)
     verdict = "[green]all checks passed[/]" if report.passed else "[red]some checks failed[/]"
-    kept = f"kept user {report.user_id} for inspection" if report.kept else "scratch user erased"
+    kept = (
+        f"kept user {report.user_id} for inspection"
+        if report.kept
+        else "scratch user erased, no trace left"
+    )
     console.print(f"{verdict} in {report.seconds:.1f} s; {kept}")
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Refuse, before anything runs, a file path that could not be written at the end."""
+    import os
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        fail(f"{option} {path}: is a folder; give a file path")
+    if not folder.is_dir():
+        fail(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        fail(f"{option} {path}: not writable")
 
 
 def demo(
@@ -84,19 +102,30 @@ def demo(
 ) -> None:
     """Run the Monday/Wednesday/Friday demo.
 
+    Offline without OPENAI_API_KEY; with it, on OpenAI or any OpenAI-compatible server
+    (OPENAI_BASE_URL).
+
     Example: mem01session demo --check
-    Any OpenAI-compatible server: OPENAI_API_KEY=any OPENAI_BASE_URL=http://127.0.0.1:11434/v1
-    mem01session demo --model gemma3
+
+    On a local server:
+      OPENAI_API_KEY=any OPENAI_BASE_URL=http://127.0.0.1:11434/v1 mem01session demo --model gemma3
     """
+    if json_path is not None:
+        check_writable(json_path, "--json")
     import asyncio
     import dataclasses
 
-    from ..demo import run_demo
-    from ..demo.run import dump_json
+    from ._server import database_url
 
     settings = load_settings()
     if model:
         settings = dataclasses.replace(settings, llm_model=model)
+    # First, before the Agents SDK loads: the embedded server started (saying so), or the
+    # configured one checked.
+    database_url(settings)
+    from ..demo import run_demo
+    from ..demo.run import dump_json
+
     report = asyncio.run(run_demo(keep=keep, settings=settings))
     show(report)
     if json_path is not None:

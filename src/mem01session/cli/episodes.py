@@ -9,18 +9,20 @@ import typer
 
 from ._args import check_positive
 from ._console import console
+from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
     from ..engine import BeliefEngine
     from ..engine.records import Episode
 
 app = typer.Typer(
+    cls=TidyGroup,
     help="Inspect what a user said (episodes: kept verbatim beside the beliefs).",
     no_args_is_help=True,
 )
 
 
-@app.command("list")
+@app.command("list", cls=TidyCommand)
 def list_episodes(
     user: Annotated[str, typer.Option("--user", "-u", help="The user whose words to read.")],
     conversation: Annotated[

@@ -12,18 +12,19 @@ import typer
 from ._args import check_positive, parse_id
 from ._console import console
 from ._errors import fail
+from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
     from ..engine import BeliefEngine
     from ..queue.job_records import Job
 
-app = typer.Typer(help="Inspect and retry extraction jobs.", no_args_is_help=True)
+app = typer.Typer(cls=TidyGroup, help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
 JOB_STYLE = {"pending": "cyan", "running": "magenta", "done": "green", "failed": "red"}
 COLUMNS = ("id", "user", "session", "status", "tries", "created", "updated", "last error")
 
 
-@app.command("list")
+@app.command("list", cls=TidyCommand)
 def list_cmd(
     failed: Annotated[bool, typer.Option("--failed", help="Only jobs that gave up.")] = False,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
@@ -68,7 +69,7 @@ def list_cmd(
     console().print(table)
 
 
-@app.command("retry")
+@app.command("retry", cls=TidyCommand)
 def retry_cmd(
     job_id: Annotated[str, typer.Argument(metavar="ID", help="A failed job's id.")],
 ) -> None:

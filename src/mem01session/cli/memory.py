@@ -18,11 +18,9 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ..engine import BeliefEngine
-    from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallResult
+    from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallResult, ScoredEpisode
 
 User = Annotated[str, typer.Option("--user", "-u", help="The user whose memory to use.")]
-
-SIGNALS = ("vector", "text", "relevance", "recency", "confidence", "fused")
 
 
 def recall(
@@ -35,7 +33,8 @@ def recall(
         bool, typer.Option("--history", help="Also recall superseded and invalidated beliefs.")
     ] = False,
     explain: Annotated[
-        bool, typer.Option("--explain", help="Show the per-signal scores of each belief.")
+        bool,
+        typer.Option("--explain", help="Show why each belief and quote is in the block."),
     ] = False,
 ) -> None:
     """Print the memory block the model would see for QUERY.
@@ -65,34 +64,88 @@ def recall(
     console().print(
         Text(
             f"tokens: {result.tokens} of {result.max_tokens} (tokenizer {result.tokenizer}); "
-            f"{len(result.beliefs)} of {result.candidates} candidates packed; "
+            f"{_packed(result)} of {result.candidates} candidates packed; "
             f"{result.latency_ms:.0f} ms"
         )
     )
-    if explain and result.beliefs:
-        console().print(_signals_table(result))
+    if explain and not result.empty:
+        console().print(_explained(result))
 
 
-def _signals_table(result: RecallResult) -> Table:
+def _explained(result: RecallResult) -> Table:
+    """Why each record is in the block, best first: one numbered entry per belief or
+    quote, its scores on short lines (readable at 80 columns, where a table of eight
+    score columns leaves no room for the words)."""
     from rich.table import Table
     from rich.text import Text
 
+    from ..engine.records import ScoredBelief
+    from ..engine.scoring import EPISODE_FACTOR, INACTIVE_FACTOR, W_CONFIDENCE, W_RECENCY
     from . import _render as render
 
-    table = Table(title="per-signal scores (fused = 0.80 relevance + 0.12 recency + 0.08 conf)")
-    table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("belief")
-    table.add_column("status", no_wrap=True)
-    for name in SIGNALS:
-        table.add_column(name, justify="right", no_wrap=True)
-    for item in result.beliefs:
-        b = item.belief
-        cells = [f"{item.signals.get(name, 0.0):.3f}" for name in SIGNALS]
-        ranks = (item.signals.get("vector_rank"), item.signals.get("text_rank"))
-        cells[0] += f" r{int(ranks[0])}" if ranks[0] else ""
-        cells[1] += f" r{int(ranks[1])}" if ranks[1] else ""
-        table.add_row(f"#{b.id}", Text(b.content), render.status(b.status), *cells)
-    return table
+    items: list[ScoredBelief | ScoredEpisode] = [*result.beliefs, *result.episodes]
+    items.sort(key=lambda i: -i.score)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
+    for n, item in enumerate(items, start=1):
+        s = item.signals
+        if isinstance(item, ScoredBelief):
+            b = item.belief
+            body = Text(f"#{b.id} ", style="bold")
+            body.append(Text(b.content))
+            body.append(" (")
+            body += render.status(b.status)
+            body.append(")")
+            scores = _scores(s, ("fused", "relevance", "recency", "confidence"))
+        else:
+            e = item.episode
+            body = Text(f"e#{e.id} ", style="bold")
+            body.append(f'"{e.content}"', style="italic")
+            body.append(f" (said {render.day(e.said_at)} in ")
+            body.append(Text(e.session_id))
+            body.append(")")
+            scores = _scores(s, ("fused", "relevance", "recency"))
+        body.append("\n" + scores)
+        body.append("\n" + _retrievers(s))
+        if s.get("other_model"):
+            body.append("\nits vector was made by another model: found by its words only")
+        grid.add_row(f"{n}.", body)
+    base_r, base_c = 1.0 - W_RECENCY, 1.0 - W_CONFIDENCE
+    note = Text(
+        f"fused = relevance x ({base_r:.2f} + {W_RECENCY:.2f} recency) x ({base_c:.2f} + "
+        f"{W_CONFIDENCE:.2f} confidence); a quote: x {EPISODE_FACTOR:.2f}, no confidence; a "
+        f"belief no longer current: x {INACTIVE_FACTOR:.2f}. Relevance averages the two "
+        "retrievers' ranks (k = 60); text = the share of the question's word weight "
+        "matched.",
+        style="dim",
+    )
+    outer = Table.grid()
+    outer.add_column()
+    outer.add_row(Text("why each is in the block, best first", style="bold"))
+    outer.add_row(grid)
+    outer.add_row(note)
+    return outer
+
+
+def _scores(signals: dict[str, float], names: tuple[str, ...]) -> str:
+    return "  ".join(f"{name} {signals.get(name, 0.0):.3f}" for name in names)
+
+
+def _retrievers(signals: dict[str, float]) -> str:
+    parts = []
+    for name, label in (("vector", "vector"), ("text", "text")):
+        rank = int(signals.get(f"{name}_rank", 0.0))
+        found = f"{signals.get(name, 0.0):.3f} (rank {rank})" if rank else "not found"
+        parts.append(f"{label} {found}")
+    return "  ".join(parts)
+
+
+def _packed(result: RecallResult) -> str:
+    beliefs = f"{len(result.beliefs)} belief{'' if len(result.beliefs) == 1 else 's'}"
+    if not result.episodes:
+        return beliefs
+    return f"{beliefs} and {len(result.episodes)} quote{'' if len(result.episodes) == 1 else 's'}"
 
 
 def forget(
@@ -144,8 +197,9 @@ def erase(
         ),
     ] = False,
 ) -> None:
-    """Hard-delete the user's beliefs, episodes, ledger, provenance and jobs; print the
-    receipt.
+    """Hard-delete everything durable about the user; print the receipt.
+
+    Deletes the user's beliefs, episodes, ledger, provenance and jobs.
 
     After it, no query finds anything of the user; PostgreSQL's files may still hold the
     deleted bytes until their space is reused. --compact rewrites the tables and forces a

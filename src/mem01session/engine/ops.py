@@ -36,7 +36,8 @@ class Op:
     ========== ===================================================================
 
     ``evidence`` is the quote from the conversation the op rests on; ``valid_from`` the
-    time the fact started to hold, when the user said so.
+    time the fact started to hold, when the user said so (for an INVALIDATE: the time it
+    stopped holding, which :meth:`invalidate` takes as ``valid_to``).
     """
 
     op: str
@@ -111,8 +112,19 @@ class Op:
         )
 
     @classmethod
-    def invalidate(cls, target: int | str, reason: str, *, evidence: str | None = None) -> Op:
-        return cls("INVALIDATE", target=target, reason=reason, evidence=evidence)
+    def invalidate(
+        cls,
+        target: int | str,
+        reason: str,
+        *,
+        evidence: str | None = None,
+        valid_to: datetime | None = None,
+    ) -> Op:
+        """``valid_to``: when it stopped holding, when the user said so (default: when
+        it was said)."""
+        return cls(
+            "INVALIDATE", target=target, reason=reason, evidence=evidence, valid_from=valid_to
+        )
 
     @classmethod
     def merge(

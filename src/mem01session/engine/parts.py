@@ -1,6 +1,10 @@
 """What every engine operation needs: the database, the embedder, the token counter, the
 clock, and which episodes are kept.
 
+The default token counter is loaded on first use (:attr:`EngineParts.token_counter`):
+loading a BPE takes seconds, and an engine that only lists or edits beliefs (the
+inspector commands) counts no tokens.
+
 The read, write, erase and inspection modules take an :class:`EngineParts`;
 :class:`~mem01session.engine.core.BeliefEngine` holds one and adds nothing but the API.
 """
@@ -14,7 +18,7 @@ from datetime import UTC, datetime
 from ..checks import aware
 from ..db import Database
 from ..embeddings import Embedder
-from ..tokens import TokenCounter
+from ..tokens import TokenCounter, default_token_counter
 from .episodes import EpisodePolicy
 
 Clock = Callable[[], datetime]
@@ -30,9 +34,17 @@ class EngineParts:
 
     db: Database
     embedder: Embedder
-    token_counter: TokenCounter
+    given_counter: TokenCounter | None = None
+    """The token counter the engine was given; None: the default, loaded on first use."""
     clock: Clock = utcnow
     episodes: EpisodePolicy = field(default_factory=EpisodePolicy)
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter in use (the default one is loaded here, once per process)."""
+        if self.given_counter is not None:
+            return self.given_counter
+        return default_token_counter()
 
     def now(self) -> datetime:
         """The clock's reading, time-zone aware."""

@@ -111,11 +111,23 @@ async def _ranked(
             parts.embedder.name,
         )
     kept = scoring.drop_near_duplicates(ranked, got.near)
+    asked = _said(query)
     episodes = scoring.score_episodes(
-        [q for q in quotes if not _read_already(q.episode, request)], now, explain=request.explain
+        [
+            q
+            for q in quotes
+            if not _read_already(q.episode, request) and _said(q.episode.content) != asked
+        ],
+        now,
+        explain=request.explain,
     )
     considered = len(got.candidates) + len(quotes)
     return _Ranked(kept, episodes, considered, got.other_model, got.probed)
+
+
+def _said(text: str) -> str:
+    """What a message says, for telling a repeat: case, spacing and end marks ignored."""
+    return " ".join(text.casefold().split()).rstrip("?!. ")
 
 
 def _read_already(episode: Episode, request: RecallRequest) -> bool:

@@ -70,7 +70,8 @@ def parse_when(clause: str, observed_at: datetime) -> tuple[str, datetime | None
         elif rel in ("today", "this morning"):
             when = day
         elif rel == "last weekend":
-            back = (day.weekday() - 5) % 7 or 7
+            # Its Saturday; said on a weekend, the one before (not this one's Saturday).
+            back = (day.weekday() - 5) % 7 + (7 if day.weekday() >= 5 else 0)
             when = day - timedelta(days=back)
         elif rel == "last week":
             when = day - timedelta(days=7)

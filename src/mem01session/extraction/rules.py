@@ -189,7 +189,33 @@ def reconcile(said: Sequence[_Said], candidates: Sequence[Candidate]) -> list[Op
             continue
         seen.add((f.key, f.content.casefold()))
         ops.extend(_assert(f, s, [(c, k) for c, k in keyed if c.alias not in used], used))
+    if "home.rent" not in asserted:
+        ops.extend(_rent_left_behind(ops, keyed, used))
     return ops
+
+
+def _rent_left_behind(
+    ops: Sequence[Op], keyed: Sequence[tuple[Candidate, str | None]], used: set[str]
+) -> list[Op]:
+    """A move ends the rent of the home left (no new rent said): INVALIDATE it as of the
+    move, so that the old home's rent does not stay current beside the new home."""
+    homes = {c.alias for c, key in keyed if key == "home.city"}
+    move = next(
+        (op for op in ops if op.op in ("SUPERSEDE", "INVALIDATE") and op.target in homes), None
+    )
+    if move is None:
+        return []
+    rents = [c for c, key in keyed if key == "home.rent" and c.alias not in used]
+    used.update(c.alias for c in rents)
+    return [
+        Op.invalidate(
+            c.alias,
+            "moved: this rent was for the previous home",
+            evidence=move.evidence,
+            valid_to=move.valid_from,
+        )
+        for c in rents
+    ]
 
 
 def _negation_hits(f: Fact, key: str | None, c: Candidate) -> bool:

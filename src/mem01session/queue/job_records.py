@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..redaction import redact
-from ..secret_scan import redact_secrets
 from .turns import Turn, TurnMessage
 
 REFUSED = "refused"
@@ -112,6 +111,10 @@ def scrub(text: str) -> str:
     :mod:`~mem01session.secret_scan` recognizes. A job row keeps the turn until the user
     is erased, so a secret said in a conversation must not reach it; the extractor never
     needed it either (the op screen would drop or redact it)."""
+    # Imported here: compiling the scan's patterns takes a tenth of a second, which a
+    # process that only reads jobs (the inspector) does not need to pay.
+    from ..secret_scan import redact_secrets
+
     return redact_secrets(redact(text))[0]
 
 

@@ -54,6 +54,14 @@ class Registry(Protocol):
 class ManagedSession:
     """A :class:`agents.memory.Session` for one chat, with activity tracking and state.
 
+    It is the session the manager's factory built (:attr:`session`: a ``Mem01Session``
+    with :func:`~mem01session.shortterm.mem01_session_factory`) plus the chat's state and
+    expiry: every attribute it does not define itself is the inner session's, so a
+    managed ``Mem01Session`` answers ``recall``, ``flush_memory``, ``memory_history``,
+    ``correct_memory``, ``forget_memory``, ``clear_memory``, ``last_memory_error``,
+    ``last_recall``, ``user_id`` and the rest of that class's surface (typed through
+    :attr:`session` when your type checker should see them).
+
     Every ``add_items`` touches the session (so it does not expire while in use) and then
     truncates the transcript to ``max_session_history`` items. Pass the object as the
     Runner's ``context`` to reach its state from tools::
@@ -89,6 +97,22 @@ class ManagedSession:
             f"ManagedSession(platform={k.platform!r}, user_id={k.user_id!r}, "
             f"chat_id={k.chat_id!r}, session_id={self.session_id!r})"
         )
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names this class does not have: the inner session's surface.
+        if name.startswith("_") or "_session" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        try:
+            return getattr(self._session, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}, nor has the "
+                f"{type(self._session).__name__} it manages (durable memory needs "
+                "SessionManager(..., session_factory=mem01_session_factory(memory)))"
+            ) from None
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(self._session)))
 
     @property
     def key(self) -> SessionKey:
