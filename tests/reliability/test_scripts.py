@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import text
 
 from mem01session.db import Database
+from tests.child_env import pythonpath
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ROOT
 
@@ -143,7 +144,7 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith(("MEM01_", "OPENAI_"))}
     out.pop("DATABASE_URL", None)
     out.update(
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=pythonpath(ROOT),
         OPENAI_AGENTS_DISABLE_TRACING="1",
         MEM01_DATABASE_URL=db_url,
         MEM01_EMBEDDING_MODEL=f"mem01-offline-hash-v1-{TEST_DIM}",  # what the test db holds
