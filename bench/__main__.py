@@ -29,6 +29,7 @@ from . import (
     episode_scale,
     fusion,
     latency,
+    load,
     notes,
     overhead,
     quality,
@@ -40,7 +41,7 @@ from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
     "latency", "episodes", "quality", "e2e", "fusion", "embedders", "tokens", "overhead",
-    "write", "embedder", "cli",
+    "write", "embedder", "load", "cli",
 )  # fmt: skip
 CLI = "Command line"
 E2E = "End-to-end memory on real dialogue (LoCoMo)"
@@ -216,6 +217,23 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "measured in a fresh process (`bench/embedder_bench.py`).\n\n"
                 + embedder.table(er),
             )  # fmt: skip
+        if "load" in which:
+            sizes = (
+                load.QUICK
+                if args.quick
+                else load.Sizes(
+                    sessions=args.sessions, users=args.users, turns=args.turns, calls=args.calls
+                )
+            )
+            lr = await load.run(server, emb.inner, sizes)
+            charts["load"] = load.chart_data(lr)
+            sections["Under load"] = _section(
+                "Under load",
+                f"python -m bench load --sessions {lr.sessions} --users {lr.users} "
+                f"--turns {lr.turns} --calls {lr.scale.calls if lr.scale else 0}",
+                facts.replace("(precomputed, shared by every system)", "(computed in the run)"),
+                load.table(lr) + "\n\n" + load.note(lr),
+            )  # fmt: skip
         if "write" in which:
             w = await write_bench.run(server, emb)
             sections["Write path"] = _section(
@@ -226,7 +244,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 f"({w.jobs} per user at 16 users, more for fewer users), processed by one "
                 "`MemoryWorker` with the rule extractor until none is left. One run each.",
             )  # fmt: skip
-    if charts:
+    if charts and not args.no_doc:  # the charts belong to the report's sections
         _charts(charts)
     return sections
 
@@ -253,11 +271,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--users", type=int, default=10)
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument(
+        "--quick", action="store_true", help="load: a smoke run at small sizes (implies --no-doc)"
+    )
     parser.add_argument("--skip-setup", action="store_true")
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--tests", action="store_true", help="cli: time pytest -m 'not slow'")
     parser.add_argument("--full-suite", action="store_true", help="cli: time the whole suite")
     args = parser.parse_args(argv)
+    args.no_doc = args.no_doc or args.quick
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(var, None)  # the benchmark never calls a model API

@@ -16,11 +16,12 @@ REPRODUCE = """## How to reproduce
 
 ```
 bash bench/run_all.sh            # = bash bench/setup_peers.sh && python -m bench all
-python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embedder|cli
+python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embedder|load|cli
 python -m bench cli --tests --full-suite  # the command line, and the test suite's times
 python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
 python -m bench e2e --locomo DIR       # the same dialogues through the real Runner
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead
+python -m bench load --quick           # a smoke run at small sizes; writes nothing
 ```
 
 LoCoMo (Maharana et al., 2024) is not shipped: its data is CC BY-NC 4.0. Get
@@ -88,6 +89,9 @@ CAVEATS = """## Caveats
   dialogue it writes few beliefs; an LLM extractor (with a key) is not measured here. The
   raw-turn rows store every turn, so their blocks are full at every budget: they measure
   ranking over the whole dialogue, not what an extractor kept.
+- **Under load is one run per machine state**, on a machine shared with other work besides
+  the two busy processes the benchmark starts: its percentiles move between runs like the
+  others, and the loaded rows depend on how much of two cores those processes leave.
 - **Write-path figures are single runs**; ops/s does not scale with users here because
   everything shares one event loop and two cores with the server.
 - **Peers loaded by COPY** for the latency benchmark: their write path is not what is timed

@@ -75,3 +75,14 @@ def fresh_notices() -> Iterator[None]:
     forget_notices()
     yield
     forget_notices()
+
+
+@pytest.fixture(autouse=True)
+def fresh_placements() -> Iterator[None]:
+    """A placement a server refused is remembered per process and model: every test starts
+    as if no server had refused one."""
+    from mem01session.session.placement import forget_refusals
+
+    forget_refusals()
+    yield
+    forget_refusals()

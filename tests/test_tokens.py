@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from mem01session.tokens import byte_bound_counter, default_token_counter
 
@@ -50,3 +51,32 @@ def test_a_given_counter_is_the_one_used() -> None:
 
     engine = BeliefEngine(None, HashingEmbedder(8), token_counter=byte_bound_counter())  # type: ignore[arg-type]
     assert engine.token_counter.name == "utf8-bytes-upper-bound"
+
+
+def test_a_memory_made_ready_has_loaded_the_tokenizer(db_url: str, tmp_path: Path) -> None:
+    """Loading the BPE takes a second or more: Memory.ready (called before a run's budgeted
+    memory work) pays it, so that the first recall of a process does not spend its budget,
+    recall_wait, on it and answer without memory on a busy machine."""
+    code = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from mem01session import Memory, Settings\n"
+        "from mem01session.embeddings import HashingEmbedder\n"
+        "from mem01session.tokens import default_token_counter\n"
+        "async def main() -> None:\n"
+        "    settings = Settings(database_url=sys.argv[1], home=Path(sys.argv[2]))\n"
+        "    async with Memory(settings, embedder=HashingEmbedder(64)) as memory:\n"
+        "        await memory.engine()\n"
+        "        print(default_token_counter.cache_info().currsize)\n"
+        "        await memory.ready()\n"
+        "        print(default_token_counter.cache_info().currsize)\n"
+        "asyncio.run(main())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, db_url, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "1"]

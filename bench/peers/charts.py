@@ -67,6 +67,22 @@ def quality(
     fig.savefig(out / filename, dpi=110)
 
 
+def load(data: dict, out: Path) -> None:
+    """The job backlog over time, one line per machine state; a mark where the turns ended."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, phase in data["phases"].items():
+        points = phase["backlog"]
+        [line] = ax.plot([t for t, _ in points], [n for _, n in points], label=name)
+        ax.axvline(phase["turns_end_s"], ls=":", color=line.get_color(), alpha=0.7)
+    ax.set_xlabel("seconds since the first turn (dotted: the last turn answered)")
+    ax.set_ylabel("jobs pending or running")
+    ax.set_title(data["title"])
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "bench-load.png", dpi=110)
+
+
 def main() -> None:
     data = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
@@ -75,6 +91,8 @@ def main() -> None:
         latency(data["latency"], out)
     if data.get("quality"):
         quality(data["quality"], out)
+    if data.get("load"):
+        load(data["load"], out)
     if data.get("e2e"):
         quality(
             data["e2e"],

@@ -94,6 +94,8 @@ class Memory:
         self._clock = clock
         self._db: Database | None = None  # opened here, so closed here
         self._open_lock = asyncio.Lock()  # used on the memory's own loop only
+        self._opening: concurrent.futures.Future[BeliefEngine] | None = None
+        self._ready = False  # ready() has loaded what runs need
         self._home: LoopThread | None = None  # that loop, started when first needed
         self._home_lock = threading.Lock()
         self._workers: dict[int, MemoryWorker] = {}
@@ -125,9 +127,17 @@ class Memory:
             raise MemoryClosedError("this Memory is closed; open a new one")
         engine = self._engine
         if engine is None:
-            # Opened on the memory's own loop: concurrent first uses, from any loops,
-            # wait for one opening.
-            engine = await self._start_home().call(self._open())
+            # Opened on the memory's own loop: concurrent first uses, from any loops, wait
+            # for one opening, which goes on when one of them gives up waiting (a run
+            # whose budget ran out, see session/barrier.py): the next use finds it done.
+            home = self._start_home()
+            with self._home_lock:
+                opening = self._opening
+                if opening is None or (
+                    opening.done() and (opening.cancelled() or opening.exception() is not None)
+                ):
+                    opening = self._opening = home.submit(self._open())
+            engine = await asyncio.shield(asyncio.wrap_future(opening))
         return engine
 
     async def _open(self) -> BeliefEngine:
@@ -155,6 +165,22 @@ class Memory:
                     ),
                 )
             return self._engine
+
+    async def ready(self) -> BeliefEngine:
+        """:meth:`engine`, and what every run needs made ready with it: the worker started,
+        the embedder's model loaded (the local one takes a second or two, once per
+        process) and the engine's token counter (the default BPE takes about as long, and
+        is otherwise loaded by the first recall). Sessions call it before a run's budgeted
+        memory work, so that what is paid once is not taken for a stalled database."""
+        engine = await self.engine()
+        await self.worker()
+        if not self._ready:
+            load = getattr(engine.embedder, "load", None)
+            if callable(load):
+                await asyncio.to_thread(load)
+            await asyncio.to_thread(lambda: engine.token_counter)
+            self._ready = True
+        return engine
 
     def now(self) -> datetime:
         """The memory's clock, time-zone aware."""

@@ -1,7 +1,8 @@
 """Minimal Jinja chat templates that enforce what real ones enforce (written for these tests).
 
 * ``gemma``: Gemma 3's rules: one optional leading system message, folded into the first
-  user turn; then strict user/assistant alternation, raising otherwise.
+  user turn; then strict user/assistant alternation, raising otherwise; the text parts of
+  a message each trimmed and joined with nothing.
 * ``mistral``: Mistral's: one optional leading system message (put before the last user
   message), strict alternation, any other role raises.
 * ``drops_system``: llama.cpp's built-in ``gemma`` format: system messages vanish, nothing
@@ -22,14 +23,15 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 
-# The text of a message: a string, or its text parts trimmed and joined as Gemma's does.
+# The text of a message: a string, or its text parts (each trimmed), joined with a newline;
+# Gemma's joins them with nothing (``glued``).
 _TEXT = """
-{%- macro text(content) -%}
+{%- macro text(content, glued=false) -%}
   {%- if content is none -%}
   {%- elif content is string -%}{{ content | trim }}
   {%- else -%}
     {%- for part in content if part['type'] == 'text' -%}{{ part['text'] | trim }}
-    {%- if not loop.last %}{{ '\n' }}{% endif -%}
+    {%- if not loop.last and not glued %}{{ '\n' }}{% endif -%}
     {%- endfor -%}
   {%- endif -%}
 {%- endmacro -%}
@@ -40,7 +42,7 @@ SOURCES = {
     + """
 {{- bos_token -}}
 {%- if messages[0]['role'] == 'system' -%}
-  {%- set first_user_prefix = text(messages[0]['content']) + '\n\n' -%}
+  {%- set first_user_prefix = text(messages[0]['content'], true) + '\n\n' -%}
   {%- set loop_messages = messages[1:] -%}
 {%- else -%}
   {%- set first_user_prefix = '' -%}
@@ -51,7 +53,7 @@ SOURCES = {
     {{- raise_exception(alternate) -}}
   {%- endif -%}
   {{- '<start_of_turn>' + ('model' if message['role'] == 'assistant' else message['role']) -}}
-  {{- '\n' + (first_user_prefix if loop.first else '') + text(message['content']) -}}
+  {{- '\n' + (first_user_prefix if loop.first else '') + text(message['content'], true) -}}
   {{- '<end_of_turn>\n' -}}
 {%- endfor -%}
 {{- '<start_of_turn>model\n' -}}

@@ -173,11 +173,13 @@ async def test_per_token_embeddings_are_a_clear_error_and_never_stored(
     await embedder.aclose()
 
 
-async def test_a_placement_the_template_refuses_is_retried_without_the_block(
+async def test_a_placement_the_template_refuses_costs_one_rejected_call_per_model(
     local: Local,
 ) -> None:
     """Forced onto a system message, the block breaks Gemma's template: the call is made
-    again without it, the run answers, and the session says why."""
+    again without it, the run answers, and the session says why. The refusal is
+    remembered for that model: later runs, streamed or not, place the block where the
+    template takes it, and the server sees one rejected call in all."""
     from agents import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
 
@@ -185,31 +187,47 @@ async def test_a_placement_the_template_refuses_is_retried_without_the_block(
     local.server.reset(Behaviour(template="gemma"))
     client = AsyncOpenAI(api_key="sk-local-dummy", base_url=local.server.url, max_retries=0)
     local.clients.append(client)
-    local.agent = Agent(
-        name="a", instructions="Answer briefly.", model=OpenAIChatCompletionsModel("m", client)
-    )
 
+    def agent(model: str) -> Agent[Any]:
+        chat = OpenAIChatCompletionsModel(model, client)  # a new object: the same model
+        return Agent(name="a", instructions="Answer briefly.", model=chat)
+
+    local.agent = agent("m")
     session = local.session("conv-3", memory_placement="system")
-    answer = await local.say(session, "Where do I live?")
-    assert answer == "I don't know."
+    assert await local.say(session, "Where do I live?") == "I don't know."
     first, second = local.server.chats(extraction=False)
     assert first.status == 500 and OPEN in str(first.body["messages"])
     assert second.status == 200 and OPEN not in str(second.body["messages"])
     assert "placement 'system'" in (session.last_memory_error or "")
     assert "roles must alternate" in (session.last_memory_error or "")
+    assert "later runs with this model place it as 'user'" in (session.last_memory_error or "")
 
-    streamed = local.session("conv-4", memory_placement="system")
-    result = Runner.run_streamed(
-        local.agent, "Where do I live?", session=streamed, run_config=streamed.run_config()
-    )
-    async for _ in result.stream_events():
-        pass
-    assert result.final_output == "I don't know."
-    assert [r.status for r in local.server.chats(extraction=False)][2:] == [500, 200]
+    for n in range(3):  # three more runs, one streamed, on new sessions and agents
+        local.agent = agent("m")
+        later = local.session(f"conv-4-{n}", memory_placement="system")
+        if n == 1:
+            streamed = Runner.run_streamed(
+                local.agent, "Where do I live?", session=later, run_config=later.run_config()
+            )
+            async for _ in streamed.stream_events():
+                pass
+            answer = str(streamed.final_output)
+        else:
+            answer = await local.say(later, "Where do I live?")
+        assert "Lisbon" in answer and later.last_memory_error is None
+    statuses = [r.status for r in local.server.chats(extraction=False)]
+    assert statuses == [500, 200, 200, 200, 200]  # one rejected call for four runs
+    assert all("Lives in Lisbon" in (r.prompt or "") for r in local.server.chats()[-3:])
 
+    # Another model on the same server has its own record; a strict session hears of the
+    # refusal (the error is raised), and it is remembered all the same.
+    local.agent = agent("m-strict")
     strict = local.session("conv-5", memory_placement="system", strict=True)
     with pytest.raises(Exception, match="roles must alternate"):
         await local.say(strict, "Where do I live?")
+    again = local.session("conv-6", memory_placement="system", strict=True)
+    assert "Lisbon" in await local.say(again, "Where do I live?")
+    assert [r.status for r in local.server.chats(extraction=False)][5:] == [500, 200]
 
 
 async def test_the_scenario_on_the_strictest_server(

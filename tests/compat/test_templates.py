@@ -36,8 +36,9 @@ HISTORY: list[Any] = [
 ]
 
 
-async def sent_messages(placement: str) -> list[dict[str, Any]]:
-    """The messages the SDK sends for a run on HISTORY with the block placed."""
+async def sent_messages(placement: str, *, as_parts: bool = False) -> list[dict[str, Any]]:
+    """The messages the SDK sends for a run on HISTORY with the block placed (with
+    ``as_parts``, the question is a list of text parts, as some applications send it)."""
     bodies: list[dict[str, Any]] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -56,7 +57,7 @@ async def sent_messages(placement: str) -> list[dict[str, Any]]:
         )
 
     async def recall(query: str) -> str:
-        assert query == "Where do I live?"  # the user's own words, whatever the placement
+        assert query.startswith("Where do I live?")  # the user's words, whatever the placement
         return BLOCK
 
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
@@ -65,22 +66,44 @@ async def sent_messages(placement: str) -> list[dict[str, Any]]:
         name="a", instructions="Answer briefly.", model=OpenAIChatCompletionsModel("m", client)
     )
     config = memory_run_config(recall, placement=placement)
-    await Runner.run(agent, list(HISTORY), run_config=config)
+    history = list(HISTORY)
+    if as_parts:
+        history[-1] = {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Where do I live?  "},
+                {"type": "input_text", "text": "And since when?"},
+            ],
+        }
+    await Runner.run(agent, history, run_config=config)
     await http.aclose()
     (body,) = bodies
     return list(body["messages"])
 
 
 @pytest.mark.parametrize("template", ["gemma", "mistral", "drops_system", "chatml"])
-async def test_the_default_placement_passes_every_template_with_the_memory(template: str) -> None:
-    messages = await sent_messages("auto")
+@pytest.mark.parametrize("as_parts", [False, True])
+async def test_the_default_placement_passes_every_template_with_the_memory(
+    template: str, as_parts: bool
+) -> None:
+    """The block reaches the prompt, before the question and apart from it, whatever the
+    template does to whitespace: Gemma's trims every text part and joins them with
+    nothing, so a block in a part of its own came out as ``</memory>Where do I live?``."""
+    messages = await sent_messages("auto", as_parts=as_parts)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
-    memory, question = messages[-1]["content"]  # a separate part, first
-    assert memory == {"type": "text", "text": BLOCK}
-    assert question == {"type": "text", "text": "Where do I live?"}
+    content = messages[-1]["content"]
+    if as_parts:  # the block goes into the first text part; the second is untouched
+        assert content == [
+            {"type": "text", "text": f"{BLOCK}\n\nWhere do I live?  "},
+            {"type": "text", "text": "And since when?"},
+        ]
+    else:  # a string stays a string
+        assert content == f"{BLOCK}\n\nWhere do I live?"
     prompt = render(template, messages)
     assert '"Lives in Lisbon"' in prompt and "Where do I live?" in prompt
-    assert prompt.index("Lives in Lisbon") < prompt.index("Where do I live?")
+    assert f"{FOOTER}\n\nWhere do I live?" in prompt  # a blank line between them
+    # Even with every run of whitespace squeezed to one space, they stay apart.
+    assert f"{FOOTER} Where do I live?" in " ".join(prompt.split())
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 @pytest.fixture(scope="module")
 def embedder() -> MiniLMEmbedder:
-    emb = MiniLMEmbedder()
+    emb = MiniLMEmbedder(recent_texts=0)  # every call computes: what these tests compare
     emb.load()
     return emb
 
@@ -86,6 +86,33 @@ async def test_batches_equal_one_by_one_in_input_order(embedder: MiniLMEmbedder)
     for text, a, b in zip(texts, together, alone, strict=True):
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-5, text
     assert together[0] == together[-1]
+
+
+async def test_recent_texts_are_not_embedded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn's words are embedded by the run's recall and again by the worker: the second
+    time costs no inference. Erase drops what is kept (forget_texts)."""
+    from mem01session.embeddings import minilm
+
+    inferred: list[int] = []
+    real = minilm._run_batch
+
+    def counting(runtime: Any, rows: Any) -> Any:
+        inferred.append(len(rows))
+        return real(runtime, rows)
+
+    monkeypatch.setattr(minilm, "_run_batch", counting)
+    emb = MiniLMEmbedder(recent_texts=2)
+    emb.load()
+    [query] = await emb.embed(["Where do I live?"])
+    both = await emb.embed(["Where do I live?", "Lives in Porto"])  # one of two is new
+    assert both[0] == query and sum(inferred) == 2
+    assert emb.embed_sync(["Lives in Porto"]) == [both[1]] and sum(inferred) == 2
+    await emb.embed(["a third text"])  # the oldest of two kept leaves
+    await emb.embed(["Where do I live?"])
+    assert sum(inferred) == 4
+    emb.forget_texts()
+    await emb.embed(["a third text"])
+    assert sum(inferred) == 5
 
 
 def test_batches_are_length_sorted_and_bounded() -> None:

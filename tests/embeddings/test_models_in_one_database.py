@@ -88,3 +88,48 @@ async def test_the_default_configuration_recalls_by_meaning_through_the_runner(
         friday = Mem01Session("fri", "pia", inner=SQLiteSession("fri", store), memory=memory)
         model_seen = await say(friday, "Do I have a dog?")
     assert "Has a beagle named Max" in str(model_seen.calls[0].input)
+
+
+async def test_a_turn_is_embedded_once_and_erase_forgets_the_vectors_kept(
+    db_url: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's recall embeds the user's words as its query; the worker's search for the
+    extractor's candidates and the turn's episode reuse that vector (the real model runs
+    once for those words). Erasing a user drops every vector kept of recent texts."""
+    from mem01session.embeddings import minilm
+
+    encoded: list[str] = []
+    real = minilm._encode
+
+    def counting(tokenizer: object, items: list[str]) -> object:
+        encoded.extend(items)
+        return real(tokenizer, items)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(minilm, "_encode", counting)
+    settings = Settings(database_url=db_url, home=tmp_path, embedding_model="all-MiniLM-L6-v2")  # type: ignore[arg-type]
+    words = "I adopted a beagle named Max last spring."
+    async with Memory(settings) as memory:
+        engine = await memory.engine()
+        store = tmp_path / "t.sqlite"  # type: ignore[operator]
+        monday = Mem01Session("mon", "pia", inner=SQLiteSession("mon", store), memory=memory)
+        await say(monday, words)
+        assert await monday.flush_memory(timeout=60)
+        assert encoded.count(words) == 1  # the recall's query; the worker reused it
+        async with engine.db.sa_engine.connect() as conn:
+            said = await conn.execute(
+                text(
+                    "SELECT content FROM episodes WHERE user_id = 'pia' AND role = 'user' "
+                    "AND embedding_model = 'all-MiniLM-L6-v2'"
+                )
+            )
+            assert said.scalars().all() == [words]  # its episode, with the model's vector
+
+        question = "Do I have a dog?"
+        first = await engine.recall("pia", RecallRequest(question))
+        assert "beagle" in first.text and encoded.count(question) == 1
+        await engine.recall("pia", RecallRequest(question))
+        assert encoded.count(question) == 1  # asked again: the kept vector
+
+        await engine.erase_user("pia")
+        await engine.recall("pia", RecallRequest(question))
+        assert encoded.count(question) == 2  # nothing kept after the erase: embedded again

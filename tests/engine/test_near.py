@@ -68,3 +68,26 @@ def test_vectors_of_different_models_are_not_compared() -> None:
 def test_a_zero_vector_is_similar_to_nothing() -> None:
     near = near_duplicates([twin(1, raw(0.0, 0.0)), twin(2, raw(0.0, 0.0)), twin(3, raw(1, 0))])
     assert near == {}
+
+
+def test_the_bound_from_the_heads_loses_no_pair() -> None:
+    """The two-step search finds exactly the pairs the full product finds, on sentence-like
+    vectors (a shared component, as a sentence model's have) with planted near-duplicates
+    just above and just below the threshold."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((100, 384)) + 2.0 * rng.standard_normal(384)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    rows = [*base]
+    for k, cosine in enumerate((0.951, 0.9501, 0.949, 0.99, 0.9)):
+        noise = rng.standard_normal(384)
+        noise -= noise.dot(base[k]) * base[k]
+        noise /= np.linalg.norm(noise)
+        rows.append(cosine * base[k] + math.sqrt(1 - cosine * cosine) * noise)
+    vectors = np.asarray(rows, dtype=np.float32)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    full = np.einsum("ik,jk->ij", unit, unit) >= DUPLICATE_COSINE
+    expected = {(i, j) for i, j in zip(*np.nonzero(full), strict=True) if i < j}
+    assert {(0, 100), (1, 101), (3, 103)} <= expected and (2, 102) not in expected
+    twins = [twin(i, v.astype(">f4").tobytes()) for i, v in enumerate(vectors)]
+    near = near_duplicates(twins)
+    assert {(a, b) for a, bs in near.items() for b in bs if a < b} == expected

@@ -27,6 +27,7 @@ from mem01session.engine.render import (
     asks_when,
     escape,
     format_record,
+    pending_turns_note,
     render_block,
 )
 from mem01session.tokens import TokenCounter, byte_bound_counter, default_token_counter
@@ -114,6 +115,21 @@ def test_header_that_does_not_fit_gives_empty_block(counter: TokenCounter) -> No
     assert render_block(items, counter, limit - 1).text == ""
     assert render_block(items, counter, limit).tokens == 0  # header alone: nothing to say
     assert render_block([], counter, 10_000).text == ""
+
+
+@pytest.mark.parametrize("counter", COUNTERS, ids=lambda c: c.name)
+def test_turns_still_queued_are_said_within_the_budget(counter: TokenCounter) -> None:
+    """The header says how many of the user's turns elsewhere are still being processed,
+    even when nothing is recalled; the note takes a record's room, never the budget's."""
+    items = ranked(["Likes tea", "Lives in Porto"])
+    plain = render_block(items, counter, 10_000)
+    noted = render_block(items, counter, 10_000, pending_turns=3)
+    assert pending_turns_note(3) in noted.text and "3 recent turns" in noted.text
+    assert parse_block(noted.text) == parse_block(plain.text)
+    alone = render_block([], counter, 10_000, pending_turns=1)
+    assert alone.text == HEADER + pending_turns_note(1) + CLOSE and not alone.packed
+    tight = render_block(items, counter, plain.tokens, pending_turns=3)
+    assert tight.tokens <= plain.tokens and len(tight.packed) < len(items)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

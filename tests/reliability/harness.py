@@ -26,12 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from mem01session.db.schema import USER_TABLES
 from mem01session.session import Mem01Session
+from tests.child_env import pythonpath
 from tests.engine.dbstate import order_of
 
 ROOT = Path(__file__).resolve().parents[2]
-# A child process imports this checkout's package (even beside an installed copy of
-# another checkout) and its tests.
-CHILD_PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
 
 SINGLE_VALUED = ("home.city",)
 
@@ -315,7 +313,7 @@ def spawn_child(
     point it passes and, at (``kill_phase``, ``kill_turn``), prints the marker and blocks."""
     env = {
         **os.environ,
-        "PYTHONPATH": CHILD_PYTHONPATH,
+        "PYTHONPATH": pythonpath(ROOT),
         "KILL_PHASE": kill_phase,
         "KILL_TURN": str(kill_turn),
     }

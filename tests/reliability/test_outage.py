@@ -12,7 +12,9 @@ completed runs, no memory block, and nothing twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +24,7 @@ from agents.memory import SQLiteSession
 
 from mem01session import Memory
 from mem01session.db import Database, migrate
+from mem01session.db import database as database_module
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN
@@ -172,3 +175,49 @@ async def test_strict_session_surfaces_the_outage(
     assert await session.flush_memory(timeout=30)
     await session.aclose()
     await memory.aclose()
+
+
+async def test_a_server_that_cannot_be_restarted_does_not_hold_the_runs(
+    server: ScratchServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded server stops and its restart hangs (pg_ctl waiting on a server that
+    will not come up): each run answers without memory within its budget, says why, and
+    only one restart is attempted; the turns said meanwhile are kept and applied after."""
+    restarts: list[Path] = []
+    release = threading.Event()
+
+    def hung_restart(home: Path) -> bool:
+        restarts.append(home)
+        release.wait(120)  # until the test lets it go
+        return False
+
+    monkeypatch.setattr(database_module, "restart_if_stopped", hung_restart)
+    emb = HashingEmbedder(TEST_DIM)
+    db = Database(server.url, embedded=True, home=tmp_path)  # as if this process started it
+    memory = Memory(engine=BeliefEngine(db, emb), extractor=RuleExtractor())
+    session = Mem01Session(
+        "conv", "ines", inner=SQLiteSession("conv", tmp_path / "t.sqlite"), memory=memory,
+        recall_wait=0.3,
+    )  # fmt: skip
+    try:
+        await say(session, "I live in Faro.")
+        assert await session.flush_memory(timeout=30)
+        server.stop()
+        async with asyncio.timeout(60):  # a deadlock guard, not a timing assertion
+            for text in ("Where do I live?", "I live in Evora."):
+                model = await say(session, text, answer="ok")
+                assert model.calls, "the run was answered"
+                assert OPEN not in json.dumps(model.calls[0].input)  # without memory
+                error = session.last_memory_error or ""  # the recall's, then the enqueue's
+                assert "answered without memory" in error and "being restarted" in error, error
+        assert len(restarts) == 1  # one restart for every run that met the stopped server
+        assert session.unsent_turns >= 1  # said during the outage: kept
+    finally:
+        release.set()
+        server.start()
+    assert await session.flush_memory(timeout=60), session.last_memory_error
+    history = {b.content for b in await session.memory_history()}
+    assert {"Lives in Faro", "Lives in Evora"} <= history
+    await session.aclose()
+    await memory.aclose()
+    await db.close()

@@ -31,7 +31,8 @@ from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.extraction import RuleExtractor
 from mem01session.queue import JobStore, MemoryWorker, TurnMessage
-from tests.reliability.harness import CHILD_PYTHONPATH, say
+from tests.child_env import pythonpath
+from tests.reliability.harness import ROOT, say
 
 pytestmark = pytest.mark.slow  # each test runs processes and servers of its own
 
@@ -68,7 +69,7 @@ SLOW_CHILD = textwrap.dedent(
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
-    env["PYTHONPATH"] = CHILD_PYTHONPATH
+    env["PYTHONPATH"] = pythonpath(ROOT)
     return env
 
 

@@ -24,8 +24,9 @@ import pytest
 from sqlalchemy import text
 
 from mem01session.db import Database
+from tests.child_env import pythonpath
 from tests.conftest import TEST_DIM
-from tests.reliability.harness import CHILD_PYTHONPATH
+from tests.reliability.harness import ROOT
 
 TURNS = (
     "I live in Valencia and I work as a pharmacist.",
@@ -43,7 +44,9 @@ from mem01session.demo import OfflineAnswerModel
 
 USER, TURNS = sys.argv[1], sys.argv[2:]
 agent = Agent(name="assistant", instructions="Answer briefly.", model=OfflineAnswerModel())
-session = Mem01Session("writer", user_id=USER)
+# A generous budget: this is about exits, and on a busy test machine a read can take longer
+# than the default 2 s (the run would then answer without memory, and warn).
+session = Mem01Session("writer", user_id=USER, recall_wait=30)
 """
 
 WRITERS = {
@@ -142,7 +145,7 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith(("MEM01_", "OPENAI_"))}
     out.pop("DATABASE_URL", None)
     out.update(
-        PYTHONPATH=CHILD_PYTHONPATH,
+        PYTHONPATH=pythonpath(ROOT),
         OPENAI_AGENTS_DISABLE_TRACING="1",
         MEM01_DATABASE_URL=db_url,
         MEM01_EMBEDDING_MODEL=f"mem01-offline-hash-v1-{TEST_DIM}",  # what the test db holds
@@ -195,7 +198,7 @@ class Stuck(RuleExtractor):
         await asyncio.Event().wait()  # an LLM call that never answers
 
 memory = Memory(extractor=Stuck(), exit_timeout=0.5)
-session = Mem01Session("writer", user_id=sys.argv[1], memory=memory)
+session = Mem01Session("writer", user_id=sys.argv[1], memory=memory, recall_wait=30)
 agent = Agent(name="assistant", model=OfflineAnswerModel())
 Runner.run_sync(agent, sys.argv[2], session=session, run_config=session.run_config())
 """

@@ -16,6 +16,7 @@ from sqlalchemy import text
 from mem01session.db import Database
 from mem01session.engine import BeliefEngine
 from mem01session.queue.worker import MemoryWorker, WorkerPolicy
+from tests.child_env import pythonpath
 from tests.session.conftest import ScriptedExtractor
 
 CHILD = textwrap.dedent(
@@ -36,7 +37,8 @@ CHILD = textwrap.dedent(
         emb = HashingEmbedder(64)
         db = await Database.open(url=sys.argv[1], embedding_model=emb.name, embedding_dim=64)
         memory = Memory(engine=BeliefEngine(db, emb), extractor=Hang())
-        s = Mem01Session("c", "kim", inner=SQLiteSession("c"), memory=memory)
+        # A generous budget: this test is about the kill, not a busy machine's first statement.
+        s = Mem01Session("c", "kim", inner=SQLiteSession("c"), memory=memory, recall_wait=30)
         await s.add_items([{"role": "user", "content": "I live in Kyoto"},
                            {"role": "assistant", "content": "Noted."}])
         print("accepted", flush=True)
@@ -56,7 +58,7 @@ async def test_killed_worker_job_is_resumed_and_applied_once(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        env={**os.environ, "PYTHONPATH": pythonpath(os.getcwd())},
     )
     try:
         assert child.stdout is not None

@@ -23,17 +23,24 @@ from agents import (
 from agents.items import ModelResponse, TResponseStreamEvent
 from agents.models.interface import Model
 from agents.retry import ModelRetrySettings, retry_policies
+from agents.run_config import ModelInputData
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
 
 from mem01session.demo.offline_model import OfflineAnswerModel
 from mem01session.demo.recording import RecordingModel
 from mem01session.engine import BeliefEngine
-from mem01session.engine.render import OPEN
+from mem01session.engine.render import FOOTER, OPEN
 from mem01session.errors import ConfigError
 from mem01session.session import Mem01Session
-from mem01session.session.items import MemoryCarrier, MemoryPart, turn_messages
-from mem01session.session.placement import choose, model_api
+from mem01session.session.items import (
+    MemoryCarrier,
+    MemoryPart,
+    item_text,
+    memory_texts,
+    turn_messages,
+)
+from mem01session.session.placement import choose, model_api, place
 from tests.session.test_injection import count_recalls, remember
 
 Make = Callable[..., Mem01Session]
@@ -48,7 +55,7 @@ def run(session: Mem01Session, model: Model, text: str, **agent: Any) -> Any:
     )
 
 
-async def test_user_placement_is_a_separate_part_of_the_current_message_only(
+async def test_user_placement_goes_in_front_of_the_current_message_only(
     make_session: Make, engine: BeliefEngine
 ) -> None:
     await remember(engine, "user-1", "Lives in Lisbon")
@@ -72,16 +79,37 @@ async def test_user_placement_is_a_separate_part_of_the_current_message_only(
     for call in model.calls:
         carriers = [i for i in call.input if isinstance(i, MemoryCarrier)]
         assert len(carriers) == 1 and json.dumps(call.input).count(OPEN) == 1
-        memory, question = carriers[0]["content"]
-        assert isinstance(memory, MemoryPart) and "Lives in Lisbon" in memory["text"]
-        assert question == {"type": "input_text", "text": "Weather at home?"}
+        content = carriers[0]["content"]  # a string, as the SDK's item had it
+        assert content == f"{carriers[0].block}\n\nWeather at home?"
+        assert "Lives in Lisbon" in carriers[0].block and carriers[0].block.endswith(FOOTER)
         assert carriers[0].original == {"role": "user", "content": "Weather at home?"}
+        assert memory_texts(call.input) == [carriers[0].block]
     transcript = await session.get_items()
     assert transcript[0] == {"role": "user", "content": "Weather at home?"}  # untouched
     assert OPEN not in json.dumps(transcript)
     # Even a carrier that somehow reached extraction gives up only the user's words.
     (message,) = turn_messages([model.calls[0].input[-1]])
     assert message.text == "Weather at home?"
+
+
+def test_user_placement_keeps_the_parts_of_a_message_and_its_words_apart() -> None:
+    """Parts: the block goes into the first text part, a blank line before the user's
+    words; a message that does not begin with text gets the block as a part of its own."""
+    block = f"{OPEN}\n- Lives in Lisbon\n{FOOTER}"
+    image = {"type": "input_image", "image_url": "data:,"}
+    for content, said in (
+        ([{"type": "input_text", "text": "Where?"}, image], "Where?"),
+        ([image, {"type": "input_text", "text": "What is this?"}], "What is this?"),
+    ):
+        message = {"role": "user", "content": content}
+        (carrier,) = place(ModelInputData(input=[message], instructions=None), block, "user").input
+        assert isinstance(carrier, MemoryCarrier) and carrier.original is message
+        first = carrier["content"][0]
+        assert isinstance(first, MemoryPart) and first["type"] == "input_text"
+        assert first["text"] == (f"{block}\n\n{said}" if content[0] is not image else block)
+        assert len(carrier["content"]) == len(content) + (content[0] is image)
+        assert item_text(carrier) == said and memory_texts([carrier]) == [block]
+        assert message["content"] is content  # the SDK's own item is untouched
 
 
 async def test_user_placement_in_a_streamed_run(make_session: Make, engine: BeliefEngine) -> None:
@@ -208,6 +236,36 @@ async def test_a_refused_placement_is_retried_once_without_the_block(
     assert "Lives in Lisbon" not in second + (second_instr or "")
     assert second_instr == "Be brief." and "Where do I live?" in second
     assert f"placement {placement!r}" in (session.last_memory_error or "")
+
+
+async def test_a_refused_placement_is_not_tried_again_for_that_model(
+    make_session: Make, engine: BeliefEngine
+) -> None:
+    """Each refusal moves the model's later runs to the next placement; when all were
+    refused, runs go without the block at once, saying so: no more rejected calls."""
+    await remember(engine, "user-1", "Lives in Lisbon")
+
+    class RefusesMemory(FlakyModel):  # a server that takes the block nowhere
+        async def get_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kw: Any
+        ) -> ModelResponse:
+            if OPEN in (system_instructions or "") + json.dumps(input, default=str):
+                self.errors.append(status_error(500, ALTERNATE))
+            return await super().get_response(system_instructions, input, *args, **kw)
+
+    model = RefusesMemory()
+    said = []
+    for n in range(5):
+        session = make_session(f"conv-ladder-{n}", memory_placement="system")
+        result = await run(session, model, "Where do I live?", instructions="Be brief.")
+        assert result.final_output == "Done."
+        said.append(session.last_memory_error or "")
+    assert "as 'user'" in said[0] and "placement 'user'" in said[1]
+    assert "as 'instructions'" in said[1] and "placement 'instructions'" in said[2]
+    assert "go without memory" in said[2]
+    assert all(s.startswith("injection skipped") for s in said[3:])
+    assert len(model.inputs) == 3 * 2 + 2  # three refused calls and their retries, then two
+    assert not any("Lives in Lisbon" in (i or "") + t for i, t in model.inputs[6:])
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """A run never waits for the extraction of turns its model input already holds.
 
-It still waits (at most ``recall_wait``) for turns the model cannot see: those of other
-conversations of the user, and those a trimming inner session dropped. Meanwhile the block
-says that recent turns of the conversation are newer than its records.
+It still waits (at most ``recall_wait``, once per turn and conversation) for a turn the
+model cannot see: another conversation's, or one a trimming inner session dropped. Meanwhile
+the block says that recent turns of the conversation are newer than its records, and how
+many turns elsewhere are still being processed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.reliability.harness import say
 from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
 
 NOTE = "Not in these notes yet"
+PENDING = "Still being processed, so not in these notes"
 
 
 class GatedExtractor(ScriptedExtractor):
@@ -93,9 +95,12 @@ async def test_monday_new_york_wednesday_moved_and_asked_at_once(
     ]
 
 
-async def test_a_turn_of_another_conversation_is_still_waited_for(
+async def test_a_turn_of_another_conversation_is_waited_for_once(
     memories: MemoryFactory, tmp_path: Path
 ) -> None:
+    """A run waits for another conversation's turn being extracted, at most recall_wait;
+    when that wait runs out, the conversation's later runs do not wait for it again (a
+    slow or backed-up queue does not tax every reply). The block says it is pending."""
     extractor = GatedExtractor()
     memory = memories(extractor=extractor)
     store = tmp_path / "t.sqlite"
@@ -105,14 +110,23 @@ async def test_a_turn_of_another_conversation_is_still_waited_for(
     await asyncio.wait_for(extractor.entered.wait(), 30)
 
     model = await say(b, "Where do I live?")
-    assert b.last_recall is not None and b.last_recall.stale  # it waited, then gave up
-    assert NOTE not in block_of(model.calls[0].input)  # nothing of b's own is pending
+    recall = b.last_recall
+    assert recall is not None and recall.stale and recall.waited_ms > 0  # waited, gave up
+    block = block_of(model.calls[0].input)
+    assert NOTE not in block  # nothing of b's own is pending…
+    assert PENDING in block and "1 recent turn" in block  # …but a turn elsewhere is
+
+    model = await say(b, "Where do I live?")  # the same turn, still being extracted
+    recall = b.last_recall
+    assert recall is not None and recall.stale and recall.waited_ms == 0  # not waited again
+    assert recall.pending_turns == 1 and PENDING in block_of(model.calls[0].input)
 
     extractor.gate.set()
-    b.recall_wait = 30
+    assert await b.flush_memory(timeout=30)
     model = await say(b, "Where do I live?")
     assert b.last_recall is not None and not b.last_recall.stale
-    assert "Lives in Berlin" in block_of(model.calls[0].input)
+    block = block_of(model.calls[0].input)
+    assert "Lives in Berlin" in block and PENDING not in block
 
 
 async def test_turns_a_trimming_session_dropped_are_not_visible_and_are_waited_for(

@@ -4,6 +4,7 @@ on psycopg 3."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,9 @@ class Database:
         self._pool_size = pool_size
         self.embedded = embedded
         self._home = home if embedded else None
-        self._revive_lock = threading.Lock()
+        # The restart of a stopped embedded server in progress (one at a time, on a thread
+        # of its own: never in a pool that runs other work): True when it restarted it.
+        self._reviving: concurrent.futures.Future[bool] | None = None
         self._engines: dict[asyncio.AbstractEventLoop, AsyncEngine] = {}
         self._retired: list[AsyncEngine] = []  # engines of closed loops, to dispose of
         self._disposing: set[asyncio.Task[None]] = set()
@@ -169,14 +172,30 @@ class Database:
 
     async def revive(self) -> bool:
         """After a failed connection: start the embedded server again if it stopped while
-        this process used it (True when restarted). A no-op for an external database."""
-        if self._home is None:
-            return False
-        return await asyncio.to_thread(self._revive, self._home)
+        this process used it (True when restarted). A no-op for an external database.
 
-    def _revive(self, home: Path) -> bool:
-        with self._revive_lock:  # one restart, whichever loops noticed the stop
-            return restart_if_stopped(home)
+        One restart at a time, whichever loops noticed the stop, on a thread of its own
+        (a restart can take seconds: it must not occupy a pool other work waits for).
+        Cancelling the caller leaves the restart running; :attr:`restarting` says so.
+        """
+        home = self._home
+        if home is None:
+            return False
+        with self._guard:
+            restart = self._reviving
+            if restart is None or restart.done():
+                restart = self._reviving = concurrent.futures.Future()
+                threading.Thread(
+                    target=_restart, args=(home, restart), name="mem01-revive", daemon=True
+                ).start()
+        # Shielded: the caller may give up (its budget ran out), the restart goes on.
+        return await asyncio.shield(asyncio.wrap_future(restart))
+
+    @property
+    def restarting(self) -> bool:
+        """Whether the embedded server is being restarted right now (see :meth:`revive`)."""
+        restart = self._reviving
+        return restart is not None and not restart.done()
 
     async def forget_loop(self) -> None:
         """Dispose of the running loop's SQLAlchemy engine (that loop is about to end); a
@@ -212,6 +231,16 @@ class Database:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
+
+
+def _restart(home: Path, into: concurrent.futures.Future[bool]) -> None:
+    """:func:`restart_if_stopped` on this thread, its outcome into ``into``."""
+    try:
+        restarted = restart_if_stopped(home)
+    except BaseException as exc:
+        into.set_exception(exc)
+    else:
+        into.set_result(restarted)
 
 
 def _make_engine(url: str, pool_size: int) -> AsyncEngine:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -50,6 +52,11 @@ if TYPE_CHECKING:
 _INLINE_MAX_TOKENS: Final = 16
 _INLINE_MAX_CHARS: Final = 200
 _OUTPUT: Final = "last_hidden_state"
+# The vectors of the last texts embedded are kept: a turn's words are embedded by the run
+# (its query) and again by the worker (the extractor's candidates, the episode), and a
+# question asked twice costs nothing the second time. Texts longer than this are not kept.
+RECENT_TEXTS: Final = 512
+_RECENT_MAX_CHARS: Final = 2000
 
 Int64Array = npt.NDArray[np.int64]
 Float32Array = npt.NDArray[np.float32]
@@ -70,7 +77,8 @@ class MiniLMEmbedder:
     padded tokens and nothing beyond, while activation memory, which onnxruntime's arena
     keeps once grown, rises fast (``--shapes``: RSS did not grow for batches of up to 1,024
     padded tokens, and grew by 1.3 GB for 32 texts of 256 tokens). So texts of 256 tokens
-    go 4 at a time at most.
+    go 4 at a time at most. The vectors of the last ``recent_texts`` texts are kept and
+    reused (0: none).
 
     The model loads on first use (in a worker thread) or on :meth:`load`.
     """
@@ -83,13 +91,18 @@ class MiniLMEmbedder:
         intra_op_threads: int = 1,
         batch_size: int = 32,
         max_batch_tokens: int = 1024,
+        recent_texts: int = RECENT_TEXTS,
     ) -> None:
         check_positive_int("intra_op_threads", intra_op_threads)
+        check_positive_int("recent_texts", recent_texts, minimum=0)
         check_positive_int("batch_size", batch_size)
         check_positive_int("max_batch_tokens", max_batch_tokens)
         path = None if model_path is None else str(Path(model_path).expanduser().resolve())
         self._key = ModelKey(path, bool(verify_sha256), intra_op_threads)
         self._batching = (batch_size, max_batch_tokens)
+        self._keep = recent_texts
+        self._recent: OrderedDict[str, Float32Array] = OrderedDict()
+        self._recent_lock = threading.Lock()  # the caller's loop and the memory's embed
 
     @property
     def name(self) -> str:
@@ -109,22 +122,68 @@ class MiniLMEmbedder:
         return runtime(self._key).load_seconds
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit vector (384 floats) per text, in order; an empty text is embedded too."""
+        """One unit vector (384 floats) per text, in order; an empty text is embedded too.
+        Texts embedded recently are not embedded again (:data:`RECENT_TEXTS`)."""
         items = _check_texts(texts)
         if not items:
             return []
+        known, missing = self._known(items)
+        if not missing:
+            return _as_lists(np.stack([known[t] for t in items]))
         loaded = cached(self._key)
-        if loaded is not None and len(items) == 1 and len(items[0]) <= _INLINE_MAX_CHARS:
-            ids = _encode(loaded.tokenizer, items)
+        if loaded is not None and len(missing) == 1 and len(missing[0]) <= _INLINE_MAX_CHARS:
+            ids = _encode(loaded.tokenizer, missing)
             if ids[0].size <= _INLINE_MAX_TOKENS:
-                return _as_lists(_run(loaded, ids, *self._batching))
-            return _as_lists(await asyncio.to_thread(_run, loaded, ids, *self._batching))
-        return _as_lists(await asyncio.to_thread(self._embed_sync, items))
+                vectors = _run(loaded, ids, *self._batching)
+            else:
+                vectors = await asyncio.to_thread(_run, loaded, ids, *self._batching)
+        else:
+            vectors = await asyncio.to_thread(self._embed_sync, missing)
+        return self._merged(items, known, missing, vectors)
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         """:meth:`embed` for synchronous code (blocks the calling thread)."""
         items = _check_texts(texts)
-        return _as_lists(self._embed_sync(items)) if items else []
+        if not items:
+            return []
+        known, missing = self._known(items)
+        vectors = self._embed_sync(missing) if missing else np.empty((0, DIM), np.float32)
+        return self._merged(items, known, missing, vectors)
+
+    def forget_texts(self) -> None:
+        """Drop the vectors kept of recent texts (after an erase: no text of the erased user
+        stays in this process's memory as a key)."""
+        with self._recent_lock:
+            self._recent.clear()
+
+    def _known(self, items: list[str]) -> tuple[dict[str, Float32Array], list[str]]:
+        """The recent vectors among ``items``, and the texts still to embed (once each)."""
+        known: dict[str, Float32Array] = {}
+        with self._recent_lock:
+            for text in items:
+                vector = self._recent.get(text)
+                if vector is not None:
+                    self._recent.move_to_end(text)
+                    known[text] = vector
+        return known, [t for t in dict.fromkeys(items) if t not in known]
+
+    def _merged(
+        self,
+        items: list[str],
+        known: dict[str, Float32Array],
+        missing: list[str],
+        vectors: Float32Array,
+    ) -> list[list[float]]:
+        """Every item's vector, in order; the new ones kept."""
+        with self._recent_lock:
+            for text, vector in zip(missing, vectors, strict=True):
+                known[text] = vector
+                if self._keep and len(text) <= _RECENT_MAX_CHARS:
+                    self._recent[text] = vector.copy()  # not a view of the whole batch
+                    self._recent.move_to_end(text)
+            while len(self._recent) > self._keep:
+                self._recent.popitem(last=False)
+        return _as_lists(np.stack([known[t] for t in items]))
 
     def _embed_sync(self, items: list[str]) -> Float32Array:
         loaded = runtime(self._key)

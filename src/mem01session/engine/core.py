@@ -267,6 +267,11 @@ class BeliefEngine:
         result, value = await read.read_block(self.parts, user_id, request, probe)
         return result, cast(T, value)
 
+    def reframe(self, result: RecallResult, request: RecallRequest) -> RecallResult:
+        """``result`` (a recall's) rendered again with the header notes ``request`` now
+        carries (``newer_turns``, ``pending_turns``), within its budget; no database read."""
+        return read.reframe(self.parts, result, request)
+
 
 def _request(request: RecallRequest | str) -> RecallRequest:
     return request if isinstance(request, RecallRequest) else RecallRequest(request)

@@ -61,6 +61,9 @@ async def erase_user(parts: EngineParts, user_id: str, *, tombstone: bool = True
         else:
             await _leave_tombstone(conn, user_id, now)
     forget_rendered()
+    forget = getattr(parts.embedder, "forget_texts", None)  # recent texts' vectors, if kept
+    if callable(forget):
+        forget()
     return EraseReceipt(user_id=user_id, erased_at=now, deleted=deleted)
 
 

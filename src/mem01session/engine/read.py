@@ -188,6 +188,7 @@ async def read_block(
         request.newer_turns,
         style,
         episodes=ranked.episodes,
+        pending_turns=request.pending_turns,
     )
     result = RecallResult(
         beliefs=block.packed,
@@ -204,4 +205,25 @@ async def read_block(
     return result, ranked.probed
 
 
-__all__: Sequence[str] = ("SnapshotProbe", "clean_query", "rank", "read_block", "tsquery_terms")
+def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) -> RecallResult:
+    """``result`` rendered again with the header notes of ``request`` (``newer_turns``,
+    ``pending_turns``): the same records and quotes, the lowest-scored left out if the
+    notes take their room. No statement, no embedding: what was read is reused."""
+    style = Style(dates=asks_when(request.query), provenance=request.provenance)
+    block = render_block(
+        result.beliefs,
+        parts.token_counter,
+        request.max_tokens,
+        request.newer_turns,
+        style,
+        episodes=result.episodes,
+        pending_turns=request.pending_turns,
+    )
+    return replace(
+        result, beliefs=block.packed, episodes=block.quoted, text=block.text, tokens=block.tokens
+    )
+
+
+__all__: Sequence[str] = (
+    "SnapshotProbe", "clean_query", "rank", "read_block", "reframe", "tsquery_terms",
+)  # fmt: skip

@@ -35,7 +35,8 @@ class RecallRequest:
     ``"beliefs"`` or ``"episodes"`` only (episodes are searched only where the engine keeps
     them); ``conversation`` and ``conversation_text``: the asking conversation and the
     user messages of it that the model reads already, so that its own words are not quoted
-    back to it. A malformed field raises :class:`ConfigError`.
+    back to it; ``pending_turns``: how many other turns of the user are still queued for
+    extraction (the block says so). A malformed field raises :class:`ConfigError`.
     """
 
     query: str
@@ -48,6 +49,7 @@ class RecallRequest:
     kinds: RecallKinds = "all"
     conversation: str | None = None
     conversation_text: str = ""
+    pending_turns: int = 0
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -56,6 +58,7 @@ class RecallRequest:
             raise ConfigError(f"query must be a string, got {type(self.query).__name__}")
         check_positive_int("max_tokens", self.max_tokens)
         check_positive_int("newer_turns", self.newer_turns, minimum=0)
+        check_positive_int("pending_turns", self.pending_turns, minimum=0)
         if self.provenance not in ("none", "brief", "quote"):
             raise ConfigError(
                 f"provenance must be 'none', 'brief' or 'quote', got {self.provenance!r}"
@@ -258,6 +261,12 @@ class RecallResult:
     text only (``mem01session reembed`` converts them)."""
     episodes: tuple[ScoredEpisode, ...] = ()
     """The episodes in the block, best first (they are rendered by date)."""
+    waited_ms: float = 0.0
+    """How long the recall waited for the user's queued turns (a session's run or
+    ``recall``; 0 when nothing was waited for)."""
+    pending_turns: int = 0
+    """The user's turns still queued for extraction that the records do not reflect and
+    that were not waited for (the block's header says so)."""
 
     @property
     def empty(self) -> bool:

@@ -68,6 +68,12 @@ def newer_turns_note(count: int) -> str:
     return f"Not in these notes yet: the user's last {turns} here (newer, so they win).\n"
 
 
+def pending_turns_note(count: int) -> str:
+    """The line that says turns of the user elsewhere are still queued for extraction."""
+    turns = "1 recent turn" if count == 1 else f"{count} recent turns"
+    return f"Still being processed, so not in these notes: {turns} of the user elsewhere.\n"
+
+
 def asks_when(query: str) -> bool:
     """Whether ``query`` asks about time (then records show when they were observed)."""
     return bool(_WHEN.search(query))
@@ -166,8 +172,9 @@ EMPTY = Block("", 0, ())
 
 
 @lru_cache(maxsize=64)
-def _frame(counter: TokenCounter, newer_turns: int) -> tuple[str, int]:
+def _frame(counter: TokenCounter, newer_turns: int, pending_turns: int) -> tuple[str, int]:
     header = HEADER + (newer_turns_note(newer_turns) if newer_turns > 0 else "")
+    header += pending_turns_note(pending_turns) if pending_turns > 0 else ""
     return header, counter.count(header) + counter.count(FOOTER)
 
 
@@ -305,6 +312,7 @@ def render_block(
     newer_turns: int = 0,
     style: Style = Style(),
     episodes: Sequence[ScoredEpisode] = (),
+    pending_turns: int = 0,
 ) -> Block:
     """Pack the best records and quotes that fit and render the block; never exceeds
     ``max_tokens``.
@@ -315,11 +323,13 @@ def render_block(
     rank order; then the quotes, by when they were said. The whole text (header, records,
     quotes, footer) is counted exactly at the end. With ``newer_turns`` the header says
     that many recent turns of the conversation are not reflected in the records yet
-    (:func:`newer_turns_note`).
+    (:func:`newer_turns_note`); with ``pending_turns``, that many turns of the user
+    elsewhere are still queued (:func:`pending_turns_note`), and that is said even when no
+    record or quote is found (or fits).
     """
-    if not ranked and not episodes:
+    if not ranked and not episodes and not pending_turns:
         return EMPTY
-    header, used = _frame(counter, newer_turns)
+    header, used = _frame(counter, newer_turns, pending_turns)
     if used > max_tokens:
         return EMPTY
     packing = _Packing(counter, header, used)
@@ -360,7 +370,14 @@ def render_block(
                 ),
             )
         packing.drop_last()
-    return EMPTY
+    return _notes_only(counter, header, max_tokens) if pending_turns else EMPTY
+
+
+def _notes_only(counter: TokenCounter, header: str, max_tokens: int) -> Block:
+    """The frame and its notes, nothing else: turns of the user are still queued."""
+    text = header + FOOTER
+    tokens = counter.count(text)
+    return Block(text, tokens, ()) if tokens <= max_tokens else EMPTY
 
 
 def _drawn(pick: _Pick, belief_ids: set[int]) -> bool:

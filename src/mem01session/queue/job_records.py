@@ -57,6 +57,8 @@ class JobProgress:
     """``(status, last_error)`` of each watched job that still exists."""
     failed: dict[int, str | None] = field(default_factory=dict)
     """``last_error`` of the user's jobs that failed since the time asked about."""
+    running: frozenset[int] = frozenset()
+    """Those of :attr:`unfinished` a worker is extracting now."""
 
     @classmethod
     def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
@@ -64,17 +66,20 @@ class JobProgress:
         the row is one of the recently failed)."""
         wanted = set(watch)
         unfinished: set[int] = set()
+        running: set[int] = set()
         watched: dict[int, tuple[str, str | None]] = {}
         failed: dict[int, str | None] = {}
         for row in rows:
             job_id, status, last_error = int(row[0]), str(row[1]), row[2]
             if status in ("pending", "running"):
                 unfinished.add(job_id)
+            if status == "running":
+                running.add(job_id)
             if job_id in wanted:
                 watched[job_id] = (status, last_error)
             if len(row) > 3 and row[3]:
                 failed[job_id] = last_error
-        return cls(frozenset(unfinished), watched, failed)
+        return cls(frozenset(unfinished), watched, failed, frozenset(running))
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,20 @@ one warning per kind) and the conversation goes on; with ``strict`` it raises
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Sequence
 
 from ..engine import BeliefEngine
 from ..engine.records import EraseReceipt, RecallRequest, RecallResult
-from ..errors import ConfigError, Mem01MemoryError
+from ..errors import ConfigError, DatabaseError, Mem01MemoryError
 from ..logs import describe, get_logger
 from ..memory import Memory
 from ..queue import JobStore, MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.turns import TurnMessage
+from .barrier import budget, wait_for_next, worth_waiting
 from .items import user_texts_newest_first
 
 log = get_logger(__name__)
@@ -68,6 +70,13 @@ class DurableTier:
         # The user messages of this conversation the current run's model reads, whitespace
         # collapsed: recall does not quote them back (see RecallRequest.conversation_text).
         self._seen_text = ""
+        # Queued turns of other conversations a run of this one waited for in vain: its
+        # later runs do not wait for them again (see .barrier).
+        self._given_up: set[int] = set()
+        self._engine: BeliefEngine | None = None  # the memory's engine, once it opened
+        self._step = ""  # what the current recall or enqueue is doing (for its error)
+        self._read: RecallResult | None = None  # the current recall's last read
+        self._recall_failure: str | None = None  # why the current run's recall failed
         memory.attach(self)
 
     async def engine_or_raise(self) -> BeliefEngine:
@@ -88,16 +97,50 @@ class DurableTier:
         return self._buffer.dropped
 
     async def take_turn(self, messages: Sequence[TurnMessage]) -> None:
-        """Hold input until its answer; enqueue each completed turn (fail-open)."""
+        """Hold input until its answer; enqueue each completed turn (fail-open), within
+        the run's budget (:func:`.barrier.budget`): a turn that cannot be stored by then
+        stays here and is sent with the next one."""
         if not self._buffer.add(messages, self.memory.now()):
             return
         mark = self._failures
+        # This run's recall failed: its failure stays the news, with the enqueue's after it.
+        recall_failure, self._recall_failure = self._recall_failure, None
+        limit = budget(self.recall_wait)
+        within = asyncio.timeout(limit)
         try:
-            await self._send()
+            await self._open()
+            async with within:
+                await self._send()
         except Exception as exc:
-            self.failed("enqueue", exc)
+            if self.strict:  # the caller hears of it: nothing is kept behind its back
+                self._buffer.discard()
+            if isinstance(exc, TimeoutError) and within.expired():
+                kept = "dropped (strict)" if self.strict else "kept and sent with the next one"
+                message = f"enqueue {self._gave_up(limit)}; the turn is {kept}"
+            else:
+                message = f"enqueue failed: {describe(exc)}"
+            before = f"{recall_failure}; then " if recall_failure is not None else ""
+            self._record(before + message, "enqueue")
         else:
             self._recovered(mark, "enqueue")
+
+    async def _open(self) -> BeliefEngine:
+        """The memory's engine, outside any budget: opening the memory (about a second for
+        the embedded server, more on its very first start), starting its worker and
+        loading the embedding model are paid once per process, by the first run or at
+        start-up (``Memory.open``, then ``Memory.ready``). Fails at once while the
+        embedded server is being restarted: one run waited for that already, and a
+        restart can take seconds."""
+        engine = self._engine = await self.memory.ready()
+        if engine.db.restarting:
+            raise DatabaseError("the embedded PostgreSQL had stopped and is being restarted")
+        return engine
+
+    def _gave_up(self, limit: float) -> str:
+        """Why an operation was abandoned at the end of its budget of ``limit`` seconds."""
+        restarting = self._engine is not None and self._engine.db.restarting
+        why = "; the embedded PostgreSQL had stopped and is being restarted" if restarting else ""
+        return f"gave up after {limit:g} s while {self._step or 'starting'}{why}"
 
     async def _send(self, *, release: bool = False) -> None:
         """Enqueue completed turns (and, with ``release``, held input too), oldest first."""
@@ -107,6 +150,7 @@ class DurableTier:
             return
         try:
             jobs = await self.memory.jobs()
+            self._step = "storing turns"
             await self._buffer.send(jobs)
         except Exception:
             if self.strict:  # the caller hears of the failure: nothing is kept behind its back
@@ -150,8 +194,9 @@ class DurableTier:
     # -- reads and barriers --------------------------------------------------------------
 
     async def recall(self, request: RecallRequest, *, during_run: bool) -> RecallResult | None:
-        """Recall after the user's accepted jobs (waiting at most ``recall_wait``); None
-        when memory is unavailable (strict: raises)."""
+        """Recall after the user's accepted jobs, within the run's budget (a run waits only
+        for the turn that is next, see :mod:`.barrier`; an explicit recall for all of
+        them, at most ``recall_wait``); None when memory is unavailable (strict: raises)."""
         mark = self._failures
         # In a run, turns of this conversation that the model reads anyway are not waited
         # for; the block says that many turns may be newer than its records.
@@ -162,36 +207,85 @@ class DurableTier:
             request = dataclasses.replace(
                 request, conversation=self.session_id, conversation_text=self._seen_text
             )
+        self.waited_ms = 0.0
+        self._step, self._read, self._recall_failure = "", None, None
+        limit = budget(self.recall_wait)
+        within = asyncio.timeout(limit)
         try:
-            engine = await self.memory.engine()
-            # In a run, the held input is the current turn: it is in the model input already,
-            # and enqueueing it now would make this recall wait for its extraction.
-            await self._send(release=not during_run)
-            # The read also says which of the user's jobs are unfinished: in the steady
-            # state none is, and the barrier costs nothing more.
-            probe = JobStore.progress_probe(self._watched)
-            result, progress = await engine.recall_probed(self.user_id, request, probe)
-            fresh = True
-            waiting = progress.unfinished - visible
-            self.waited_ms = 0.0
-            if waiting:
-                worker = await self.memory.worker()
-                began = time.perf_counter()
-                fresh = await worker.wait_until_done(self.user_id, set(waiting), self.recall_wait)
-                self.waited_ms = (time.perf_counter() - began) * 1000
-                probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
-                result, progress = await engine.recall_probed(self.user_id, request, probe)
-            self._report(progress.watched)
+            engine = await self._open()
+            async with within:
+                result = await self._recall(
+                    engine, request, visible, during_run, time.monotonic() + limit
+                )
         except (Mem01MemoryError, ConfigError):  # strict, or a bad argument: the caller's
             raise
         except Exception as exc:
-            self.failed("recall", exc)
-            return None
+            cut_short = isinstance(exc, TimeoutError) and within.expired()
+            if not cut_short or self._read is None:
+                what = self._gave_up(limit) if cut_short else f"failed: {describe(exc)}"
+                without = "; this run answered without memory" if during_run else ""
+                self._record(f"recall {what}{without}", "recall")
+                self._recall_failure = self.last_error if during_run else None
+                return None
+            result = self._read  # the read after the wait was cut short: the one before
         self._recovered(mark, "recall", "enqueue")
-        if not fresh:
-            result = dataclasses.replace(result, stale=True)
+        # Turns still queued (not waited for, or not done in time) may be missing.
+        stale = result.pending_turns > 0
+        result = dataclasses.replace(result, stale=stale, waited_ms=self.waited_ms)
         self.last_recall = result
         return result
+
+    async def _recall(
+        self,
+        engine: BeliefEngine,
+        request: RecallRequest,
+        visible: frozenset[int],
+        during_run: bool,
+        deadline: float,
+    ) -> RecallResult:
+        """:meth:`recall` within its budget (``deadline``, on ``time.monotonic``): the read,
+        the barrier, the read again after a wait. The user's turns still queued then are
+        said in the block (``pending_turns``)."""
+        # In a run, the held input is the current turn: it is in the model input already,
+        # and enqueueing it now would make this recall wait for its extraction.
+        await self._send(release=not during_run)
+        worker = await self.memory.worker()  # started by _open: queued turns are taken
+        # The read also says which of the user's jobs are unfinished: in the steady
+        # state none is, and the barrier costs nothing more.
+        self._step = "reading"
+        began = time.monotonic()
+        probe = JobStore.progress_probe(self._watched)
+        result, progress = await engine.recall_probed(self.user_id, request, probe)
+        reading = time.monotonic() - began
+        waiting = progress.unfinished - visible
+        self._read = _noted(engine, result, request, len(waiting))
+        self._given_up &= progress.unfinished
+        wanted = (
+            worth_waiting(waiting, progress.unfinished, self._given_up) if during_run else waiting
+        )
+        if not wanted:
+            self._report(progress.watched)
+            return self._read
+        self._step = "waiting for the user's queued turns"
+        # What is left of the budget, less the time of the read that follows the wait.
+        timeout = min(self.recall_wait, deadline - time.monotonic() - reading)
+        began = time.monotonic()
+        done = False
+        if timeout > 0 and during_run:
+            jobs = JobStore(engine.db)
+            done = await wait_for_next(
+                worker, jobs, self.user_id, wanted, progress.running, timeout
+            )
+        elif timeout > 0:
+            done = await worker.wait_until_done(self.user_id, set(wanted), timeout)
+        self.waited_ms = (time.monotonic() - began) * 1000
+        if not done:
+            self._given_up |= wanted
+        self._step = "reading after the wait"
+        probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
+        result, progress = await engine.recall_probed(self.user_id, request, probe)
+        self._report(progress.watched)
+        return _noted(engine, result, request, len(progress.unfinished - visible))
 
     async def flush(self, timeout: float | None) -> bool:
         """Wait for every turn of the user accepted so far (from any session or process).
@@ -332,6 +426,16 @@ class DurableTier:
         No kinds: the operation exercised everything (a flush)."""
         if self._failures == mark and (not kinds or self._failed_kind in kinds):
             self.last_error = None
+
+
+def _noted(
+    engine: BeliefEngine, result: RecallResult, request: RecallRequest, pending: int
+) -> RecallResult:
+    """``result`` with ``pending`` turns of the user still queued said in its block."""
+    if not pending:
+        return result
+    noted = engine.reframe(result, dataclasses.replace(request, pending_turns=pending))
+    return dataclasses.replace(noted, pending_turns=pending)
 
 
 __all__ = ["DurableTier"]

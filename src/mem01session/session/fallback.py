@@ -8,8 +8,11 @@ alternate user/assistant/...", "content must be a string", "maximum context leng
 2048 tokens"), the policy takes the block out of the
 ``ModelInputData`` the filter returned (the runner reads that object again for the retry)
 and asks for one immediate retry. The session records why (``last_memory_error``) and the
-rest of the run goes without memory. With ``strict=True`` nothing is retried: the error is
-the caller's.
+rest of the run goes without memory. The placement is remembered as refused for that model
+(:mod:`.placement`): later runs place the block another way, so the refusal costs one
+rejected call per process and model (unless it was about the context size, which depends
+on the conversation's length). With ``strict=True`` nothing is retried: the error is the
+caller's (the refusal is remembered all the same).
 
 Every other failure is decided by the caller's own retry settings, kept as they were:
 the agent's ``model_settings.retry`` merged with the ``RunConfig``'s, their policy and
@@ -35,7 +38,7 @@ from agents.run_config import ModelInputData
 
 from ..logs import get_logger
 from ..redaction import redact
-from .placement import Placement, strip
+from .placement import LADDER, Placement, refused, remember_refusal, strip
 
 log = get_logger(__name__)
 
@@ -59,6 +62,8 @@ _PLACEMENT_WORDS = (
 )
 # About the agent's own output format, not about the input the block is in.
 _NOT_PLACEMENT_WORDS = ("response_format", "json_schema")
+# About how long the input is: another run, with a shorter conversation, may fit.
+_SIZE_WORDS = ("context length", "context size", "context window")
 
 
 def rejects_placement(context: RetryPolicyContext) -> bool:
@@ -67,11 +72,15 @@ def rejects_placement(context: RetryPolicyContext) -> bool:
     status = context.normalized.status_code
     if not isinstance(status, int) or status < 400 or status in _SKIPPED_STATUSES:
         return False
-    body = getattr(context.error, "body", None)
-    text = f"{context.normalized.message or context.error} {body!r}".lower()
+    text = _error_text(context)
     if any(word in text for word in _NOT_PLACEMENT_WORDS):
         return False
     return any(word in text for word in _PLACEMENT_WORDS)
+
+
+def _error_text(context: RetryPolicyContext) -> str:
+    body = getattr(context.error, "body", None)
+    return f"{context.normalized.message or context.error} {body!r}".lower()
 
 
 @dataclass
@@ -83,10 +92,24 @@ class _Call:
     data: ModelInputData | None = None  # what the filter returned, when it held a block
     instructions: str | None = None  # the instructions before the block
     placement: Placement | None = None
+    model: str = ""  # the model's key (placement.model_key)
     retried: bool = False
 
 
 _CALL: ContextVar[_Call | None] = ContextVar("mem01_memory_call", default=None)
+
+
+def _remember(call: _Call, context: RetryPolicyContext) -> str:
+    """Remember the refused placement for the call's model (not a refusal for the size);
+    what later runs do instead, as the end of the reason given."""
+    if call.placement is None or any(word in _error_text(context) for word in _SIZE_WORDS):
+        return ""
+    remember_refusal(call.model, call.placement)
+    left = refused(call.model)
+    after = next((p for p in LADDER if p not in left), None)
+    if after is None:
+        return "; later runs with this model go without memory (it refused every placement)"
+    return f"; later runs with this model place it as {after!r}"
 
 
 class BlockFallback:
@@ -116,22 +139,24 @@ class BlockFallback:
         )
         _CALL.set(_Call(self, merged.retry))
 
-    def carried(self, data: ModelInputData, instructions: str | None, where: Placement) -> None:
-        """The call about to be made carries the block (``data`` as handed to the SDK)."""
+    def carried(
+        self, data: ModelInputData, instructions: str | None, where: Placement, model: str
+    ) -> None:
+        """The call about to be made, to ``model`` (its key), carries the block (``data``
+        as handed to the SDK)."""
         call = _CALL.get()
         if call is not None and call.owner is self:
             call.data, call.instructions, call.placement = data, instructions, where
+            call.model = model
 
     async def _policy(self, context: RetryPolicyContext) -> bool | RetryDecision:
         call = _CALL.get()
         if call is None or call.owner is not self:
             call = _Call(self, self._base_retry)
-        if (
-            call.data is not None
-            and not call.retried
-            and not self._strict()
-            and rejects_placement(context)
-        ):
+        if call.data is not None and not call.retried and rejects_placement(context):
+            later = _remember(call, context)
+            if self._strict():
+                return await self._callers(call, context)
             call.retried = True
             strip(call.data, call.instructions)
             said = " ".join(str(context.normalized.message or "").split())[:200]
@@ -139,7 +164,7 @@ class BlockFallback:
                 f"injection refused: the model API rejected the input with the memory block "
                 f"(placement {call.placement!r}; MEM01_MEMORY_PLACEMENT chooses another): "
                 f"HTTP {context.normalized.status_code}: {said}; the call was made again "
-                "without it"
+                f"without it{later}"
             )
             log.info("memory: %s", reason)
             self._rejected(reason)

@@ -28,7 +28,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from .fallback import BlockFallback
 from .items import last_user_text
-from .placement import choose, model_api, place
+from .placement import choose, model_api_of, model_key, model_of, place, refused
 
 RecallBlock = Callable[[str], Awaitable[str | None]]
 RunCounter = Callable[[], int]
@@ -121,11 +121,13 @@ def memory_run_config(
     memory = _RunMemory(recall_block, run_counter)
     caller_filter = base.call_model_input_filter if base else None
 
-    def refused(reason: str) -> None:
+    def refused_run(reason: str) -> None:
         memory.drop()
         rejected(reason)
 
-    fallback = BlockFallback(base.model_settings if base else None, strict=strict, rejected=refused)
+    fallback = BlockFallback(
+        base.model_settings if base else None, strict=strict, rejected=refused_run
+    )
 
     async def on_model_input(data: CallModelData[Any]) -> ModelInputData:
         fallback.begin(data.agent)  # a new call: nothing of an earlier one can be retried
@@ -136,9 +138,18 @@ def memory_run_config(
         block = await memory.block(query)
         if not block:
             return model_data
-        where = choose(placement, model_api(data.agent, config))
+        model = model_of(data.agent, config)
+        key = model_key(model)
+        api = None if model is None else model_api_of(model)
+        where = choose(placement, api, refused(key))
+        if where is None:  # this model's server refused every placement in this process
+            refused_run(
+                "injection skipped: the model API refused the memory block in every "
+                "placement earlier in this process; this run answered without it"
+            )
+            return model_data
         placed = place(model_data, block, where)
-        fallback.carried(placed, model_data.instructions, where)
+        fallback.carried(placed, model_data.instructions, where, key)
         return placed
 
     config = dataclasses.replace(

@@ -3,10 +3,10 @@
 Only user and assistant *text* goes to extraction: no system or developer items, tool
 calls or their outputs, reasoning, and never recalled memory (invariant 1). Recalled
 memory is recognised by its type, which only the model-input filter creates: a
-:class:`MemoryItem` (the block as a message of its own), a :class:`MemoryPart` (the block
-as a content part of the current user message, inside a :class:`MemoryCarrier`). Nothing
-a user types can look like either, and a user who types ``<memory>`` is treated like any
-other user.
+:class:`MemoryItem` (the block as a message of its own) or a :class:`MemoryCarrier` (a copy
+of the current user message with the block in front of its words; when its content is a
+list of parts, the part holding the block is a :class:`MemoryPart`). Nothing a user types
+can look like these, and a user who types ``<memory>`` is treated like any other user.
 """
 
 from __future__ import annotations
@@ -24,18 +24,33 @@ class MemoryItem(dict[str, Any]):
     """
 
 
+SEPARATOR = "\n\n"
+"""Between the block and the user's words, inside one text: chat templates trim the ends
+of a message or of each of its parts, and join parts with nothing; none of them touches
+whitespace inside a text (that would glue the user's own words together too)."""
+
+
 class MemoryPart(dict[str, Any]):
-    """A content part that carries recalled memory; made by the model-input filter only."""
+    """A text part that carries recalled memory, made by the model-input filter only: the
+    block, then (``said``, when not empty) the user's own words of the part it was put in
+    front of, after a blank line."""
+
+    def __init__(self, part: Mapping[str, Any], block: str, said: str = "") -> None:
+        super().__init__(part)
+        self["text"] = f"{block}{SEPARATOR}{said}" if said else block
+        self.block = block
+        self.said = said
 
 
 class MemoryCarrier(dict[str, Any]):
-    """A copy of the current user message with a :class:`MemoryPart` in front of its
-    content; ``original`` is the message as the SDK holds it (never changed)."""
+    """A copy of the current user message with the memory block in front of its words
+    (``block``); ``original`` is the message as the SDK holds it (never changed)."""
 
-    def __init__(self, original: Mapping[str, Any], content: list[Any]) -> None:
+    def __init__(self, original: Mapping[str, Any], content: Any, block: str) -> None:
         super().__init__(original)
         self["content"] = content
         self.original = original
+        self.block = block
 
 
 def is_memory(item: object) -> bool:
@@ -44,13 +59,14 @@ def is_memory(item: object) -> bool:
 
 
 def memory_texts(items: Iterable[Any]) -> list[str]:
-    """The memory blocks ``items`` carry, as messages or as content parts."""
+    """The memory blocks ``items`` carry, as messages of their own or in front of the
+    user's message."""
     out: list[str] = []
     for item in items:
         if isinstance(item, MemoryItem):
             out.append(str(item.get("content", "")))
-        elif isinstance(item, Mapping) and isinstance(item.get("content"), list):
-            out += [str(p.get("text", "")) for p in item["content"] if isinstance(p, MemoryPart)]
+        elif isinstance(item, MemoryCarrier):
+            out.append(item.block)
     return out
 
 
@@ -58,7 +74,10 @@ _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
 
 def item_text(item: Any) -> str:
-    """The plain text of a message item ('' for anything else)."""
+    """The plain text of a message item ('' for anything else); of a message that carries
+    the memory block, the user's words only."""
+    if isinstance(item, MemoryCarrier):
+        return item_text(item.original)
     if not isinstance(item, Mapping):
         return ""
     content = item.get("content")
@@ -66,11 +85,9 @@ def item_text(item: Any) -> str:
         return content
     if isinstance(content, Sequence):
         parts = [
-            str(part.get("text", ""))
+            part.said if isinstance(part, MemoryPart) else str(part.get("text", ""))
             for part in content
-            if isinstance(part, Mapping)
-            and part.get("type") in _TEXT_PARTS
-            and not isinstance(part, MemoryPart)
+            if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS
         ]
         return "\n".join(p for p in parts if p)
     return ""

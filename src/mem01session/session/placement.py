@@ -7,12 +7,14 @@
     system message, first, then strict user/assistant alternation, and raise
     ("Conversation roles must alternate") on a second one.
 ``user``
-    A separate content part at the start of the current user message (a
-    :class:`~mem01session.session.items.MemoryPart` in a copy of that message; the SDK's
-    own item is never changed, so the transcript never holds it). The block's header marks
-    it as recalled data, not the user's words. The roles stay exactly as the SDK made them,
-    and templates that drop system messages (llama.cpp's built-in ``gemma`` format) keep
-    it.
+    In front of the user's words in a copy of the current user message (a
+    :class:`~mem01session.session.items.MemoryCarrier`; the SDK's own item is never
+    changed, so the transcript never holds it), in the same text, a blank line between
+    them: templates trim the ends of each part and join parts with nothing (Gemma's), or
+    read only the first part, and any of that would glue the block to the question, or
+    lose one of them, were they separate parts. The block's header marks it as recalled
+    data, not the user's words. The roles stay exactly as the SDK made them, and templates
+    that drop system messages (llama.cpp's built-in ``gemma`` format) keep it.
 ``instructions``
     Appended to the agent's instructions for this call only: one leading system message
     (Chat Completions) or the ``instructions`` field (Responses). Lost by templates that
@@ -22,10 +24,19 @@
 only placement that strict templates accept and that dropping templates keep), ``system``
 for the Responses API and for models whose API is unknown. A custom ``Model`` (a wrapper,
 say) can name its API with a ``mem01_model_api`` attribute, ``"chat"`` or ``"responses"``.
+
+**A refused placement is remembered.** When a server refuses a call because of where the
+block was (:mod:`.fallback`: the roles, the template, the content format), that placement
+is not used again for that model (its class, name and server) in this process: later runs
+place the block the next way in :data:`LADDER`, and when every way was refused they go
+without it, saying so. So a refusal costs one rejected call per process and model, not one
+per run (runs already in flight when it comes back may meet it once each). A refusal for
+the context size is not remembered: it depends on how long the conversation is.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
@@ -36,10 +47,16 @@ from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.models.openai_responses import OpenAIResponsesModel
 from agents.run_config import ModelInputData
 
-from .items import MemoryCarrier, MemoryItem, MemoryPart, last_user_index
+from .items import SEPARATOR, MemoryCarrier, MemoryItem, MemoryPart, last_user_index
 
 Placement = Literal["system", "user", "instructions"]
 ModelApi = Literal["chat", "responses"]
+
+LADDER: tuple[Placement, ...] = ("user", "instructions", "system")
+"""After a refusal, the next placement tried: the one every template takes first."""
+
+_refused: dict[str, set[Placement]] = {}  # model key -> placements its server refused
+_refused_lock = threading.Lock()  # runs on any thread's loop may record one
 
 
 def model_api_of(model: object) -> ModelApi | None:
@@ -60,23 +77,64 @@ def model_api_of(model: object) -> ModelApi | None:
     return None
 
 
-def model_api(agent: Agent[Any], config: RunConfig) -> ModelApi | None:
-    """The API of the model the SDK uses for ``agent`` under ``config`` (as the SDK
-    resolves it: the run's model, else the agent's, names through the provider)."""
+def model_of(agent: Agent[Any], config: RunConfig) -> Model | None:
+    """The model the SDK uses for ``agent`` under ``config`` (as the SDK resolves it: the
+    run's model, else the agent's, names through the provider); None if it cannot tell."""
     model: object = config.model if config.model is not None else agent.model
-    if not isinstance(model, Model):
-        try:
-            model = config.model_provider.get_model(cast(str | None, model))
-        except Exception:  # the SDK reports a model it cannot make; here it is unknown
-            return None
-    return model_api_of(model)
+    if isinstance(model, Model):
+        return model
+    try:
+        return config.model_provider.get_model(cast(str | None, model))
+    except Exception:  # the SDK reports a model it cannot make; here it is unknown
+        return None
 
 
-def choose(setting: str, api: ModelApi | None) -> Placement:
-    """The placement for ``setting`` (``auto`` or a placement) and a model API."""
-    if setting != "auto":
-        return cast(Placement, setting)
-    return "user" if api == "chat" else "system"
+def model_api(agent: Agent[Any], config: RunConfig) -> ModelApi | None:
+    """The API of the model the SDK uses for ``agent`` under ``config``."""
+    model = model_of(agent, config)
+    return None if model is None else model_api_of(model)
+
+
+def model_key(model: object) -> str:
+    """What makes two model objects "the same model" for a refusal: the class, the model's
+    name and the server it talks to (a provider makes a new object per run)."""
+    name = getattr(model, "model", None)
+    if isinstance(name, Model):  # a wrapper (the demo's RecordingModel): the model it wraps
+        return model_key(name)
+    client = getattr(model, "_client", None)
+    server = getattr(client, "base_url", None)
+    return f"{type(model).__qualname__}:{name if isinstance(name, str) else ''}@{server or ''}"
+
+
+def refused(key: str) -> frozenset[Placement]:
+    """The placements a server refused for the model ``key`` in this process."""
+    with _refused_lock:
+        return frozenset(_refused.get(key, ()))
+
+
+def remember_refusal(key: str, placement: Placement) -> None:
+    """The server of model ``key`` refused ``placement``: not used again for it."""
+    with _refused_lock:
+        _refused.setdefault(key, set()).add(placement)
+
+
+def forget_refusals() -> None:
+    """Forget every refusal remembered (tests; a server whose template was changed)."""
+    with _refused_lock:
+        _refused.clear()
+
+
+def choose(
+    setting: str, api: ModelApi | None, refusals: frozenset[Placement] = frozenset()
+) -> Placement | None:
+    """The placement for ``setting`` (``auto`` or a placement) and a model API, past the
+    ones refused for the model (None: every one was)."""
+    first: Placement = (
+        cast(Placement, setting) if setting != "auto" else "user" if api == "chat" else "system"
+    )
+    if first not in refusals:
+        return first
+    return next((p for p in LADDER if p not in refusals), None)
 
 
 def place(data: ModelInputData, block: str, placement: Placement) -> ModelInputData:
@@ -88,13 +146,7 @@ def place(data: ModelInputData, block: str, placement: Placement) -> ModelInputD
         return ModelInputData(input=items, instructions=instructions)
     if placement == "user" and index is not None:
         current = cast(Mapping[str, Any], items[index])
-        content = current.get("content")
-        parts = (
-            [{"type": "input_text", "text": content}]
-            if isinstance(content, str)
-            else list(content or [])
-        )
-        carrier = MemoryCarrier(current, [MemoryPart(type="input_text", text=block), *parts])
+        carrier = MemoryCarrier(current, _in_front(current.get("content"), block), block)
         items[index] = cast(TResponseInputItem, carrier)
         return ModelInputData(input=items, instructions=data.instructions)
     # system (or user with no user message to carry it)
@@ -103,6 +155,19 @@ def place(data: ModelInputData, block: str, placement: Placement) -> ModelInputD
     return ModelInputData(
         input=[*items[:position], message, *items[position:]], instructions=data.instructions
     )
+
+
+def _in_front(content: Any, block: str) -> Any:
+    """A user message's content with ``block`` in front of its words: in the same text,
+    after a blank line (a string stays a string); a part of its own only when the message
+    does not begin with text (an image, say)."""
+    if isinstance(content, str):
+        return f"{block}{SEPARATOR}{content}" if content else block
+    parts = list(content or [])
+    first = parts[0] if parts else None
+    if isinstance(first, Mapping) and first.get("type") == "input_text":
+        return [MemoryPart(first, block, str(first.get("text") or "")), *parts[1:]]
+    return [MemoryPart({"type": "input_text"}, block), *parts]
 
 
 def strip(data: ModelInputData, instructions: str | None) -> None:

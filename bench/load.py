@@ -1,0 +1,549 @@
+"""``python -m bench load``: what memory adds to each run with many conversations at once,
+on an idle machine and beside background CPU load.
+
+**Runs.** ``sessions`` conversations over ``users`` users (each user has several
+conversations going at once), concurrent on one event loop; each says ``turns`` turns
+through the real ``Runner`` with ``ScriptedModel`` (no network), the user replying after a
+think time drawn from ``THINK`` seconds (seeded). The rule extractor runs in the memory's
+background worker, as in production; every recall embeds its query with the library's
+embedder. The same scenario (same texts, same think times) runs first with bare
+``SQLiteSession`` conversations, then with ``Mem01Session`` ones, each on fresh
+transcripts and a fresh database: added = Mem01Session minus bare, per percentile.
+
+**Background load.** Two busy-looping processes started by the bench, each bounded in time
+(``HOG_LIMIT_SECONDS``) and ended by the bench when the loaded phase ends.
+
+**Queue.** The backlog (jobs pending or running) is sampled every ``SAMPLE_SECONDS`` from
+the first turn until it is empty (or ``DRAIN_LIMIT_SECONDS`` after the last turn); jobs
+per second are the jobs done over that span. Afterwards every turn is checked: its words
+stored as exactly one episode, its job done exactly once (lost and duplicated counts).
+
+**Recall at scale.** One user with 1,000 beliefs and one with 10,000 (COPY'd, as the
+latency benchmark loads them); sequential ``BeliefEngine.recall`` calls (800 tokens) with
+the library's embedder, every query a different text (so no cache of query vectors can
+help), idle and under the same background load, the scales alternating. The query's
+embedding and the near-duplicate step are timed inside those same recalls.
+
+Flags (``python -m bench load``): ``--sessions 50 --users 10 --turns 10 --calls 200`` are
+the defaults the report uses; ``--quick`` is a smoke run (6 conversations over 2 users, 2
+turns, 10 recalls at 100 and 300 beliefs) that writes nothing into the docs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from agents import Agent, RunConfig, Runner, set_tracing_disabled
+from agents.memory import Session, SQLiteSession
+from agents.testing import ScriptedModel, assistant_message
+
+from mem01session import Mem01Session
+from mem01session.db import Database, migrate
+from mem01session.embeddings import Embedder, Vector
+from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine import candidates as candidates_module
+from mem01session.engine.near import Twin
+
+from .common import PrecomputedEmbedder, Server, nproc, open_memory, percentiles
+from .synthetic import MODIFIERS, OBJECTS, copy_rows, queries, synthetic_rows
+
+THINK = (0.5, 1.5)  # seconds the user takes to reply, drawn uniformly per turn
+SAMPLE_SECONDS = 0.25
+DRAIN_LIMIT_SECONDS = 180.0
+HOGS = 2
+HOG_LIMIT_SECONDS = 900.0  # a busy process ends by itself after this, whatever happens
+SCALES = (1000, 10000)
+CITIES = ("Lisbon", "Porto", "Oslo", "Kyoto", "Lima", "Hanoi", "Montreal", "Nairobi")
+
+HOG = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"  # noqa: E501
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big a run is: the report's defaults, or :data:`QUICK`."""
+
+    sessions: int = 50
+    users: int = 10
+    turns: int = 10
+    calls: int = 200  # timed recalls per scale and machine state
+    scales: tuple[int, ...] = SCALES
+
+
+QUICK = Sizes(sessions=6, users=2, turns=2, calls=10, scales=(100, 300))
+
+
+@dataclass(frozen=True)
+class Conversation:
+    session_id: str
+    user_id: str
+    texts: tuple[str, ...]
+    thinks: tuple[float, ...]
+
+
+def plan(sessions: int, users: int, turns: int, seed: int = 17) -> list[Conversation]:
+    """Who says what, when: every turn's text is different (so that each can be found
+    among the stored episodes exactly once)."""
+    rng = random.Random(seed)
+    out: list[Conversation] = []
+    for c in range(sessions):
+        texts: list[str] = []
+        for t in range(turns):
+            tag = f"(chat {c}, turn {t})"
+            kind = rng.randrange(4)
+            obj, mod = rng.choice(OBJECTS), rng.choice(MODIFIERS)
+            if kind == 0:
+                texts.append(f"I live in {rng.choice(CITIES)} now {tag}.")
+            elif kind == 1:
+                texts.append(f"I like {obj} {mod} {tag}.")
+            elif kind == 2:
+                texts.append(f"What do you remember about {obj} {tag}?")
+            else:
+                texts.append(f"Any ideas for {obj} {mod} {tag}?")
+        thinks = tuple(rng.uniform(*THINK) for _ in range(turns))
+        out.append(Conversation(f"chat-{c}", f"user-{c % users}", tuple(texts), thinks))
+    return out
+
+
+# -- one phase: the scenario, bare and with memory -----------------------------------------
+
+
+@dataclass
+class Runs:
+    """One side of a phase: every run's wall time (ms), and for memory what its recall did."""
+
+    ms: list[float] = field(default_factory=list)
+    waited_ms: list[float] = field(default_factory=list)
+    stale: int = 0
+    without_memory: int = 0  # runs whose recall failed (the model got no block)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Phase:
+    """The scenario under one load condition."""
+
+    loaded: bool
+    bare: Runs = field(default_factory=Runs)
+    mem: Runs = field(default_factory=Runs)
+    backlog: list[tuple[float, int]] = field(default_factory=list)  # (s since start, jobs)
+    turns_end_s: float = 0.0
+    done_at_turns_end: int | None = None  # jobs done when the last turn was answered
+    backlog_at_turns_end: int | None = None
+    jobs: int = 0
+    drained_s: float | None = None
+    jobs_per_s: float = 0.0
+    done_jobs: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    failed_jobs: int = 0
+    recall_wait: float = 2.0
+
+
+async def _talk(
+    conv: Conversation, session: Session, runs: Runs, config: Callable[[], RunConfig | None]
+) -> None:
+    for text, think in zip(conv.texts, conv.thinks, strict=True):
+        await asyncio.sleep(think)
+        agent = Agent(name="a", model=ScriptedModel([[assistant_message("Noted.")]]))
+        before = session.last_recall if isinstance(session, Mem01Session) else None
+        started = time.perf_counter()
+        await Runner.run(agent, text, session=session, run_config=config())
+        runs.ms.append((time.perf_counter() - started) * 1000.0)
+        if isinstance(session, Mem01Session):
+            # A recall that failed leaves the previous run's result in last_recall.
+            recall = session.last_recall
+            if recall is None or recall is before:
+                runs.without_memory += 1
+                runs.errors.append(session.last_memory_error or "no recall")
+            else:
+                runs.waited_ms.append(recall.waited_ms)
+                runs.stale += recall.stale
+
+
+async def _sample(url: str, phase: Phase, started: float, stop: asyncio.Event) -> None:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        while True:
+            cur = await conn.execute(
+                "SELECT count(*) FILTER (WHERE status IN ('pending', 'running')), "
+                "count(*) FILTER (WHERE status = 'done'), count(*) FROM memory_jobs"
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            now = time.perf_counter() - started
+            phase.backlog.append((round(now, 2), int(row[0])))
+            if phase.turns_end_s and phase.done_at_turns_end is None:
+                phase.done_at_turns_end, phase.backlog_at_turns_end = int(row[1]), int(row[0])
+            if phase.turns_end_s and row[0] == 0 and row[2] >= phase.jobs:
+                phase.drained_s = now
+                return
+            if stop.is_set():
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), SAMPLE_SECONDS)
+
+
+async def _check(url: str, convs: Sequence[Conversation], phase: Phase) -> None:
+    """Every turn's words stored as one episode, every job done once."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT user_id, content, count(*) FROM episodes WHERE role = 'user' "
+            "GROUP BY user_id, content"
+        )
+        stored = {(str(u), str(c)): int(n) for u, c, n in await cur.fetchall()}
+        cur = await conn.execute("SELECT status, count(*) FROM memory_jobs GROUP BY status")
+        statuses = {str(s): int(n) for s, n in await cur.fetchall()}
+    expected = [(c.user_id, text) for c in convs for text in c.texts]
+    phase.lost = sum(1 for key in expected if key not in stored)
+    phase.duplicated = sum(stored.get(key, 0) - 1 for key in expected if stored.get(key, 0) > 1)
+    phase.duplicated += max(0, statuses.get("done", 0) - len(expected))
+    phase.failed_jobs = statuses.get("failed", 0)
+    phase.done_jobs = statuses.get("done", 0)
+
+
+async def _bare(convs: Sequence[Conversation], store: Path, runs: Runs) -> None:
+    sessions = [SQLiteSession(f"bare-{c.session_id}", store) for c in convs]
+    await asyncio.gather(
+        *(_talk(c, s, runs, lambda: None) for c, s in zip(convs, sessions, strict=True))
+    )
+    for s in sessions:
+        s.close()
+
+
+async def _mem(
+    server: Server, embedder: Embedder, convs: Sequence[Conversation], phase: Phase, name: str
+) -> None:
+    url = server.database(name)
+    memory = await open_memory(url, embedder)
+    await memory.worker()
+    store = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "t.sqlite"
+    sessions = [
+        Mem01Session(c.session_id, c.user_id, inner=SQLiteSession(c.session_id, store),
+                     memory=memory, recall_wait=phase.recall_wait)
+        for c in convs
+    ]  # fmt: skip
+    phase.jobs = sum(len(c.texts) for c in convs)
+    stop = asyncio.Event()
+    started = time.perf_counter()
+    sampler = asyncio.create_task(_sample(url, phase, started, stop))
+    try:
+        await asyncio.gather(
+            *(_talk(c, s, phase.mem, s.run_config) for c, s in zip(convs, sessions, strict=True))
+        )
+        phase.turns_end_s = time.perf_counter() - started
+        # The backlog drains by itself (the worker runs on): wait for that, bounded.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(sampler), DRAIN_LIMIT_SECONDS)
+    finally:
+        stop.set()
+        await sampler
+    span = (phase.drained_s or time.perf_counter() - started) or 1.0
+    for s in sessions:
+        await s.aclose(flush_timeout=60)
+    await memory.aclose()
+    await _check(url, convs, phase)
+    phase.jobs_per_s = phase.done_jobs / span
+
+
+async def _warm(server: Server, embedder: Embedder, store: Path) -> None:
+    """Imports, the embedding model, first connections: paid here, untimed."""
+    convs = plan(4, 2, 2, seed=3)
+    await _bare(convs, store, Runs())
+    await _mem(server, embedder, convs, Phase(loaded=False), "load_warm")
+
+
+# -- background load ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def busy(processes: int = HOGS, limit: float = HOG_LIMIT_SECONDS) -> Iterator[None]:
+    """``processes`` busy loops, each ending by itself after ``limit`` seconds at most and
+    ended (by its own pid) when the block ends."""
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(limit)]) for _ in range(processes)]
+    try:
+        time.sleep(0.5)  # they are spinning before anything is timed
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait(30)
+
+
+# -- recall at scale ---------------------------------------------------------------------
+
+
+class TimedEmbedder:
+    """The library's embedder, each call's wall time kept (ms)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.samples: list[float] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed(texts)
+        finally:
+            self.samples.append((time.perf_counter() - started) * 1000.0)
+
+
+@dataclass
+class ScaleTimes:
+    recall: list[float] = field(default_factory=list)
+    embed: list[float] = field(default_factory=list)
+    near: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ScaleResult:
+    scales: tuple[int, ...]
+    calls: int
+    warmup: int
+    times: dict[tuple[int, bool], ScaleTimes] = field(default_factory=dict)  # (scale, loaded)
+
+
+@contextlib.contextmanager
+def _timing_near(into: list[float]) -> Iterator[None]:
+    """Time the near-duplicate step of every recall (the engine's own function, wrapped)."""
+    names = vars(candidates_module)  # where the recall looks the function up
+    original: Callable[[Sequence[Twin]], dict[int, list[int]]] = names["near_duplicates"]
+
+    def timed(twins: Sequence[Twin]) -> dict[int, list[int]]:
+        started = time.perf_counter()
+        try:
+            return original(twins)
+        finally:
+            into.append((time.perf_counter() - started) * 1000.0)
+
+    names["near_duplicates"] = timed
+    try:
+        yield
+    finally:
+        names["near_duplicates"] = original
+
+
+async def _recalls(
+    engine: BeliefEngine,
+    timed: TimedEmbedder,
+    user: str,
+    texts: Sequence[str],
+    warmup: int,
+    into: ScaleTimes,
+) -> None:
+    near: list[float] = []
+    with _timing_near(near):
+        for i, query in enumerate(texts):
+            timed.samples.clear()
+            near.clear()
+            started = time.perf_counter()
+            await engine.recall(user, RecallRequest(query, max_tokens=800))
+            elapsed = (time.perf_counter() - started) * 1000.0
+            if i >= warmup:
+                into.recall.append(elapsed)
+                into.embed.extend(timed.samples)
+                into.near.extend(near)
+
+
+async def scale(
+    server: Server,
+    embedder: Embedder,
+    calls: int,
+    scales: Sequence[int] = SCALES,
+    warmup: int = 20,
+    rounds: int = 5,
+) -> ScaleResult:
+    """``calls`` timed recalls per scale and machine state (after ``warmup``), the scales
+    alternating over ``rounds`` rounds, idle first, then beside the busy processes."""
+    url = server.database("load_scale")
+    loader = PrecomputedEmbedder(embedder)
+    migrate.upgrade(url, embedding_dim=loader.dim, embedding_model=loader.name)
+    users = {n: f"scale-{n}" for n in scales}
+    rows = synthetic_rows([(u, n) for n, u in users.items()], seed=23)
+    await loader.aprefill([row[1] for row in rows])  # in batches: embedding is not loading
+    copy_rows(url, loader, rows)
+    # Every timed query a different text, idle and loaded alike.
+    need = 2 * len(scales) * (calls + warmup)
+    texts = list(dict.fromkeys(queries(random.Random(29), 4 * need)))
+    if len(texts) < need:
+        raise RuntimeError(f"only {len(texts)} distinct queries for {need} recalls")
+    out = ScaleResult(tuple(scales), calls, warmup)
+    timed = TimedEmbedder(embedder)
+    db = await Database.open(url=url, embedding_model=loader.name, embedding_dim=loader.dim)
+    try:
+        engine = BeliefEngine(db, timed)
+        at = 0
+        per_round = -(-calls // rounds)
+        for loaded in (False, True):
+            with busy() if loaded else contextlib.nullcontext():
+                for r in range(rounds):
+                    timed_now = min(per_round, calls - r * per_round)
+                    if timed_now <= 0:
+                        break
+                    warm = warmup if r == 0 else 0
+                    for n in scales if r % 2 == 0 else tuple(reversed(scales)):
+                        times = out.times.setdefault((n, loaded), ScaleTimes())
+                        chunk, at = texts[at : at + warm + timed_now], at + warm + timed_now
+                        await _recalls(engine, timed, users[n], chunk, warm, times)
+    finally:
+        await db.close()
+    return out
+
+
+# -- the whole benchmark -----------------------------------------------------------------
+
+
+@dataclass
+class LoadResult:
+    sessions: int
+    users: int
+    turns: int
+    phases: list[Phase]
+    scale: ScaleResult | None
+    seconds: float = 0.0
+
+
+async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:
+    """The scenario idle and beside the busy processes (bare, then Mem01Session, in each
+    machine state), then recall at ``sizes.scales``."""
+    set_tracing_disabled(True)
+    started = time.perf_counter()
+    convs = plan(sizes.sessions, sizes.users, sizes.turns)
+    await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
+    phases: list[Phase] = []
+    for loaded in (False, True):
+        phase = Phase(loaded=loaded)
+        with busy() if loaded else contextlib.nullcontext():
+            bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
+            await _bare(convs, bare, phase.bare)
+            await _mem(server, embedder, convs, phase, "load_busy" if loaded else "load_idle")
+        phases.append(phase)
+    result = LoadResult(sizes.sessions, sizes.users, sizes.turns, phases, None)
+    result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _where(loaded: bool) -> str:
+    return f"{HOGS} busy processes" if loaded else "idle"
+
+
+def _ms(values: Sequence[float], digits: int = 1) -> str:
+    return " / ".join(f"{v:.{digits}f}" for v in values)
+
+
+def table(r: LoadResult) -> str:
+    rows = [
+        "| machine | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
+        "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
+        "| waits of a full `recall_wait` | stale blocks | runs without memory |",
+        "|---|---:|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for p in r.phases:
+        bare, mem = percentiles(p.bare.ms), percentiles(p.mem.ms)
+        added = tuple(m - b for m, b in zip(mem, bare, strict=True))
+        waits = [w for w in p.mem.waited_ms if w > 0]
+        full = sum(1 for w in waits if w >= p.recall_wait * 1000 * 0.95)
+        rows.append(
+            f"| {_where(p.loaded)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
+            f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
+            f"| {p.mem.stale} | {p.mem.without_memory} |"
+        )
+    rows += [
+        "",
+        "| machine | jobs | done when the turns ended | backlog then | largest backlog "
+        "| drained after s | jobs / s | lost | duplicated | failed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in r.phases:
+        drained = f"{p.drained_s:.1f}" if p.drained_s is not None else "not drained"
+        rows.append(
+            f"| {_where(p.loaded)} | {p.jobs} | {_count(p.done_at_turns_end)} "
+            f"| {_count(p.backlog_at_turns_end)} | {max((n for _, n in p.backlog), default=0)} "
+            f"| {drained} | {p.jobs_per_s:.1f} | {p.lost} | {p.duplicated} | {p.failed_jobs} |"
+        )
+    if r.scale is not None:
+        rows += [
+            "",
+            "| beliefs of the user | machine | recall p50 / p95 / p99 ms | p95 against idle "
+            "| query embedding p50 / p95 ms | near-duplicate step p50 / p95 ms |",
+            "|---:|---|---|---:|---|---|",
+        ]
+        for n in r.scale.scales:
+            idle_p95 = percentiles(r.scale.times[(n, False)].recall)[1]
+            for loaded in (False, True):
+                t = r.scale.times[(n, loaded)]
+                recall = percentiles(t.recall)
+                rows.append(
+                    f"| {n:,} | {_where(loaded)} | {_ms(recall)} | {recall[1] / idle_p95:.2f}x "
+                    f"| {_ms(percentiles(t.embed)[:2])} | {_ms(percentiles(t.near)[:2], 2)} |"
+                )
+    return "\n".join(rows)
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def note(r: LoadResult) -> str:
+    scale = r.scale
+    recall_wait = r.phases[0].recall_wait if r.phases else 0.0
+    at_scale = (
+        f"{scale.calls} timed recalls (800 tokens) per scale and machine state, after "
+        f"{scale.warmup} untimed, the scales alternating; every query a different text, so "
+        "that no vector kept of a recent text can serve it; the query's embedding and the "
+        "near-duplicate step are timed inside those same recalls. "
+        if scale is not None
+        else ""
+    )
+    errors = sorted({e for p in r.phases for e in p.mem.errors})
+    return (
+        f"{r.sessions} conversations over {r.users} users (up to "
+        f"{-(-r.sessions // r.users)} at once per user), {r.turns} turns each, concurrent on "
+        f"one event loop; the user replies {THINK[0]:g}-{THINK[1]:g} s after each answer "
+        "(seeded). The same texts and think times through bare `SQLiteSession` "
+        "conversations first, then through Mem01Session ones (fresh transcripts, a fresh "
+        "database per machine state); added = Mem01Session minus bare, per percentile. "
+        "Rule extractor in the memory's background worker; every recall embeds its query "
+        f"with the library's embedder (in the figures). Busy: {HOGS} processes spinning in a "
+        f"loop on this {nproc()}-core machine, started by the benchmark before the bare runs "
+        f"and ended after the Mem01Session runs (each ends by itself after "
+        f"{HOG_LIMIT_SECONDS:.0f} s whatever happens). 'Runs that waited': recalls that "
+        "waited for turns of the user's other conversations (`RecallResult.waited_ms`); "
+        f"'waits of a full `recall_wait`': at least 95% of it ({recall_wait:g} s); stale "
+        "blocks: turns of the user still queued, said in the block's header. Backlog: jobs "
+        f"pending or running, sampled every {SAMPLE_SECONDS:g} s from the first turn until "
+        f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
+        "over that span. Lost and duplicated: each turn's words must be stored as exactly "
+        "one episode, and no more jobs done than turns. Recall at scale: one user's "
+        "synthetic beliefs COPY'd as in the latency benchmark; " + at_scale + "Memory "
+        f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s."
+        "\n\n![backlog over time](img/bench-load.png)"
+    )
+
+
+def chart_data(r: LoadResult) -> dict[str, Any]:
+    return {
+        "title": f"Extraction backlog under {r.sessions} concurrent conversations",
+        "phases": {
+            _where(p.loaded): {"backlog": p.backlog, "turns_end_s": p.turns_end_s} for p in r.phases
+        },
+    }
