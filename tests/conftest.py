@@ -17,6 +17,19 @@ from tests.pg import create_database, drop_database, test_server, with_database 
 TEST_DIM = 64
 
 
+@pytest.fixture(autouse=True)
+def fresh_consoles() -> Iterator[None]:
+    """Each test's CLI output at its own width: a command's consoles are made once per
+    process (one command per process in real use), at the width of the first to print."""
+    from mem01session.cli._console import console, err_console
+
+    console.cache_clear()
+    err_console.cache_clear()
+    yield
+    console.cache_clear()
+    err_console.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def pg_admin_url() -> Iterator[str]:
     with test_server() as url:

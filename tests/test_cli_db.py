@@ -18,6 +18,7 @@ runner = CliRunner()
 @pytest.fixture
 def env(empty_db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("MEM01_DATABASE_URL", empty_db_url)
+    monkeypatch.setenv("COLUMNS", "200")  # wide tables: no wrapped cells in assertions
     return empty_db_url
 
 
@@ -43,7 +44,7 @@ def test_fresh_database_upgrade_current_check_history(env: str) -> None:
     result = runner.invoke(app, ["db", "check"])
     assert result.exit_code == 0 and "in sync" in result.output
 
-    result = runner.invoke(app, ["db", "history"], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["db", "history"])
     assert result.exit_code == 0 and head in result.output
     rows = {line.split()[1]: line for line in result.output.splitlines() if "│ 000" in line}
     assert "drops every table" in rows["0001"]

@@ -14,7 +14,6 @@ from typer.testing import CliRunner, Result
 
 from mem01session import Memory
 from mem01session.cli import app
-from mem01session.cli._console import console
 from mem01session.config import Settings
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import Utterance
@@ -221,11 +220,7 @@ def test_recall_explain_lists_quotes_and_fits_80_columns(
 ) -> None:
     asyncio.run(_said("carol"))
     monkeypatch.setenv("COLUMNS", "80")  # what a pipe gets
-    console.cache_clear()  # made at the width of the first test that printed
-    try:
-        out = ok("recall", "--user", "carol", "which cat keeps visiting the balcony?", "--explain")
-    finally:
-        console.cache_clear()
+    out = ok("recall", "--user", "carol", "which cat keeps visiting the balcony?", "--explain")
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "1 belief and 1 quote of " in " ".join(out.split())
     lines = out.splitlines()

@@ -24,7 +24,6 @@ from typer.testing import CliRunner
 
 import mem01session
 from mem01session.cli import _reads, app
-from mem01session.cli._console import console
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, Utterance
@@ -81,11 +80,7 @@ def seeded(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, i
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
     monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     monkeypatch.setenv("COLUMNS", "250")  # wide tables: no wrapped cells in assertions
-    console.cache_clear()  # made at the width of the first test that printed
-    try:
-        yield asyncio.run(_seed(db_url))
-    finally:
-        console.cache_clear()  # the next test's console, at its own width
+    yield asyncio.run(_seed(db_url))
 
 
 def _commands(ids: dict[str, int]) -> list[list[str]]:
