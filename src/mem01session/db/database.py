@@ -62,7 +62,7 @@ class Database:
         home: Path | None = None,
     ) -> None:
         self.direct = DirectPool(
-            url, max_open=pool_size * 3, max_idle=pool_size, on_connect_error=self.revive
+            url, max_open=pool_size * 3, max_idle=pool_size * 3, on_connect_error=self.revive
         )
         self._url = url
         self._pool_size = pool_size
