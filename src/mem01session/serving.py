@@ -70,3 +70,9 @@ def bind(host: str, port: int) -> socket.socket:
         raise
     sock.set_inheritable(True)
     return sock
+
+
+def http_url(host: str, port: int, path: str = "/") -> str:
+    """The URL a server bound to ``host:port`` answers at (an IPv6 host in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"

@@ -16,9 +16,9 @@ reads) loads without the rule extractor's patterns and the secret rules.
 from __future__ import annotations
 
 import logging
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger, notice_once
@@ -63,18 +63,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use and keep it as a module attribute."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
 
 
 def default_extractor(settings: Settings, *, kind: str | None = None) -> Extractor:

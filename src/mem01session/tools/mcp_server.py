@@ -321,8 +321,9 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{HTTP_PATH}"
+        from ..serving import http_url
+
+        return http_url(self.host, self.port, HTTP_PATH)
 
     async def serve(self) -> None:
         import uvicorn

@@ -12,7 +12,7 @@ import uvicorn
 from ..config import Settings
 from ..memory import Memory
 from ..redaction import register_secret
-from ..serving import bind, scrub_server_logs
+from ..serving import bind, http_url, scrub_server_logs
 from .app import create_app
 from .security import Access, check_bind
 
@@ -61,8 +61,7 @@ class BrowserServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
+        return http_url(self.host, self.port)
 
     async def serve(self) -> None:
         """Open the memory, serve until :meth:`stop` (or a signal), close everything."""
