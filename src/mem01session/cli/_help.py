@@ -49,14 +49,10 @@ class TidyCommand(TyperCommand):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.help = reflow(self.help)
-        _no_type_for_flags(self.params)
+        _tidy(self)
 
     def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            _no_type_for_flags([option])
-        return option
+        return _untyped(super().get_help_option(ctx))
 
 
 class TidyGroup(TyperGroup):
@@ -64,11 +60,18 @@ class TidyGroup(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.help = reflow(self.help)
-        _no_type_for_flags(self.params)
+        _tidy(self)
 
     def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            _no_type_for_flags([option])
-        return option
+        return _untyped(super().get_help_option(ctx))
+
+
+def _tidy(command: TyperCommand | TyperGroup) -> None:
+    command.help = reflow(command.help)
+    _no_type_for_flags(command.params)
+
+
+def _untyped(option: Any) -> Any:
+    if option is not None:
+        _no_type_for_flags([option])
+    return option
