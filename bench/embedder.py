@@ -64,7 +64,9 @@ def table(r: dict[str, Any]) -> str:
     note = (
         f"\n\nTexts: {texts['queries']} queries (mean {texts['query_mean_tokens']} tokens) and "
         f"{texts['sentences']} sentences (mean {texts['sentence_mean_tokens']} tokens) from "
-        f"{Path(texts['source']).name}. Best of the rounds run; batches grouped by length. "
+        f"{Path(texts['source']).name}. Best of the rounds run; batches grouped by length; "
+        "the model itself (the embedder's vectors of recent texts off: every round embeds "
+        "again). "
         f"Load average at start {r['machine']['loadavg_at_start'][0]:.2f}. "
         f"An empty `asyncio.to_thread` round trip: {q['to_thread_hop_p50_us']} µs (p50)."
     )
