@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -27,13 +29,15 @@ def blocks_in(items: Any) -> list[str]:
     return [MEMORY_MARKER] if MEMORY_MARKER in text else []
 
 
-def count_recalls(engine: BeliefEngine) -> list[str]:
-    """The queries the engine recalls for, from now on."""
+def count_recalls(engine: BeliefEngine, started: threading.Event | None = None) -> list[str]:
+    """The queries the engine recalls for, from now on (``started`` is set at each)."""
     queries: list[str] = []
     original = engine.recall_probed
 
     async def counting(user_id: str, request: RecallRequest, probe: Any) -> Any:
         queries.append(request.query)
+        if started is not None:
+            started.set()
         return await original(user_id, request, probe)
 
     engine.recall_probed = counting  # type: ignore[method-assign]
@@ -123,22 +127,26 @@ async def test_recall_starts_when_the_input_is_stored(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
     await remember(engine, "user-1", "Has a dog named Rex")
-    recalls = count_recalls(engine)
+    started = threading.Event()
+    recalls = count_recalls(engine, started)
     session = make_session("conv-early")
     model = ScriptedModel([[assistant_message("Rex!")]])
-    seen_at_model_call: list[str] = []
+    began_while_storing: list[bool] = []
     inner_add = session.inner.add_items
 
     async def add_items(items: Any) -> None:
         await inner_add(items)
         if not model.calls:  # the input, stored before the model is called
-            seen_at_model_call.extend(recalls)
+            # The recall runs on the memory's own loop: it begins without this store
+            # returning. One begun only by the model-input filter (after the store) would
+            # leave this wait to run out.
+            began_while_storing.append(await asyncio.to_thread(started.wait, 30))
 
     session.inner.add_items = add_items  # type: ignore[method-assign]
     await Runner.run(
         Agent(name="a", model=model), "My dog?", session=session, run_config=session.run_config()
     )
-    assert seen_at_model_call == ["My dog?"]  # already under way while the input was stored
+    assert began_while_storing == [True]  # already under way while the input was stored
     assert recalls == ["My dog?"]  # and the model call used it: no second recall
     assert "Has a dog named Rex" in json.dumps(model.calls[0].input)
 
