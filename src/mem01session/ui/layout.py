@@ -121,6 +121,21 @@ def belief_link(user: str, belief_id: int | None) -> Safe:
     )
 
 
+def belief_cells(user: str, belief: Belief) -> list[object]:
+    """The cells a row of beliefs starts with: its id, its statement (both links to its
+    page), its status and when it held."""
+    return [
+        belief_link(user, belief.id),
+        html(
+            '<a class="content" href="{href}">{text}</a>',
+            href=url("/belief", u=user, id=belief.id),
+            text=belief.content,
+        ),
+        badge(belief.status),
+        validity(belief),
+    ]
+
+
 def job_link(user: str, job_id: int | None) -> Safe:
     if job_id is None:
         return Safe('<span class="muted">–</span>')

@@ -9,7 +9,7 @@ from ..engine.records import Belief, Episode
 from .data import Conversation, EpisodeListing, UserView
 from .layout import (
     HIDDEN_MEANS,
-    badge,
+    belief_cells,
     belief_link,
     conversation_link,
     day,
@@ -20,7 +20,6 @@ from .layout import (
     plural,
     quote,
     table,
-    validity,
     when,
 )
 from .markup import Safe, html, join, url
@@ -194,19 +193,7 @@ def episode_page(view: UserView, e: Episode, beliefs: Sequence[Belief]) -> Safe:
     if beliefs:
         drawn = table(
             ["id", "belief", "status", "valid"],
-            [
-                [
-                    belief_link(user, b.id),
-                    html(
-                        '<a class="content" href="{href}">{text}</a>',
-                        href=url("/belief", u=user, id=b.id),
-                        text=b.content,
-                    ),
-                    badge(b.status),
-                    validity(b),
-                ]
-                for b in beliefs
-            ],
+            [belief_cells(user, b) for b in beliefs],
             cls="beliefs",
         )
     else:

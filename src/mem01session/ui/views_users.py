@@ -8,13 +8,12 @@ from ..engine.records import Belief
 from .data import UserRow, UserView
 from .layout import (
     badge,
-    belief_link,
+    belief_cells,
     confidence,
     page,
     plural,
     quote,
     table,
-    validity,
     when,
 )
 from .markup import Safe, html, join, url
@@ -218,14 +217,7 @@ def _belief_cells(user: str, b: Belief) -> list[object]:
             more=html(' <span class="muted">(+{n})</span>', n=more) if more > 0 else Safe(""),
         )
     return [
-        belief_link(user, b.id),
-        html(
-            '<a class="content" href="{href}">{text}</a>',
-            href=url("/belief", u=user, id=b.id),
-            text=b.content,
-        ),
-        badge(b.status),
-        validity(b),
+        *belief_cells(user, b),
         confidence(b.confidence),
         said,
         quote(src.evidence if src else None),
