@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine import BeliefEngine, RecallRequest, near
 from mem01session.engine.rows import normalize_content
 
 from .common import (
@@ -128,6 +128,14 @@ def copy_rows(url: str, embedder: PrecomputedEmbedder, rows: Sequence[Row]) -> i
             "INSERT INTO belief_terms (user_id, lexeme, beliefs) SELECT b.user_id, t.lexeme,"
             " count(*) FROM beliefs b, unnest(tsvector_to_array(b.tsv)) AS t(lexeme)"
             " WHERE b.status = 'active' GROUP BY b.user_id, t.lexeme"
+        )
+        # The near-duplicate links the write path makes with each vector, made for all.
+        cur.execute(
+            "INSERT INTO belief_twins (user_id, belief_id, twin_id) SELECT a.user_id, a.id, b.id"
+            " FROM beliefs a JOIN beliefs b ON b.user_id = a.user_id AND b.id <> a.id"
+            " AND b.embedding_model = a.embedding_model"
+            " WHERE (a.embedding <=> b.embedding) <= %s ON CONFLICT DO NOTHING",
+            (near.MAX_DISTANCE,),
         )
         cur.execute(
             "INSERT INTO memory_users (user_id, active_beliefs) SELECT user_id, count(*)"

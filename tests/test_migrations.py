@@ -15,6 +15,7 @@ TABLES = {
     "belief_events",
     "belief_sources",
     "belief_terms",
+    "belief_twins",
     "episodes",
     "episode_terms",
     "memory_jobs",
@@ -206,3 +207,23 @@ def test_ids_come_from_sequences_from_revision_0005(empty_db_url: str) -> None:
     assert {kind for _, kind, _ in _id_columns(url)} == {"a"}
     fourth = _new_ids(url, "u")
     assert all(fourth[t] > third[t] for t in ID_TABLES)
+
+
+def test_revision_0008_links_the_near_duplicates_already_stored(empty_db_url: str) -> None:
+    migrate.upgrade(empty_db_url, "0007", embedding_dim=3, embedding_model="m3")
+    insert = _BELIEF.format(model_col=", embedding_model", model_val=", %s")
+    rows = (
+        ("lives in lyon", "[1,0,0]"),
+        ("resides in lyon", "[0.99,0.1,0]"),  # cosine 0.995 with the first
+        ("collects stamps", "[0,0,1]"),
+        ("says nothing", "[0,0,0]"),  # a zero vector is near nothing
+    )
+    ids = []
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        for content, vec in rows:
+            found = conn.execute(insert + " RETURNING id", (content, content, vec, "m3"))
+            ids.append(found.fetchone()[0])  # type: ignore[index]
+    migrate.upgrade(empty_db_url)
+    with psycopg.connect(empty_db_url) as conn:
+        links = set(conn.execute("SELECT belief_id, twin_id FROM belief_twins").fetchall())
+    assert links == {(ids[0], ids[1]), (ids[1], ids[0])}

@@ -20,6 +20,7 @@ USER_TABLES = (
     "belief_events",
     "belief_sources",
     "belief_terms",
+    "belief_twins",
     "episodes",
     "episode_terms",
     "memory_users",

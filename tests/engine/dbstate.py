@@ -14,6 +14,8 @@ def order_of(table: str) -> str:
     """A stable order for the rows of a user-scoped table (its primary key)."""
     if table == "memory_users":
         return "user_id"
+    if table == "belief_twins":
+        return "user_id, belief_id, twin_id"
     return "user_id, lexeme" if table.endswith("_terms") else "user_id, id"
 
 

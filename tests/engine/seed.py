@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine
+from mem01session.engine import BeliefEngine, near
 from mem01session.engine.rows import normalize_content, vector_literal
 from mem01session.tokens import TokenCounter
 
@@ -90,6 +90,10 @@ async def seed_belief(
                 },
             )
         ).scalar_one()
+        # Its near-duplicate links, as the write path makes them with a belief's vector.
+        await conn.execute(
+            text(near.LINK), {"u": user_id, "ids": [belief_id], "max_distance": near.MAX_DISTANCE}
+        )
         for session_id, evidence in sources:
             await conn.execute(
                 _INSERT_SOURCE,

@@ -148,6 +148,7 @@ async def test_erase_while_jobs_are_in_flight(db: Database, embedder: HashingEmb
                 "belief_events": 0,
                 "belief_sources": 0,
                 "belief_terms": 0,
+                "belief_twins": 0,
                 "episodes": 0,
                 "episode_terms": 0,
                 "memory_jobs": 0,

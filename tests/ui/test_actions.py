@@ -171,6 +171,7 @@ def test_erase_needs_the_typed_user_id_then_shows_the_receipt(
         "beliefs": "5",
         "belief_events": "6",  # three adds, a supersede, an add and its forget
         "belief_sources": "5",
+        "belief_twins": "0",  # no two of her statements say the same thing
         "episodes": "5",  # every message of her four turns, the hidden one included
         "memory_jobs": "1",
     }

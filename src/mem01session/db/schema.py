@@ -38,6 +38,7 @@ USER_TABLES = (
     "belief_events",
     "belief_sources",
     "belief_terms",
+    "belief_twins",
     "episodes",
     "episode_terms",
     "memory_jobs",
@@ -222,6 +223,15 @@ def build_metadata() -> MetaData:
         Index("episodes_user_said_idx", "user_id", "said_at"),
         Index("episodes_user_session_idx", "user_id", "session_id", "said_at"),
         Index("episodes_user_tsv_idx", "user_id", "tsv", postgresql_using="gin"),
+    )
+
+    Table(
+        "belief_twins",
+        md,
+        Column("user_id", Text, nullable=False),
+        Column("belief_id", BigInteger, nullable=False),
+        Column("twin_id", BigInteger, nullable=False),
+        PrimaryKeyConstraint("user_id", "belief_id", "twin_id", name="belief_twins_pkey"),
     )
 
     Table(

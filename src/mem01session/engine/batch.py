@@ -17,6 +17,7 @@ from typing import Any
 
 from ..checks import aware
 from ..errors import InvalidOpError
+from . import near
 from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change
@@ -92,6 +93,9 @@ class Batch:
         # counts follow them (see finish()).
         self._activated: list[str] = []
         self._deactivated: list[str] = []
+        # Beliefs given a vector, and those among them that had one (see near.link).
+        self._embedded: list[int] = []
+        self._reembedded: list[int] = []
         # The episode of this turn a belief drawn from ``evidence`` points at.
         self.episode_of: Callable[[str | None], int | None] = lambda _evidence: None
 
@@ -159,6 +163,8 @@ class Batch:
         if c.content is not None:
             self._deactivated.append(str(old["content"]))
             self._activated.append(c.content)
+            self._embedded.append(c.target)
+            self._reembedded.append(c.target)
         await self._add_source(c.target, c.evidence)
         await self._ledger("UPDATE", new, (), snapshot(old), c.reason)
         return Change("UPDATE", c.target)
@@ -250,6 +256,7 @@ class Batch:
             },
         )
         self._activated.append(c.content)
+        self._embedded.append(int(row["id"]))
         await self._add_source(int(row["id"]), c.evidence)
         return row
 
@@ -294,7 +301,9 @@ class Batch:
 
     async def finish(self) -> None:
         """Bring the user's term counts (what recall's word rarity rests on) up to date with
-        the statements this batch made active and retired; call once, after the ops."""
+        the statements this batch made active and retired, and link the beliefs it gave a
+        vector to their near-duplicates; call once, after the ops."""
+        await near.link(self.tx, self.user_id, self._embedded, anew=self._reembedded)
         if self._activated:
             await self.tx.run(_COUNT_TERMS_UP, {"u": self.user_id, "texts": self._activated})
         if self._deactivated:

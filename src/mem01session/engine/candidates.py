@@ -2,11 +2,10 @@
 
 It fetches the top vector candidates (exact cosine distance over the user's rows, among
 vectors of the embedder's model: no approximate index can drop one of them), the top
-full-text matches, when asked the latest sources of each, and each candidate's vector
-(raw, for the near-duplicate pairs :mod:`.near` finds in Python: cheaper than a
-self-join); and, when asked, one more value read in the same snapshot by the caller's
-:class:`SnapshotProbe` (the job queue's barrier probe). It runs on the database's direct
-pool (plain psycopg), the per-run path.
+full-text matches, when asked the latest sources of each, and each candidate's
+near-duplicate links (written with its vector, :mod:`.near`); and, when asked, one more
+value read in the same snapshot by the caller's :class:`SnapshotProbe` (the job queue's
+barrier probe). It runs on the database's direct pool (plain psycopg), the per-run path.
 
 Full-text matches are scored by how rare their words are among the user's own active
 beliefs (``belief_terms``, kept by the write path): each query word weighs
@@ -75,7 +74,7 @@ _OUT_COLS = ", ".join(f"c.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 _VECTOR_CTE = f"""
 vec AS MATERIALIZED (
   SELECT s.*, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank FROM (
-    SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, b.embedding <=> q.v AS dist
+    SELECT {_COLS}, b.norm_content, b.embedding_model, b.embedding <=> q.v AS dist
     FROM beliefs b, q
     WHERE b.user_id = %(user_id)s AND {{scope}} AND b.embedding_model = %(model)s
     ORDER BY dist, b.id DESC LIMIT %(pool)s) s
@@ -116,7 +115,8 @@ _RECENCY = (
 _TAIL = f"""
 SELECT {_OUT_COLS}, c.embedding_model, c.dist, c.vector_rank, t.rnk AS text_rank,
        t.score AS text_score, c.norm_content,
-       substring(vector_send(c.embedding) FROM 5) AS vec{{sources}}
+       ARRAY(SELECT bt.twin_id FROM belief_twins bt
+             WHERE bt.user_id = %(user_id)s AND bt.belief_id = c.id) AS twins{{sources}}
 FROM cand c
 LEFT JOIN txt t ON t.id = c.id"""
 # Each candidate's latest sources, when the caller wants them (the default block does not
@@ -168,7 +168,7 @@ def _statement(scope: Scope, kind: Kind, probe: str | None = None, sources: bool
     if kind == "recent":
         body = f"""
 WITH cand AS MATERIALIZED (
-  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model, NULL::float8 AS dist,
+  SELECT {_COLS}, b.norm_content, b.embedding_model, NULL::float8 AS dist,
          NULL::bigint AS vector_rank
   FROM beliefs b
   WHERE b.user_id = %(user_id)s AND {where}
@@ -187,7 +187,7 @@ WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
 cand AS (
   SELECT * FROM vec
   UNION ALL
-  SELECT {_COLS}, b.norm_content, b.embedding, b.embedding_model,
+  SELECT {_COLS}, b.norm_content, b.embedding_model,
          CASE WHEN b.embedding_model = %(model)s THEN b.embedding <=> q.v END, NULL::bigint
   FROM txt t JOIN beliefs b ON b.user_id = %(user_id)s AND b.id = t.id, q
   WHERE t.id NOT IN (SELECT id FROM vec)
@@ -284,11 +284,11 @@ async def fetch(
     if probe is not None:
         probed = probe.parse(rows[0][at["probe_value"]])
         rows = [r for r in rows if r[0] is not None]  # the probe's row without a candidate
-    i_model, i_dist, i_vrank, i_trank, i_tscore, i_norm, i_vec = (
+    i_model, i_dist, i_vrank, i_trank, i_tscore, i_norm, i_twins = (
         at[name]
         for name in (
             "embedding_model", "dist", "vector_rank", "text_rank", "text_score",
-            "norm_content", "vec",
+            "norm_content", "twins",
         )
     )  # fmt: skip
     i_src = at.get("src_session")  # the six src_* arrays, when sources were asked for
@@ -310,7 +310,7 @@ async def fetch(
                 other_model=row_model != model,
             )
         )
-        twins.append(Twin(belief.id, belief.status, row_model, row[i_norm], row[i_vec]))
+        twins.append(Twin(belief.id, belief.status, row[i_norm], tuple(row[i_twins])))
     near = near_duplicates(twins)
     others = sum(c.other_model for c in candidates)
     return Fetched(candidates, near, others, probed)

@@ -1,18 +1,14 @@
-"""Near-duplicates among a recall's candidates: pairs that say the same thing.
+"""Near-duplicate beliefs: linked when written, read back by recall.
 
-Two candidates of the same status are near-duplicates when their normalized statements
-are equal, or when one embedding model made both vectors and their cosine similarity is at
-least :data:`DUPLICATE_COSINE`. The recall statement returns each candidate's vector as
-raw big-endian float32s; comparing a hundred of them here is cheap, where the same pairs as
-a self-join in SQL cost more than the rest of the statement.
-
-The pairs are found in two exact steps, without the BLAS thread pool (a matrix product goes
-there, and its spinning threads cost tens of milliseconds on a busy machine: invariant 15).
-First the leading :data:`HEAD_SHARE` of the dimensions bound every pair's cosine from above:
-the dot product of the two heads plus the product of the lengths of the two tails (Cauchy-
-Schwarz). Only pairs whose bound reaches the threshold get their full dot product. Sentence
-vectors that say different things share little, so nearly every pair stops at the first
-step, which costs an eighth of the full product.
+Two beliefs of the same status are near-duplicates when their normalized statements are
+equal, or when one embedding model made both vectors and their cosine similarity is at
+least :data:`DUPLICATE_COSINE`. The second kind is found when a belief's vector is
+written (:func:`link`: a new belief, a revised statement, a re-embedded vector) and kept
+as links in ``belief_twins``, one row per direction, whatever the two beliefs' statuses.
+Recall then reads each candidate's links with the candidate itself and needs no vector
+back: :func:`near_duplicates` is a few set lookups, with no numerical work on the per-run
+path (a matrix product there went to the BLAS thread pool, whose spinning threads cost
+tens of milliseconds on a busy machine: invariant 15).
 """
 
 from __future__ import annotations
@@ -21,34 +17,51 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import numpy as np
-import numpy.typing as npt
+from .tx import Tx
 
 # Two beliefs whose embeddings are at least this similar say the same thing.
 DUPLICATE_COSINE = 0.95
-# The share of the dimensions whose dot product, with the tails' lengths, bounds a pair's
-# cosine before the full product is computed for the pairs that may reach the threshold.
-HEAD_SHARE = 8
-# Rounding in float32 sums may shift a bound by a few units in the last place: pairs within
-# this much of the threshold go to the full product too.
-_SLACK = 1e-4
+MAX_DISTANCE = 1.0 - DUPLICATE_COSINE  # pgvector's cosine distance (``<=>``)
+
+# The user's beliefs whose vectors (of the same model) are within MAX_DISTANCE of those
+# of ``ids``, linked both ways. A zero vector's distance is NaN, which is near nothing.
+LINK = """
+INSERT INTO belief_twins (user_id, belief_id, twin_id)
+SELECT :u, p.a, p.b
+FROM beliefs n
+JOIN beliefs o ON o.user_id = :u AND o.id <> n.id AND o.embedding_model = n.embedding_model
+CROSS JOIN LATERAL (VALUES (n.id, o.id), (o.id, n.id)) AS p(a, b)
+WHERE n.user_id = :u AND n.id = ANY(CAST(:ids AS bigint[]))
+  AND (o.embedding <=> n.embedding) <= :max_distance
+ON CONFLICT DO NOTHING"""
+# The links of ``ids``, both ways (before their vectors are linked anew).
+UNLINK = """
+DELETE FROM belief_twins WHERE user_id = :u
+  AND (belief_id = ANY(CAST(:ids AS bigint[])) OR twin_id = ANY(CAST(:ids AS bigint[])))"""
+
+
+async def link(tx: Tx, user_id: str, ids: Sequence[int], *, anew: Sequence[int] = ()) -> None:
+    """Link the beliefs ``ids`` of ``user_id`` to their near-duplicates, inside the
+    transaction that wrote their vectors; ``anew``: those among them whose earlier vector
+    was linked already (a revised statement, a re-embedding): their old links go first."""
+    if anew:
+        await tx.run(UNLINK, {"u": user_id, "ids": list(anew)})
+    if ids:
+        await tx.run(LINK, {"u": user_id, "ids": list(ids), "max_distance": MAX_DISTANCE})
 
 
 class Twin(NamedTuple):
-    """What decides whether a candidate duplicates another."""
+    """What decides whether a recall candidate duplicates another."""
 
     id: int
     status: str
-    model: str | None
     norm_content: str
-    # Big-endian float32s: pgvector's binary form (``vector_send``) without its 4-byte
-    # header; None without a vector.
-    vector: bytes | None
+    linked: tuple[int, ...]  # its near-duplicates by vector (``belief_twins``)
 
 
 def near_duplicates(twins: Sequence[Twin]) -> dict[int, list[int]]:
-    """For each candidate that has near-duplicates, their ids (symmetric: each pair is
-    listed under both of its ids)."""
+    """For each candidate that has near-duplicates among ``twins``, their ids (symmetric:
+    each pair is listed under both of its ids)."""
     near: defaultdict[int, list[int]] = defaultdict(list)
 
     def pair(a: int, b: int) -> None:
@@ -56,44 +69,15 @@ def near_duplicates(twins: Sequence[Twin]) -> dict[int, list[int]]:
             near[a].append(b)
             near[b].append(a)
 
+    status = {t.id: t.status for t in twins}
     same_text: defaultdict[tuple[str, str], list[int]] = defaultdict(list)
-    same_space: defaultdict[tuple[str, str, int], list[tuple[int, bytes]]] = defaultdict(list)
     for t in twins:
         same_text[(t.status, t.norm_content)].append(t.id)
-        if t.vector is not None and t.model is not None:
-            same_space[(t.status, t.model, len(t.vector))].append((t.id, t.vector))
+        for other in t.linked:
+            if status.get(other) == t.status:
+                pair(t.id, other)
     for same in same_text.values():
         for i, a in enumerate(same):
             for b in same[i + 1 :]:
                 pair(a, b)
-    for group in same_space.values():
-        if len(group) < 2:
-            continue
-        ids = [bid for bid, _ in group]
-        raw = b"".join(vector for _, vector in group)
-        m = np.frombuffer(raw, dtype=">f4").reshape(len(group), -1).astype(np.float32)
-        for i, j in _similar(m):
-            pair(ids[i], ids[j])
     return dict(near)
-
-
-def _similar(m: npt.NDArray[np.float32]) -> list[tuple[int, int]]:
-    """Row pairs ``(i, j)``, ``i < j``, whose cosine is at least :data:`DUPLICATE_COSINE`
-    (see the module docstring: a bound from the heads first, the full product after)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", m, m))
-    norms[norms == 0] = 1.0  # a zero vector is similar to nothing
-    unit = m / norms[:, None]
-    head = max(1, unit.shape[1] // HEAD_SHARE)
-    heads = np.ascontiguousarray(unit[:, :head])
-    tails = unit[:, head:]
-    tail = np.sqrt(np.einsum("ij,ij->i", tails, tails))
-    # einsum, not ``@``: a matrix product goes to the BLAS thread pool.
-    bound = np.einsum("ik,jk->ij", heads, heads) + tail[:, None] * tail[None, :]
-    rows, cols = np.nonzero(bound >= DUPLICATE_COSINE - _SLACK)
-    upper = rows < cols
-    rows, cols = rows[upper], cols[upper]
-    if not rows.size:
-        return []
-    full = np.einsum("ij,ij->i", unit[rows], unit[cols])
-    hit = full >= DUPLICATE_COSINE
-    return list(zip(rows[hit].tolist(), cols[hit].tolist(), strict=True))

@@ -3,7 +3,8 @@ the current one.
 
 Safe while the application runs: each batch is embedded outside any transaction and
 written with one statement that touches a row only if its text and its vector's model are
-still what was read (a belief revised meanwhile already has a current vector). Resumable:
+still what was read (a belief revised meanwhile already has a current vector); a
+belief's near-duplicate links (:mod:`.near`) are made anew in the same transaction. Resumable:
 it walks each table once in key order and converts what it finds; a second run converts
 whatever is left.
 """
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..checks import check_id, check_positive_int
+from . import near
 from .parts import EngineParts
 from .rows import vector_literal
+from .tx import Tx
 
 TABLES = ("beliefs", "episodes")
 _SCOPE = (
@@ -27,12 +31,12 @@ SELECT user_id, id, content, embedding_model FROM {table}
 WHERE {scope} AND (user_id, id) > (%(after_user)s, %(after_id)s)
 ORDER BY user_id, id LIMIT %(limit)s"""
 _WRITE = """
-UPDATE {table} b SET embedding = CAST(v.vec AS vector), embedding_model = %(model)s
-FROM unnest(%(users)s::text[], %(ids)s::bigint[], %(contents)s::text[],
-            %(olds)s::text[], %(vecs)s::text[]) AS v(user_id, id, content, old, vec)
+UPDATE {table} b SET embedding = CAST(v.vec AS vector), embedding_model = :model
+FROM unnest(CAST(:users AS text[]), CAST(:ids AS bigint[]), CAST(:contents AS text[]),
+            CAST(:olds AS text[]), CAST(:vecs AS text[])) AS v(user_id, id, content, old, vec)
 WHERE b.user_id = v.user_id AND b.id = v.id AND b.content = v.content
   AND b.embedding_model IS NOT DISTINCT FROM v.old
-RETURNING b.id"""
+RETURNING b.user_id, b.id"""
 
 Progress = Callable[[int], None]
 
@@ -88,19 +92,32 @@ async def reembed(
                 break
             after = (rows[-1]["user_id"], int(rows[-1]["id"]))
             vectors = await parts.embedder.embed([r["content"] for r in rows])
-            written = await parts.db.direct.fetch(
-                write,
-                {
-                    "model": model,
-                    "users": [r["user_id"] for r in rows],
-                    "ids": [r["id"] for r in rows],
-                    "contents": [r["content"] for r in rows],
-                    "olds": [r["embedding_model"] for r in rows],
-                    "vecs": [vector_literal(v) for v in vectors],
-                },
-            )
+            params = {
+                "model": model,
+                "users": [r["user_id"] for r in rows],
+                "ids": [r["id"] for r in rows],
+                "contents": [r["content"] for r in rows],
+                "olds": [r["embedding_model"] for r in rows],
+                "vecs": [vector_literal(v) for v in vectors],
+            }
+            # A belief's new vector and its near-duplicate links: one transaction.
+            async with parts.db.sa_engine.begin() as conn:
+                tx = await Tx.of(conn)
+                written = await tx.rows(write, params)
+                if table == "beliefs":
+                    await _relink(tx, written)
             converted += len(written)
             skipped += len(rows) - len(written)
             if progress is not None:
                 progress(len(rows))
     return ReembedReport(model, found, converted, skipped)
+
+
+async def _relink(tx: Tx, written: list[dict[str, Any]]) -> None:
+    """Link re-embedded beliefs to their near-duplicates under the new model, user by
+    user (each statement stays on one user's rows)."""
+    by_user: dict[str, list[int]] = {}
+    for row in written:
+        by_user.setdefault(row["user_id"], []).append(int(row["id"]))
+    for user_id, ids in by_user.items():
+        await near.link(tx, user_id, ids, anew=ids)
