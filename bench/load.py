@@ -127,6 +127,8 @@ class Runs:
     stale: int = 0
     without_memory: int = 0  # runs whose recall failed (the model got no block)
     errors: list[str] = field(default_factory=list)
+    cpu_s: float = 0.0  # this process's CPU time (every thread) over the side's runs
+    wall_s: float = 0.0  # from the first turn to the last answer
 
 
 @dataclass
@@ -213,9 +215,11 @@ async def _check(url: str, convs: Sequence[Conversation], phase: Phase) -> None:
 
 async def _bare(convs: Sequence[Conversation], store: Path, runs: Runs) -> None:
     sessions = [SQLiteSession(f"bare-{c.session_id}", store) for c in convs]
+    cpu, started = time.process_time(), time.perf_counter()
     await asyncio.gather(
         *(_talk(c, s, runs, lambda: None) for c, s in zip(convs, sessions, strict=True))
     )
+    runs.cpu_s, runs.wall_s = time.process_time() - cpu, time.perf_counter() - started
     for s in sessions:
         s.close()
 
@@ -234,19 +238,20 @@ async def _mem(
     ]  # fmt: skip
     phase.jobs = sum(len(c.texts) for c in convs)
     stop = asyncio.Event()
-    started = time.perf_counter()
+    cpu, started = time.process_time(), time.perf_counter()
     sampler = asyncio.create_task(_sample(url, phase, started, stop))
     try:
         await asyncio.gather(
             *(_talk(c, s, phase.mem, s.run_config) for c, s in zip(convs, sessions, strict=True))
         )
-        phase.turns_end_s = time.perf_counter() - started
+        phase.turns_end_s = phase.mem.wall_s = time.perf_counter() - started
         # The backlog drains by itself (the worker runs on): wait for that, bounded.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(sampler), DRAIN_LIMIT_SECONDS)
     finally:
         stop.set()
         await sampler
+    phase.mem.cpu_s = time.process_time() - cpu  # the backlog's extraction included
     span = (phase.drained_s or time.perf_counter() - started) or 1.0
     for s in sessions:
         await s.aclose(flush_timeout=60)
@@ -454,8 +459,9 @@ def table(r: LoadResult) -> str:
     rows = [
         "| machine | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
         "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
-        "| waits of a full `recall_wait` | stale blocks | runs without memory |",
-        "|---|---:|---|---|---|---:|---:|---:|---:|---:|",
+        "| waits of a full `recall_wait` | stale blocks | runs without memory "
+        "| turns / s | process CPU ms / turn: bare, Mem01Session |",
+        "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for p in r.phases:
         bare, mem = percentiles(p.bare.ms), percentiles(p.mem.ms)
@@ -465,7 +471,8 @@ def table(r: LoadResult) -> str:
         rows.append(
             f"| {_where(p.loaded)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
-            f"| {p.mem.stale} | {p.mem.without_memory} |"
+            f"| {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
+            f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f} |"
         )
     rows += [
         "",
@@ -497,6 +504,34 @@ def table(r: LoadResult) -> str:
                     f"| {_ms(percentiles(t.embed)[:2])} | {_ms(percentiles(t.near)[:2], 2)} |"
                 )
     return "\n".join(rows)
+
+
+def _rate(runs: Runs) -> float:
+    """Turns answered per second over the side's runs."""
+    return len(runs.ms) / runs.wall_s if runs.wall_s else 0.0
+
+
+def _cpu_ms(runs: Runs) -> float:
+    """This process's CPU time per turn (ms)."""
+    return runs.cpu_s * 1000.0 / len(runs.ms) if runs.ms else 0.0
+
+
+def capacity(r: LoadResult) -> str:
+    """What the CPU figures say of this machine's capacity (generated from them)."""
+    idle = next((p for p in r.phases if not p.loaded), None)
+    if idle is None or not idle.mem.ms:
+        return ""
+    per_turn = _cpu_ms(idle.mem)
+    memory = per_turn - _cpu_ms(idle.bare)
+    return (
+        f"Capacity: idle, one turn cost this process {per_turn:.1f} ms of CPU with memory "
+        f"({memory:.1f} ms more than bare: the recall, the enqueue and the turn's extraction "
+        "in the background worker), so one process can take at most "
+        f"{1000.0 / per_turn:.0f} turns / s if it had a whole core to itself (Python runs one "
+        f"thread at a time); the scenario offered about {_rate(idle.bare):.0f} turns / s "
+        "(bare). Past that the runs queue for the CPU, and the added latency is that queue, "
+        "not a wait for memory (see 'runs that waited')."
+    )
 
 
 def _count(value: int | None) -> str:
@@ -533,7 +568,11 @@ def note(r: LoadResult) -> str:
         f"pending or running, sampled every {SAMPLE_SECONDS:g} s from the first turn until "
         f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
         "over that span. Lost and duplicated: each turn's words must be stored as exactly "
-        "one episode, and no more jobs done than turns. Recall at scale: one user's "
+        "one episode, and no more jobs done than turns. Turns / s: answered per second while "
+        "the conversations ran. Process CPU: this process's CPU time, all threads, over "
+        "each side's runs (with memory: until the backlog was drained), per turn. "
+        + capacity(r)
+        + " Recall at scale: one user's "
         "synthetic beliefs COPY'd as in the latency benchmark; " + at_scale + "Memory "
         f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s."
         "\n\n![backlog over time](img/bench-load.png)"

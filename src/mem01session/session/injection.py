@@ -18,7 +18,7 @@ an earlier run's block.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import copy
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -152,9 +152,10 @@ def memory_run_config(
         fallback.carried(placed, model_data.instructions, where, key)
         return placed
 
-    config = dataclasses.replace(
-        base or RunConfig(),
-        call_model_input_filter=on_model_input,
-        model_settings=fallback.model_settings,
-    )
+    # A shallow copy, not ``dataclasses.replace``: replace runs RunConfig's validation
+    # again, whose model-settings coercion resolves type hints (1.5 ms of CPU per run);
+    # the two fields set here already have their declared types.
+    config = copy.copy(base) if base is not None else RunConfig()
+    config.call_model_input_filter = on_model_input
+    config.model_settings = fallback.model_settings
     return config
