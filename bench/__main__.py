@@ -240,9 +240,12 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 "Write path", "python -m bench write", facts,
                 write_bench.table(w) + "\n\nops/s: batches of 5 ADD ops through "
                 "`engine.apply` (validation, per-user advisory lock, ledger, provenance), the "
-                "users concurrent on one event loop. jobs/s: turns enqueued as durable jobs "
-                f"({w.jobs} per user at 16 users, more for fewer users), processed by one "
-                "`MemoryWorker` with the rule extractor until none is left. One run each.",
+                "users concurrent on one event loop. jobs/s: "
+                f"{w.jobs} turns spread over the users, enqueued as durable jobs, then "
+                "processed by one started `MemoryWorker` (up to 8 users' turns at once, each "
+                "user's in order: one user's turns are applied one after another) with the "
+                "rule extractor until none is left; the turns' vectors precomputed. One run "
+                "each.",
             )  # fmt: skip
     if charts and not args.no_doc:  # the charts belong to the report's sections
         _charts(charts)
