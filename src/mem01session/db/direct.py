@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
@@ -139,6 +140,21 @@ class DirectPool:
                         raise
                     conn = await self._connect()  # it went stale while idle: one fresh try
                     return await _run(conn, query, params, binary, rows)
+            finally:
+                await self._release(conn)
+
+    @asynccontextmanager
+    async def leased(
+        self, *, fresh: bool = False
+    ) -> AsyncIterator[tuple[psycopg.AsyncConnection[Row], bool]]:
+        """A connection for several statements (a transaction: :func:`~..engine.tx.
+        transaction`), and whether it was reused (it sat idle here, and may have gone
+        stale); with ``fresh``, a new one. It comes back to the pool when the block ends, if
+        no transaction is left open on it."""
+        async with self._slots_here():
+            conn, reused = (await self._connect(), False) if fresh else await self._acquire()
+            try:
+                yield conn, reused
             finally:
                 await self._release(conn)
 

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_id
 from ..errors import UserErasedError
 from .parts import EngineParts
-from .tx import Tx
+from .tx import Pending, Tx
 
 # A 64-bit key per user: different users practically never share a lock.
 _LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('mem01:user:' || :u, 0))"
@@ -48,17 +48,17 @@ async def open_user(tx: Tx, user_id: str, now: datetime) -> int:
 
 async def bump_version(
     tx: Tx, user_id: str, now: datetime, *, episodes: int = 0, active: int = 0
-) -> int:
+) -> Pending:
     """Count one more applied batch, and the episodes and active beliefs it added (or
-    took away); returns the new version."""
-    row = await tx.one(
+    took away); the new version is the ``version`` of the returned statement's one row
+    (read it when needed: pipelined, it comes back with later statements)."""
+    return await tx.later(
         "UPDATE memory_users SET version = version + 1, updated_at = :now, "
         "episodes = greatest(0, episodes + :episodes), "
         "active_beliefs = greatest(0, active_beliefs + :active) "
         "WHERE user_id = :u RETURNING version",
         {"u": user_id, "now": now, "episodes": episodes, "active": active},
     )
-    return int(row["version"])
 
 
 async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:
