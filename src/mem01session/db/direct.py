@@ -29,7 +29,7 @@ from typing import Any, LiteralString, TypeVar
 
 import psycopg
 from psycopg.adapt import Dumper
-from psycopg.pq import Format, TransactionStatus
+from psycopg.pq import ExecStatus, Format, TransactionStatus
 from psycopg.rows import AsyncRowFactory, dict_row, tuple_row
 from psycopg.types import TypeInfo
 
@@ -230,9 +230,16 @@ async def _run(
 ) -> tuple[list[str], list[T]]:
     cur = conn.cursor(row_factory=rows)
     await cur.execute(query, params, binary=binary)
-    if cur.description is None:
+    # The names from the result itself: ``cur.description`` builds a Column object, type
+    # lookups included, for every column of every statement.
+    result = cur.pgresult
+    if result is None or result.status not in _ROWS:
         return [], []
-    return [c.name for c in cur.description], await cur.fetchall()
+    names = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+    return names, await cur.fetchall()
+
+
+_ROWS = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE)
 
 
 __all__ = ["BinaryVector", "DirectPool", "Row"]

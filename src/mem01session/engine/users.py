@@ -33,12 +33,16 @@ async def lock_user(conn: Tx | AsyncConnection, user_id: str) -> None:
     await tx.run(_LOCK_SQL, {"u": user_id})
 
 
-async def open_user(tx: Tx, user_id: str, now: datetime) -> int:
-    """Register the user if new and return their version; refuse an erased user.
+async def open_user(tx: Tx, user_id: str, now: datetime) -> Pending:
+    """Register the user if new (call under the user's lock); :func:`opened` reads the
+    returned statement: the user's version, or the refusal of an erased user. Pipelined,
+    its row comes back with the next statement whose rows are read."""
+    return await tx.later(_OPEN_SQL, {"u": user_id, "now": now})
 
-    Call under the user's lock.
-    """
-    row = await tx.one(_OPEN_SQL, {"u": user_id, "now": now})
+
+async def opened(user: Pending) -> int:
+    """The version of the user :func:`open_user` opened; refuses an erased user."""
+    row = await user.one()
     if row["erased_at"] is not None:
         raise UserErasedError(
             "this user's memory was erased; writes are refused until the user is reinstated"

@@ -25,8 +25,14 @@ from .parts import EngineParts
 from .records import ApplyResult
 from .rows import vector_literal
 from .tx import Tx, transaction
-from .users import bump_version, lock_user, open_user
-from .validate import TargetNotFoundError, check_ops, check_provenance, check_targets
+from .users import bump_version, lock_user, open_user, opened
+from .validate import (
+    TargetNotFoundError,
+    check_ops,
+    check_provenance,
+    check_targets,
+    look_up_targets,
+)
 
 TransactionHook = Callable[[AsyncConnection], Awaitable[None]]
 """Runs inside the apply transaction, under the user's lock, after the ops are written.
@@ -152,9 +158,12 @@ async def _apply(
         # user's row is read, in the same round trip.)
         now = parts.now()
         await lock_user(tx, user_id)
-        version = await open_user(tx, user_id, now)
-        await check_targets(tx, user_id, checked)
+        # Sent together; read in the order that says an erased user before a missing target.
+        user = await open_user(tx, user_id, now)
+        targets = await look_up_targets(tx, user_id, checked)
         stored, added = await _store_episodes(parts, tx, user_id, drafts, provenance, literals, now)
+        version = await opened(user)
+        await check_targets(targets, checked)
         batch = Batch(tx, user_id, provenance, now, literals, record_as, parts.embedder.name)
         batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
         changes = tuple([await batch.apply(c) for c in checked])
