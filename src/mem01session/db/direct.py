@@ -198,8 +198,13 @@ class DirectPool:
 
     async def _open(self) -> psycopg.AsyncConnection[Row]:
         conn = await psycopg.AsyncConnection.connect(
-            self._url, autocommit=True, row_factory=dict_row
+            self._url, autocommit=True, row_factory=dict_row, prepare_threshold=0
         )
+        # Every statement sent here is sent again and again (the per-run path, the worker's
+        # transactions): it is prepared at its first execution, and planned once per
+        # connection, with the generic plan the server settles on after five executions
+        # anyway (planning the recall's statement takes longer than running it).
+        await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
         if self._vector_dumper is None:
             info = await TypeInfo.fetch(conn, "vector")
             if info is not None:  # None before the extension is created
