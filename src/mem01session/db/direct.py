@@ -1,4 +1,5 @@
-"""Single statements on plain psycopg connections: the per-run path.
+"""Single statements on plain psycopg connections: the per-run path (and, leased for a
+while, the write transactions: :meth:`DirectPool.leased`, :func:`~..engine.tx.transaction`).
 
 Every run of a ``Mem01Session`` executes three statements: the recall (which is also the
 barrier's probe) and the enqueue of the turn (is the user erased? the insert). Through
