@@ -141,3 +141,21 @@ async def test_a_vector_parameter_goes_in_binary_on_the_pool_and_as_text_elsewhe
 def test_a_vector_parameter_needs_one_to_65535_dimensions(bad: Any) -> None:
     with pytest.raises(ValueError, match="1 to 65535 dimensions"):
         BinaryVector(bad)
+
+
+async def test_statements_are_prepared_at_once_with_a_generic_plan(db_url: str) -> None:
+    """Planned once per connection: the recall's statement takes longer to plan than to
+    run, and the server settles on the generic plan after five executions anyway."""
+    pool = DirectPool(db_url)
+    try:
+        [row] = await pool.fetch("SHOW plan_cache_mode", {})
+        assert row == {"plan_cache_mode": "force_generic_plan"}
+        query = "SELECT %(x)s::int AS x"
+        await pool.fetch(query, {"x": 1})
+        [seen] = await pool.fetch(
+            "SELECT count(*) AS n FROM pg_prepared_statements WHERE statement LIKE %(q)s",
+            {"q": "%::int AS x"},
+        )
+        assert seen["n"] == 1  # prepared at its first execution
+    finally:
+        await pool.close()

@@ -40,9 +40,10 @@ class SchemaInfo:
 class Database:
     """Two pools on one PostgreSQL database, usable from any event loop.
 
-    ``sa_engine`` (SQLAlchemy, async) serves transactions and everything off the per-run
-    path; ``direct`` (:class:`DirectPool`) the single statements every run makes (the
-    recall, the enqueue), without SQLAlchemy's per-statement overhead. Open it with
+    ``sa_engine`` (SQLAlchemy, async) serves everything off the per-run path but the write
+    transactions; ``direct`` (:class:`DirectPool`) the single statements every run makes
+    (the recall, the enqueue) and the write transactions (:func:`~..engine.tx.transaction`),
+    without SQLAlchemy's per-statement overhead. Open it with
     :meth:`open`; close it with :meth:`close` (or ``async with``).
 
     A SQLAlchemy engine belongs to the event loop it runs on, so ``sa_engine`` is the

@@ -1,4 +1,5 @@
-"""Single statements on plain psycopg connections: the per-run path.
+"""Single statements on plain psycopg connections: the per-run path (and, leased for a
+while, the write transactions: :meth:`DirectPool.leased`, :func:`~..engine.tx.transaction`).
 
 Every run of a ``Mem01Session`` executes three statements: the recall (which is also the
 barrier's probe) and the enqueue of the turn (is the user erased? the insert). Through
@@ -23,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
 from psycopg.adapt import Dumper
-from psycopg.pq import Format, TransactionStatus
+from psycopg.pq import ExecStatus, Format, TransactionStatus
 from psycopg.rows import AsyncRowFactory, dict_row, tuple_row
 from psycopg.types import TypeInfo
 
@@ -142,6 +144,21 @@ class DirectPool:
             finally:
                 await self._release(conn)
 
+    @asynccontextmanager
+    async def leased(
+        self, *, fresh: bool = False
+    ) -> AsyncIterator[tuple[psycopg.AsyncConnection[Row], bool]]:
+        """A connection for several statements (a transaction: :func:`~..engine.tx.
+        transaction`), and whether it was reused (it sat idle here, and may have gone
+        stale); with ``fresh``, a new one. It comes back to the pool when the block ends, if
+        no transaction is left open on it."""
+        async with self._slots_here():
+            conn, reused = (await self._connect(), False) if fresh else await self._acquire()
+            try:
+                yield conn, reused
+            finally:
+                await self._release(conn)
+
     async def close(self) -> None:
         """Close the idle connections; connections in use close when they come back."""
         self._closed = True
@@ -182,8 +199,13 @@ class DirectPool:
 
     async def _open(self) -> psycopg.AsyncConnection[Row]:
         conn = await psycopg.AsyncConnection.connect(
-            self._url, autocommit=True, row_factory=dict_row
+            self._url, autocommit=True, row_factory=dict_row, prepare_threshold=0
         )
+        # Every statement sent here is sent again and again (the per-run path, the worker's
+        # transactions): it is prepared at its first execution, and planned once per
+        # connection, with the generic plan the server settles on after five executions
+        # anyway (planning the recall's statement takes longer than running it).
+        await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
         if self._vector_dumper is None:
             info = await TypeInfo.fetch(conn, "vector")
             if info is not None:  # None before the extension is created
@@ -214,9 +236,16 @@ async def _run(
 ) -> tuple[list[str], list[T]]:
     cur = conn.cursor(row_factory=rows)
     await cur.execute(query, params, binary=binary)
-    if cur.description is None:
+    # The names from the result itself: ``cur.description`` builds a Column object, type
+    # lookups included, for every column of every statement.
+    result = cur.pgresult
+    if result is None or result.status not in _ROWS:
         return [], []
-    return [c.name for c in cur.description], await cur.fetchall()
+    names = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+    return names, await cur.fetchall()
+
+
+_ROWS = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE)
 
 
 __all__ = ["BinaryVector", "DirectPool", "Row"]

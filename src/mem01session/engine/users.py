@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_id
 from ..errors import UserErasedError
 from .parts import EngineParts
-from .tx import Tx
+from .tx import Pending, Tx
 
 # A 64-bit key per user: different users practically never share a lock.
 _LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('mem01:user:' || :u, 0))"
@@ -33,12 +33,16 @@ async def lock_user(conn: Tx | AsyncConnection, user_id: str) -> None:
     await tx.run(_LOCK_SQL, {"u": user_id})
 
 
-async def open_user(tx: Tx, user_id: str, now: datetime) -> int:
-    """Register the user if new and return their version; refuse an erased user.
+async def open_user(tx: Tx, user_id: str, now: datetime) -> Pending:
+    """Register the user if new (call under the user's lock); :func:`opened` reads the
+    returned statement: the user's version, or the refusal of an erased user. Pipelined,
+    its row comes back with the next statement whose rows are read."""
+    return await tx.later(_OPEN_SQL, {"u": user_id, "now": now})
 
-    Call under the user's lock.
-    """
-    row = await tx.one(_OPEN_SQL, {"u": user_id, "now": now})
+
+async def opened(user: Pending) -> int:
+    """The version of the user :func:`open_user` opened; refuses an erased user."""
+    row = await user.one()
     if row["erased_at"] is not None:
         raise UserErasedError(
             "this user's memory was erased; writes are refused until the user is reinstated"
@@ -48,17 +52,17 @@ async def open_user(tx: Tx, user_id: str, now: datetime) -> int:
 
 async def bump_version(
     tx: Tx, user_id: str, now: datetime, *, episodes: int = 0, active: int = 0
-) -> int:
+) -> Pending:
     """Count one more applied batch, and the episodes and active beliefs it added (or
-    took away); returns the new version."""
-    row = await tx.one(
+    took away); the new version is the ``version`` of the returned statement's one row
+    (read it when needed: pipelined, it comes back with later statements)."""
+    return await tx.later(
         "UPDATE memory_users SET version = version + 1, updated_at = :now, "
         "episodes = greatest(0, episodes + :episodes), "
         "active_beliefs = greatest(0, active_beliefs + :active) "
         "WHERE user_id = :u RETURNING version",
         {"u": user_id, "now": now, "episodes": episodes, "active": active},
     )
-    return int(row["version"])
 
 
 async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:

@@ -11,7 +11,7 @@ from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
 from .ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
 from .rows import MAX_BIGINT
-from .tx import Tx
+from .tx import Pending, Tx
 
 MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
@@ -81,29 +81,37 @@ def check_provenance(provenance: Provenance) -> None:
         raise ConfigError("provenance.job_id must be an int")
 
 
-async def check_targets(tx: Tx, user_id: str, checked: Sequence[CheckedOp]) -> None:
-    """Every target must be an active belief of ``user_id`` (call under the user's lock).
-
-    A belief of another user is reported exactly like one that does not exist.
-    """
+async def look_up_targets(tx: Tx, user_id: str, checked: Sequence[CheckedOp]) -> Pending | None:
+    """Send the look-up of the beliefs ``checked`` targets (None: they target none); judge
+    it with :func:`check_targets` (call under the user's lock)."""
     ids = sorted({t for c in checked for t in c.touched})
     if not ids:
-        return
-    rows = await tx.rows(
+        return None
+    return await tx.later(
         "SELECT id, status FROM beliefs WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))",
         {"u": user_id, "ids": ids},
     )
-    status = {int(row["id"]): str(row["status"]) for row in rows}
+
+
+async def check_targets(found: Pending | None, checked: Sequence[CheckedOp]) -> None:
+    """Every target must be an active belief of the user (``found``: the look-up of
+    :func:`look_up_targets`).
+
+    A belief of another user is reported exactly like one that does not exist.
+    """
+    if found is None:
+        return
+    status = {int(row["id"]): str(row["status"]) for row in await found.rows()}
     for c in checked:
         for target in c.touched:
-            found = status.get(target)
-            if found is None:
+            found_status = status.get(target)
+            if found_status is None:
                 raise TargetNotFoundError(
                     c.index, c.kind, target, f"belief #{target} does not exist for this user"
                 )
-            if found != "active":
+            if found_status != "active":
                 raise TargetNotFoundError(
-                    c.index, c.kind, target, f"belief #{target} is {found}, not active"
+                    c.index, c.kind, target, f"belief #{target} is {found_status}, not active"
                 )
 
 

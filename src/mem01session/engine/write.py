@@ -24,13 +24,32 @@ from .ops import Op, Provenance
 from .parts import EngineParts
 from .records import ApplyResult
 from .rows import vector_literal
-from .tx import Tx
-from .users import bump_version, lock_user, open_user
-from .validate import TargetNotFoundError, check_ops, check_provenance, check_targets
+from .tx import Tx, transaction
+from .users import bump_version, lock_user, open_user, opened
+from .validate import (
+    TargetNotFoundError,
+    check_ops,
+    check_provenance,
+    check_targets,
+    look_up_targets,
+)
 
 TransactionHook = Callable[[AsyncConnection], Awaitable[None]]
 """Runs inside the apply transaction, under the user's lock, after the ops are written.
 Raising rolls the whole batch back (the job queue marks its job done this way)."""
+
+
+class TxHook:
+    """A :data:`TransactionHook` whose statements run on the apply transaction's own
+    connection (a :class:`~.tx.Tx`): the transaction then needs no SQLAlchemy connection,
+    and runs pipelined on the direct pool (:func:`~.tx.transaction`). The job queue's hooks
+    are of this kind; any other hook gets a SQLAlchemy connection."""
+
+    def __init__(self, run: Callable[[Tx], Awaitable[None]]) -> None:
+        self.run = run
+
+    async def __call__(self, conn: AsyncConnection) -> None:
+        await self.run(await Tx.of(conn))
 
 
 async def apply_ops(
@@ -134,26 +153,40 @@ async def _apply(
     found = dict(zip(missing, computed, strict=True))
     literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
 
-    async with parts.db.sa_engine.begin() as conn:
-        tx = await Tx.of(conn)
-        await lock_user(tx, user_id)
+    async def write(tx: Tx, on_tx: Callable[[Tx], Awaitable[None]] | None) -> ApplyResult:
+        # (Read before the lock is granted: pipelined, the lock is only sent before the
+        # user's row is read, in the same round trip.)
         now = parts.now()
-        version = await open_user(tx, user_id, now)
-        await check_targets(tx, user_id, checked)
+        await lock_user(tx, user_id)
+        # Sent together; read in the order that says an erased user before a missing target.
+        user = await open_user(tx, user_id, now)
+        targets = await look_up_targets(tx, user_id, checked)
         stored, added = await _store_episodes(parts, tx, user_id, drafts, provenance, literals, now)
+        version = await opened(user)
+        await check_targets(targets, checked)
         batch = Batch(tx, user_id, provenance, now, literals, record_as, parts.embedder.name)
         batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
         changes = tuple([await batch.apply(c) for c in checked])
         await batch.finish()
         oldest = parts.episodes.oldest(now)
         pruned = await episodes.prune(tx, user_id, oldest) if oldest is not None else 0
+        bumped = None
         if changes or stored or pruned:
-            version = await bump_version(
-                tx, user_id, now, episodes=added, active=batch.active_delta
-            )
-        if hook is not None:
-            await hook(conn)
-    return ApplyResult(changes, version)
+            bumped = await bump_version(tx, user_id, now, episodes=added, active=batch.active_delta)
+        if on_tx is not None:
+            await on_tx(tx)
+        if bumped is not None:
+            version = int((await bumped.one())["version"])
+        return ApplyResult(changes, version)
+
+    if hook is None or isinstance(hook, TxHook):
+        # On the direct pool, pipelined (see .tx).
+        on_tx = hook.run if hook is not None else None
+        return await transaction(parts.db.direct, lambda tx: write(tx, on_tx))
+    async with parts.db.sa_engine.begin() as conn:
+        result = await write(await Tx.of(conn), None)
+        await hook(conn)
+    return result
 
 
 async def _store_episodes(

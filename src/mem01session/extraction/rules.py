@@ -41,6 +41,7 @@ nothing when none does.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,10 +110,15 @@ def _stem(word: str) -> str:
     return word
 
 
-def _words(text: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"[a-z0-9$€£][a-z0-9,.'\-]*", text.casefold())} - {
-        _stem(s) for s in _STOP
-    }
+_STOP_STEMS = frozenset(_stem(s) for s in _STOP)
+_WORD = re.compile(r"[a-z0-9$€£][a-z0-9,.'\-]*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    """The stems of ``text``'s words but stop words (cached: a user's candidates are
+    compared with every fact of every turn)."""
+    return frozenset(_stem(w) for w in _WORD.findall(text.casefold())) - _STOP_STEMS
 
 
 def _mentions(candidate: Candidate, value: str) -> bool:

@@ -22,13 +22,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import check_filter
 from ..db import Database
 from ..engine.read import SnapshotProbe
-from ..engine.tx import Tx
-from ..engine.write import TransactionHook
+from ..engine.tx import Tx, transaction
+from ..engine.write import TransactionHook, TxHook
 from ..errors import Mem01Error, UserErasedError
 from ..extraction.base import TurnMessage
 from ..redaction import redact
@@ -178,17 +177,18 @@ class JobStore:
         """A hook for the engine's apply transaction: marks ``job`` done, or aborts the
         batch with :class:`JobLostError` when the job is no longer this worker's."""
 
-        async def hook(conn: AsyncConnection) -> None:
-            await _mark_done(conn, job, worker_id, now=now, usage=usage)
+        async def hook(tx: Tx) -> None:
+            await _mark_done(tx, job, worker_id, now=now, usage=usage)
 
-        return hook
+        return TxHook(hook)
 
     async def complete_without_ops(
         self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
     ) -> None:
         """Mark a job that produced no ops done."""
-        async with self.db.sa_engine.begin() as conn:
-            await _mark_done(conn, job, worker_id, now=now, usage=usage)
+        await transaction(
+            self.db.direct, lambda tx: _mark_done(tx, job, worker_id, now=now, usage=usage)
+        )
 
     async def fail(
         self,
@@ -202,19 +202,21 @@ class JobStore:
     ) -> None:
         """Record a failure: back to pending until ``retry_at``, or ``failed`` when None.
         With ``forget_text`` the turn's text leaves the row (the user was erased)."""
-        async with self.db.sa_engine.begin() as conn:
-            await _mark_failed(conn, job, worker_id, error, now, retry_at, forget_text)
+        await transaction(
+            self.db.direct,
+            lambda tx: _mark_failed(tx, job, worker_id, error, now, retry_at, forget_text),
+        )
 
     def fail_hook(self, job: Job, worker_id: str, error: str, *, now: datetime) -> TransactionHook:
         """A hook for the engine's apply transaction: marks ``job`` failed for good (the
         transaction keeps the turn's words as episodes), or aborts with
         :class:`JobLostError` when the job is no longer this worker's."""
 
-        async def hook(conn: AsyncConnection) -> None:
-            if not await _mark_failed(conn, job, worker_id, error, now, None, False):
+        async def hook(tx: Tx) -> None:
+            if not await _mark_failed(tx, job, worker_id, error, now, None, False):
                 raise JobLostError(f"job {job.id} is no longer leased by this worker")
 
-        return hook
+        return TxHook(hook)
 
     async def release(self, worker_id: str, *, now: datetime) -> list[int]:
         """Hand back every job ``worker_id`` holds (it is stopping): pending again, at once,
@@ -388,7 +390,7 @@ def _erased() -> UserErasedError:
 
 
 async def _mark_failed(
-    conn: AsyncConnection,
+    tx: Tx,
     job: Job,
     worker_id: str,
     error: str,
@@ -396,10 +398,10 @@ async def _mark_failed(
     retry_at: datetime | None,
     forget_text: bool,
 ) -> bool:
-    """Mark a failure on ``conn`` (see :meth:`JobStore.fail`); whether the job was this
+    """Mark a failure in ``tx`` (see :meth:`JobStore.fail`); whether the job was this
     worker's to mark."""
-    marked = await conn.execute(
-        text(
+    marked = await tx.row(
+        (
             "UPDATE memory_jobs SET status = :status, last_error = :err, "
             "lease_owner = NULL, lease_until = NULL, "
             # (no function over the column: Citus refuses those in UPDATEs)
@@ -422,14 +424,13 @@ async def _mark_failed(
             "w": worker_id,
         },
     )
-    return marked.first() is not None
+    return marked is not None
 
 
 async def _mark_done(
-    conn: AsyncConnection, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+    tx: Tx, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
 ) -> None:
-    # On the transaction's psycopg connection: this runs once per applied turn.
-    row = await (await Tx.of(conn)).row(
+    row = await tx.row(
         "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
         "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
         "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
