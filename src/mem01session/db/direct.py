@@ -104,6 +104,7 @@ class DirectPool:
         # pgvector's type, looked up on the first connection that finds it: later ones
         # learn it without a round trip.
         self._vector_dumper: type[Dumper] | None = None
+        self._generic_plans: bool | None = None  # found out at the first connection
 
     def __repr__(self) -> str:
         return f"DirectPool(url={redact_dsn(self._url)!r}, idle={len(self._idle)})"
@@ -204,8 +205,18 @@ class DirectPool:
         # Every statement sent here is sent again and again (the per-run path, the worker's
         # transactions): it is prepared at its first execution, and planned once per
         # connection, with the generic plan the server settles on after five executions
-        # anyway (planning the recall's statement takes longer than running it).
-        await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
+        # anyway (planning the recall's statement takes longer than running it). Not on
+        # Citus: it plans a distributed statement for its parameters' values (the user's
+        # shard), and refuses a generic plan of some.
+        if self._generic_plans is None:
+            cur = await conn.execute(
+                b"SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')",
+                prepare=False,
+            )
+            found = await cur.fetchone()
+            self._generic_plans = bool(found and next(iter(found.values())))
+        if self._generic_plans:
+            await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
         if self._vector_dumper is None:
             info = await TypeInfo.fetch(conn, "vector")
             if info is not None:  # None before the extension is created
