@@ -35,14 +35,23 @@ _CLAIMABLE = (
     "((j.status = 'pending' AND j.run_after <= %(now)s) "
     "OR (j.status = 'running' AND j.lease_until < %(now)s))"
 )
-_OLDEST = (
-    "NOT EXISTS (SELECT 1 FROM memory_jobs e WHERE e.user_id = j.user_id AND e.id < j.id "
-    "AND e.status IN ('pending', 'running'))"
+# One probe per status: each an index range of (user_id, status, id), where a probe for
+# both statuses at once walked the user's jobs by id through every finished one.
+_OLDEST = " AND ".join(
+    "NOT EXISTS (SELECT 1 FROM memory_jobs e WHERE e.user_id = j.user_id "
+    f"AND e.status = '{status}' AND e.id < j.id)"
+    for status in ("pending", "running")
 )
-_FIND = (
-    f"SELECT j.user_id FROM memory_jobs j WHERE {_CLAIMABLE} AND {_OLDEST} "
-    "AND j.user_id <> ALL(%(skip)s) ORDER BY j.id LIMIT %(scan)s"
-)
+# Each user's oldest unfinished job (a sort of the unfinished rows, no probe per row),
+# kept if it is claimable.
+_FIND = f"""
+SELECT j.user_id FROM (
+    SELECT DISTINCT ON (u.user_id) u.user_id, u.id, u.status, u.run_after, u.lease_until
+    FROM memory_jobs u WHERE u.status IN ('pending', 'running')
+    ORDER BY u.user_id, u.id
+) j
+WHERE {_CLAIMABLE} AND j.user_id <> ALL(%(skip)s)
+ORDER BY j.id LIMIT %(scan)s"""
 
 
 def claim_statement(columns: str) -> str:
