@@ -230,3 +230,12 @@ def test_a_belief_packed_after_its_quote_replaces_it() -> None:
     block = render_block(ranked(["Lives in Porto"]), counter, 500, episodes=[quote])
     assert [b.belief.content for b in block.packed] == ["Lives in Porto"]
     assert block.quoted == () and "river" not in block.text
+
+
+def test_a_statement_ending_in_a_parenthesis_reads_back_as_itself() -> None:
+    """Without a note, a statement's own trailing parenthesis is not taken for one."""
+    counter = byte_bound_counter()
+    block = render_block(ranked(["Likes Queen (the band)"]), counter, 10_000)
+    assert "- Likes Queen &#40;the band)" in block.text
+    [record] = parse_block(block.text)
+    assert (record.content, record.status, record.note) == ("Likes Queen (the band)", "active", "")

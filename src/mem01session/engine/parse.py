@@ -10,7 +10,9 @@ from .render import CLOSE, QUOTES_HEADER
 
 
 def _unescape(text: str) -> str:
-    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return (
+        text.replace("&lt;", "<").replace("&gt;", ">").replace("&#40;", "(").replace("&amp;", "&")
+    )
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,9 @@ def asks_when(query: str) -> bool:
     return bool(_WHEN.search(query))
 
 
+_NOTE_LIKE = re.compile(r" \(([^()]*)\)$")
+
+
 def escape(text: str, limit: int | None = None) -> str:
     """``text`` as one inert line: safe inside the block whatever it contains."""
     if text.isprintable():
@@ -132,7 +135,11 @@ def format_record(belief: Belief, style: Style = Style()) -> str:
 
 
 def _line(text: str, note: str) -> str:
-    return f"- {text} ({note})" if note else f"- {text}"
+    if note:
+        return f"- {text} ({note})"
+    # A statement that ends like a note ("Likes Queen (the band)") would read back as one:
+    # its parenthesis is written as an entity, as <, > and & are.
+    return "- " + _NOTE_LIKE.sub(r" &#40;\1)", text)
 
 
 @lru_cache(maxsize=4096)
