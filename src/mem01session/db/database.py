@@ -247,11 +247,8 @@ def _restart(home: Path, into: concurrent.futures.Future[bool]) -> None:
 def _make_engine(url: str, pool_size: int) -> AsyncEngine:
     engine = create_async_engine(
         sqlalchemy_url(url),
-        # QueuePool closes a connection that comes back beyond ``pool_size``: keep as many
-        # as may be in use at once (opened only when needed), or a busy worker would open
-        # and close one per transaction.
-        pool_size=pool_size * 3,
-        max_overflow=pool_size,
+        pool_size=pool_size,
+        max_overflow=pool_size * 2,
         # A ping per checkout: every event loop has a pool of its own, and each finds out
         # about a server restart by itself instead of failing a statement first. The
         # per-run statements go through the direct pool and pay no such round trip.

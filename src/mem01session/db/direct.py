@@ -210,11 +210,11 @@ class DirectPool:
         # shard), and refuses a generic plan of some.
         if self._generic_plans is None:
             cur = await conn.execute(
-                b"SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')",
+                b"SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS ok",
                 prepare=False,
             )
             found = await cur.fetchone()
-            self._generic_plans = bool(found and next(iter(found.values())))
+            self._generic_plans = bool(found and found["ok"])
         if self._generic_plans:
             await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
         if self._vector_dumper is None:

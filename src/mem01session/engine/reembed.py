@@ -11,6 +11,7 @@ whatever is left.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,7 @@ from ..checks import check_id, check_positive_int
 from . import near
 from .parts import EngineParts
 from .rows import vector_literal
-from .tx import Tx
+from .tx import Row, Tx, transaction
 
 TABLES = ("beliefs", "episodes")
 _SCOPE = (
@@ -101,11 +102,9 @@ async def reembed(
                 "vecs": [vector_literal(v) for v in vectors],
             }
             # A belief's new vector and its near-duplicate links: one transaction.
-            async with parts.db.sa_engine.begin() as conn:
-                tx = await Tx.of(conn)
-                written = await tx.rows(write, params)
-                if table == "beliefs":
-                    await _relink(tx, written)
+            written = await transaction(
+                parts.db.direct, functools.partial(_write, write, params, table == "beliefs")
+            )
             converted += len(written)
             skipped += len(rows) - len(written)
             if progress is not None:
@@ -113,7 +112,14 @@ async def reembed(
     return ReembedReport(model, found, converted, skipped)
 
 
-async def _relink(tx: Tx, written: list[dict[str, Any]]) -> None:
+async def _write(sql: str, params: dict[str, Any], relink: bool, tx: Tx) -> list[Row]:
+    written = await tx.rows(sql, params)
+    if relink:
+        await _relink(tx, written)
+    return written
+
+
+async def _relink(tx: Tx, written: list[Row]) -> None:
     """Link re-embedded beliefs to their near-duplicates under the new model, user by
     user (each statement stays on one user's rows)."""
     by_user: dict[str, list[int]] = {}
