@@ -32,25 +32,24 @@ from .minilm_model import (
     MODEL_PACKAGE,
     ModelKey,
     Runtime,
-    cached,
     clear_cache,
     runtime,
 )
+from .query_lane import QueryLane
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-# Event-loop policy, from bench/embedder_bench.py on a 2-core EPYC with one intra-op
-# thread: a query of up to 16 tokens (a short question, ~60 characters) takes 3-6 ms of
-# CPU, while a hop through asyncio.to_thread costs ~0.05 ms *plus* any wait behind other
-# work in the default executor (the SDK's SQLiteSession uses it too). So one short text
-# is embedded inline: the loop is blocked about as long as a database round trip. Anything
-# larger (several texts, or one over _INLINE_MAX_TOKENS) goes through asyncio.to_thread,
-# since 256 tokens take ~75 ms and an ingest batch far more. The character gate keeps a
-# huge single text from being even tokenized on the loop. _INLINE_MAX_TOKENS = 0 would
-# send everything to the thread pool.
-_INLINE_MAX_TOKENS: Final = 16
-_INLINE_MAX_CHARS: Final = 200
+# Where a text is embedded. A run's query (one short text: 3-6 ms of CPU for up to 16
+# tokens on a 2-core EPYC with one intra-op thread, bench/embedder_bench.py) goes to the
+# embedder's query lane (.query_lane): a thread of its own, so the event loop serves other
+# conversations while the model runs (it releases the GIL), and queries that arrive
+# meanwhile are embedded together. It used to run on the event loop itself, which cost
+# every concurrent run those milliseconds (bench/load.py: the largest part of the event
+# loop's time with 50 conversations). Anything larger (several texts, or one over
+# _LANE_MAX_CHARS: 256 tokens take ~75 ms, an ingest batch far more) goes through
+# asyncio.to_thread, so that a batch never holds a query up.
+_LANE_MAX_CHARS: Final = 200
 _OUTPUT: Final = "last_hidden_state"
 # The vectors of the last texts embedded are kept: a turn's words are embedded by the run
 # (its query) and again by the worker (the extractor's candidates, the episode), and a
@@ -103,6 +102,7 @@ class MiniLMEmbedder:
         self._keep = recent_texts
         self._recent: OrderedDict[str, Float32Array] = OrderedDict()
         self._recent_lock = threading.Lock()  # the caller's loop and the memory's embed
+        self._lane = QueryLane(self._embed_sync, max_texts=batch_size)
 
     @property
     def name(self) -> str:
@@ -130,13 +130,8 @@ class MiniLMEmbedder:
         known, missing = self._known(items)
         if not missing:
             return _as_lists(np.stack([known[t] for t in items]))
-        loaded = cached(self._key)
-        if loaded is not None and len(missing) == 1 and len(missing[0]) <= _INLINE_MAX_CHARS:
-            ids = _encode(loaded.tokenizer, missing)
-            if ids[0].size <= _INLINE_MAX_TOKENS:
-                vectors = _run(loaded, ids, *self._batching)
-            else:
-                vectors = await asyncio.to_thread(_run, loaded, ids, *self._batching)
+        if len(missing) == 1 and len(missing[0]) <= _LANE_MAX_CHARS:
+            vectors = await self._lane.embed(missing)
         else:
             vectors = await asyncio.to_thread(self._embed_sync, missing)
         return self._merged(items, known, missing, vectors)

@@ -71,12 +71,6 @@ def clear_cache() -> None:
         _load_locks.clear()
 
 
-def cached(key: ModelKey) -> Runtime | None:
-    """The loaded model for ``key``, if it is loaded (never blocks on a load)."""
-    with _cache_lock:
-        return _cache.get(key)
-
-
 def runtime(key: ModelKey) -> Runtime:
     """The loaded model for ``key``, loading it (once per process) if needed. Blocks."""
     # _cache_lock guards the dicts only, so a lookup from the event loop never waits for

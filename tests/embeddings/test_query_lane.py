@@ -1,0 +1,68 @@
+"""QueryLane: one thread embeds every caller's short texts, batching those that wait."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from mem01session.embeddings.query_lane import Float32Array, QueryLane
+
+
+class Gate:
+    """An ``infer`` that records each call's texts and waits for the test to let it go."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.threads: set[str] = set()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, texts: list[str]) -> Float32Array:
+        self.calls.append(list(texts))
+        self.threads.add(threading.current_thread().name)
+        self.entered.set()
+        self.release.wait(30)
+        if "boom" in texts:
+            raise RuntimeError("model failed")
+        return np.array([[float(len(t)), float(i)] for i, t in enumerate(texts)], np.float32)
+
+
+async def test_texts_queued_while_busy_are_embedded_in_one_call() -> None:
+    gate = Gate()
+    lane = QueryLane(gate, max_texts=8)
+    first = asyncio.ensure_future(lane.embed(["a"]))
+    await asyncio.to_thread(gate.entered.wait, 30)  # the lane is busy with "a"
+    rest = [asyncio.ensure_future(lane.embed([t])) for t in ("bb", "ccc", "dddd")]
+    await asyncio.sleep(0)  # every request is queued before the lane is let go
+    gate.release.set()
+    got = await asyncio.gather(first, *rest)
+    assert gate.calls == [["a"], ["bb", "ccc", "dddd"]]
+    # Each caller gets its own rows, in its own order.
+    assert [row[0][0] for row in got] == [1.0, 2.0, 3.0, 4.0]
+    assert gate.threads == {"mem01-embed"}  # never the event loop's thread
+
+
+async def test_a_call_never_takes_more_than_max_texts_nor_splits_a_request() -> None:
+    gate = Gate()
+    lane = QueryLane(gate, max_texts=3)
+    first = asyncio.ensure_future(lane.embed(["x"]))
+    await asyncio.to_thread(gate.entered.wait, 30)
+    pair = asyncio.ensure_future(lane.embed(["p", "q"]))
+    trio = asyncio.ensure_future(lane.embed(["r", "s", "t"]))
+    await asyncio.sleep(0)
+    gate.release.set()
+    await asyncio.gather(first, pair, trio)
+    assert gate.calls == [["x"], ["p", "q"], ["r", "s", "t"]]
+
+
+async def test_a_failure_reaches_its_callers_and_the_lane_goes_on() -> None:
+    gate = Gate()
+    gate.release.set()
+    lane = QueryLane(gate, max_texts=4)
+    with pytest.raises(RuntimeError, match="model failed"):
+        await lane.embed(["boom"])
+    rows = await lane.embed(["fine"])
+    assert rows.shape == (1, 2) and rows[0][0] == 4.0
