@@ -34,9 +34,10 @@ from .engine.episodes import EpisodePolicy
 from .engine.parts import Clock, utcnow
 from .errors import MemoryClosedError
 from .extraction import Extractor, default_extractor
-from .logs import get_logger
+from .logs import describe, get_logger
 from .loops import LoopThread, register_exit_hook, unregister_exit_hook
 from .queue import JobStore, MemoryWorker, WorkerPolicy
+from .queue.notify import notify
 from .queue.worker import declared_timeout
 
 log = get_logger(__name__)
@@ -64,6 +65,11 @@ class Memory:
     :meth:`aclose`. ``extractor`` defaults to the one ``settings`` chooses (OpenAI with a
     key, the offline rule extractor without).
 
+    With ``run_worker=False`` this process records turns but extracts none: a worker of
+    another process (``mem01session worker``, or a ``Memory`` there) applies them, woken
+    at each turn (:mod:`.queue.notify`); runs and flushes wait for it as for their own.
+    Extraction then takes none of this process's CPU.
+
     If the interpreter exits normally with the memory still open, it is closed then:
     accepted turns get at most ``exit_timeout`` seconds to be extracted; those that
     cannot be are handed back to the job table (logged as a warning), where the next
@@ -81,6 +87,7 @@ class Memory:
         auto_migrate: bool | None = None,
         clock: Clock = utcnow,
         exit_timeout: float = 10.0,
+        run_worker: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         timeout = check_seconds("exit_timeout", exit_timeout)
@@ -92,6 +99,8 @@ class Memory:
         self._policy = worker_policy
         self._auto_migrate = auto_migrate
         self._clock = clock
+        self.run_worker = bool(run_worker)
+        """Whether this process extracts the turns it records (False: a worker elsewhere)."""
         self._db: Database | None = None  # opened here, so closed here
         self._open_lock = asyncio.Lock()  # used on the memory's own loop only
         self._opening: concurrent.futures.Future[BeliefEngine] | None = None
@@ -200,7 +209,8 @@ class Memory:
 
     async def worker(self) -> MemoryWorker:
         """The background worker for :attr:`extractor`, started on first use, on the
-        memory's own loop (its methods may be called from any loop)."""
+        memory's own loop (its methods may be called from any loop). With
+        ``run_worker=False`` it is never started: its waits then follow the job table."""
         engine = await self.engine()
         extractor = self.extractor
         worker = self._workers.get(id(extractor))
@@ -208,9 +218,21 @@ class Memory:
             worker = self._workers.setdefault(
                 id(extractor), MemoryWorker(engine, extractor, policy=self._worker_policy())
             )
-        if not worker.running:
+        if not worker.running and self.run_worker:
             await self._start_home().call(_start(worker))
         return worker
+
+    async def turns_queued(self, after: float = 0.0) -> None:
+        """Turns were just queued: wake this process's worker (``after`` seconds from now),
+        or, without one, notify the workers listening elsewhere (a failure to notify only
+        leaves the turns to their next poll)."""
+        if self.run_worker:
+            (await self.worker()).wake(after=after)
+            return
+        try:
+            await notify((await self.engine()).db)
+        except Exception as exc:
+            log.debug("memory: could not notify the workers: %s", describe(exc))
 
     def _worker_policy(self) -> WorkerPolicy:
         """The policy given, its extraction timeout (when it names none, and the extractor

@@ -135,6 +135,8 @@ def test_database_down_is_one_line_without_the_password(
         (["--bogus"], "error: No such option: --bogus (see: mem01session --help)"),
         (["jobs", "list", "--limit", "x"], "error: Invalid value for '--limit'"),
         (["nope"], "error: No such command 'nope'"),
+        (["worker", "--concurrency", "0"], "error: --concurrency must be between 1 and 64, got 0"),
+        (["worker", "--poll-interval", "0"], "error: --poll-interval must be between 0.05 and"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_1(args: list[str], expected: str) -> None:

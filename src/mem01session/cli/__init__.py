@@ -28,6 +28,7 @@ from .memory import erase, forget, recall, reinstate
 from .reembed import reembed
 from .ui import ui
 from .users import users
+from .worker import worker
 
 app = typer.Typer(
     name="mem01session",
@@ -83,6 +84,7 @@ app.command(cls=TidyCommand)(reembed)
 app.add_typer(jobs_app, name="jobs")
 app.command(cls=TidyCommand)(ui)
 app.command(cls=TidyCommand)(mcp)
+app.command(cls=TidyCommand)(worker)
 
 
 def main() -> None:

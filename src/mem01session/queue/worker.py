@@ -54,6 +54,7 @@ from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
 from .job_records import Job
 from .jobs import JobLostError, JobStore
+from .notify import listen
 from .owners import gone, new_worker_id, parse
 from .vectors import VectorBatch
 
@@ -68,6 +69,8 @@ class WorkerPolicy:
     ``timeout`` if it states one (``OpenAIExtractor`` does: ``MEM01_LLM_TIMEOUT``), else
     what a ``Memory``'s settings say (``MEM01_LLM_TIMEOUT``), else 60.
     ``concurrency``: jobs of different users processed at once.
+    ``listen``: keep a connection listening for the turns that processes without a worker
+    queue (:mod:`.notify`), so they are claimed at once rather than at the next poll.
     """
 
     lease: timedelta = timedelta(seconds=120)
@@ -79,6 +82,7 @@ class WorkerPolicy:
     candidates: int = 10
     keyed: int = 30  # 0: candidates from search only
     concurrency: int = 8
+    listen: bool = False
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.concurrency < 1:
@@ -128,6 +132,7 @@ class MemoryWorker:
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
         self._home: asyncio.AbstractEventLoop | None = None  # the loop it was started on
         self._stopping = False
         self._next_reap = 0.0  # time.monotonic() of the next look for dead owners' claims
@@ -152,6 +157,10 @@ class MemoryWorker:
             self._stopping = False
             self._home = asyncio.get_running_loop()
             self._task = self._home.create_task(self._loop(), name=f"mem01-worker-{self.worker_id}")
+            if self.policy.listen:
+                self._listener = self._home.create_task(
+                    listen(self.engine.db.url, self.wake), name=f"mem01-listen-{self.worker_id}"
+                )
 
     def wake(self, after: float = 0.0) -> None:
         """Look for work now (or ``after`` seconds from now) instead of at the next poll
@@ -179,6 +188,11 @@ class MemoryWorker:
         if home is not None:
             return await run_on(home, self.stop())
         task, self._task = self._task, None
+        listener, self._listener = self._listener, None
+        if listener is not None and listener.get_loop() is running_loop():
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
         if task is not None and task.get_loop() is not running_loop():
             # Its loop is gone (or no longer runs): nothing can resume the task; what it
             # claimed is handed back from here.
@@ -219,7 +233,11 @@ class MemoryWorker:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return False
-            await self.wait_progress(min(0.05, left) if left is not None else 0.05)
+            step = min(0.05, left) if left is not None else 0.05
+            if self.running:
+                await self.wait_progress(step)
+            else:  # another process's worker does the work: only the table can tell
+                await asyncio.sleep(step)
             current = await self.jobs.statuses(user_id, sorted(pending))
             pending = {i for i, j in current.items() if j.status in ("pending", "running")}
             if not pending:

@@ -170,7 +170,7 @@ class DurableTier:
             self._record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
-        (await self.memory.worker()).wake(after=ANSWER_GRACE_SECONDS)
+        await self.memory.turns_queued(after=ANSWER_GRACE_SECONDS)
 
     def see_history(self, items: Sequence[object]) -> None:
         """The inner session returned ``items`` for a run: note which of this session's
@@ -314,9 +314,15 @@ class DurableTier:
             self._recovered(mark)
         else:  # not a failure: the turns stay queued and are applied later
             waited = "" if timeout is None else f" after {timeout:g} s"
+            elsewhere = (
+                ""
+                if self.memory.run_worker
+                else "; this process runs no worker (run_worker=False): is a "
+                "`mem01session worker` running on this database?"
+            )
             self.last_error = (
                 f"flush timed out{waited}: turns of this user are still waiting for "
-                "extraction (they stay queued and are applied later)"
+                f"extraction (they stay queued and are applied later){elsewhere}"
             )
         return done and not failed
 
