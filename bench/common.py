@@ -86,6 +86,8 @@ async def open_memory(
     embedder: PrecomputedEmbedder | Embedder,
     clock: Callable[[], datetime] | None = None,
     extractor: Extractor | None = None,
+    *,
+    run_worker: bool = True,
 ) -> Memory:
     """This project's application object on a migrated database, with the shared embedder
     (and the rule extractor unless told otherwise). Close it with ``aclose()``."""
@@ -95,6 +97,7 @@ async def open_memory(
         Settings(database_url=url, home=Path(tempfile.mkdtemp(prefix="mem01-bench-"))),
         embedder=embedder,
         extractor=extractor or RuleExtractor(),
+        run_worker=run_worker,
         **options,
     )
     await memory.engine()

@@ -10,6 +10,12 @@ embedder. The same scenario (same texts, same think times) runs first with bare
 ``SQLiteSession`` conversations, then with ``Mem01Session`` ones, each on fresh
 transcripts and a fresh database: added = Mem01Session minus bare, per percentile.
 
+**Where extraction runs.** Each machine state runs the Mem01Session side twice: with the
+worker in the process of the runs (the default), and with ``Memory(run_worker=False)`` and
+one ``mem01session worker`` process beside it (started before the runs, on the same
+database, the same embedding model and the rule extractor); that process's CPU time is
+reported apart.
+
 **Background load.** Two busy-looping processes started by the bench, each bounded in time
 (``HOG_LIMIT_SECONDS``) and ended by the bench when the loaded phase ends.
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import subprocess
 import sys
@@ -43,12 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.memory import Session, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
-from mem01session import Mem01Session
+from mem01session import Mem01Session, Memory
 from mem01session.db import Database, migrate
 from mem01session.embeddings import Embedder, Vector
 from mem01session.engine import BeliefEngine, RecallRequest
@@ -136,6 +144,7 @@ class Phase:
     """The scenario under one load condition."""
 
     loaded: bool
+    separate: bool = False  # the worker in a process of its own (mem01session worker)
     bare: Runs = field(default_factory=Runs)
     mem: Runs = field(default_factory=Runs)
     backlog: list[tuple[float, int]] = field(default_factory=list)  # (s since start, jobs)
@@ -150,6 +159,7 @@ class Phase:
     duplicated: int = 0
     failed_jobs: int = 0
     recall_wait: float = 2.0
+    worker_cpu_s: float | None = None  # the worker process's CPU time, when separate
 
 
 async def _talk(
@@ -228,8 +238,27 @@ async def _mem(
     server: Server, embedder: Embedder, convs: Sequence[Conversation], phase: Phase, name: str
 ) -> None:
     url = server.database(name)
-    memory = await open_memory(url, embedder)
-    await memory.worker()
+    memory = await open_memory(url, embedder, run_worker=not phase.separate)
+    await memory.ready()
+    worker = _start_worker(url, embedder) if phase.separate else None
+    try:
+        span = await _converse(url, memory, worker, convs, phase)
+    finally:
+        if worker is not None:
+            _stop_worker(worker)
+    await memory.aclose()
+    await _check(url, convs, phase)
+    phase.jobs_per_s = phase.done_jobs / span
+
+
+async def _converse(
+    url: str,
+    memory: Memory,
+    worker: subprocess.Popen[str] | None,
+    convs: Sequence[Conversation],
+    phase: Phase,
+) -> float:
+    """The conversations with memory, until the backlog is drained; the seconds that took."""
     store = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "t.sqlite"
     sessions = [
         Mem01Session(c.session_id, c.user_id, inner=SQLiteSession(c.session_id, store),
@@ -239,6 +268,7 @@ async def _mem(
     phase.jobs = sum(len(c.texts) for c in convs)
     stop = asyncio.Event()
     cpu, started = time.process_time(), time.perf_counter()
+    worker_cpu = _cpu_s(worker) if worker is not None else 0.0  # its start-up not counted
     sampler = asyncio.create_task(_sample(url, phase, started, stop))
     try:
         await asyncio.gather(
@@ -252,12 +282,50 @@ async def _mem(
         stop.set()
         await sampler
     phase.mem.cpu_s = time.process_time() - cpu  # the backlog's extraction included
+    if worker is not None:
+        phase.worker_cpu_s = _cpu_s(worker) - worker_cpu
     span = (phase.drained_s or time.perf_counter() - started) or 1.0
     for s in sessions:
         await s.aclose(flush_timeout=60)
-    await memory.aclose()
-    await _check(url, convs, phase)
-    phase.jobs_per_s = phase.done_jobs / span
+    return span
+
+
+def _start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
+    """``mem01session worker`` on ``url``, extracting with the rule extractor and
+    embedding with ``embedder``'s model, once it says it runs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "DATABASE_URL")}
+    env.update(
+        MEM01_DATABASE_URL=url,
+        MEM01_EMBEDDING_MODEL=embedder.name,
+        MEM01_HOME=tempfile.mkdtemp(prefix="mem01-load-worker-"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mem01session", "worker"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("worker "):
+        proc.kill()
+        raise RuntimeError(f"mem01session worker did not start: {line!r}")
+    return proc
+
+
+def _cpu_s(proc: subprocess.Popen[str]) -> float:
+    times = psutil.Process(proc.pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def _stop_worker(proc: subprocess.Popen[str]) -> None:
+    """Stop the worker process (SIGTERM: it hands back what it holds)."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
 
 
 async def _warm(server: Server, embedder: Embedder, store: Path) -> None:
@@ -435,12 +503,15 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
     phases: list[Phase] = []
     for loaded in (False, True):
-        phase = Phase(loaded=loaded)
+        here, apart = Phase(loaded=loaded), Phase(loaded=loaded, separate=True)
         with busy() if loaded else contextlib.nullcontext():
             bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
-            await _bare(convs, bare, phase.bare)
-            await _mem(server, embedder, convs, phase, "load_busy" if loaded else "load_idle")
-        phases.append(phase)
+            await _bare(convs, bare, here.bare)
+            apart.bare = here.bare  # one bare side per machine state, against both
+            state = "busy" if loaded else "idle"
+            await _mem(server, embedder, convs, here, f"load_{state}")
+            await _mem(server, embedder, convs, apart, f"load_{state}_apart")
+        phases += [here, apart]
     result = LoadResult(sizes.sessions, sizes.users, sizes.turns, phases, None)
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
     result.seconds = time.perf_counter() - started
@@ -451,39 +522,48 @@ def _where(loaded: bool) -> str:
     return f"{HOGS} busy processes" if loaded else "idle"
 
 
+def _worker(p: Phase) -> str:
+    return "own process" if p.separate else "in the runs' process"
+
+
+def _name(p: Phase) -> str:
+    return f"{_where(p.loaded)}, worker {_worker(p)}"
+
+
 def _ms(values: Sequence[float], digits: int = 1) -> str:
     return " / ".join(f"{v:.{digits}f}" for v in values)
 
 
 def table(r: LoadResult) -> str:
     rows = [
-        "| machine | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
+        "| machine | worker | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
         "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
         "| waits of a full `recall_wait` | stale blocks | runs without memory "
-        "| turns / s | process CPU ms / turn: bare, Mem01Session |",
-        "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| turns / s | CPU ms / turn: bare, Mem01Session (+ worker process) |",
+        "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for p in r.phases:
         bare, mem = percentiles(p.bare.ms), percentiles(p.mem.ms)
         added = tuple(m - b for m, b in zip(mem, bare, strict=True))
         waits = [w for w in p.mem.waited_ms if w > 0]
         full = sum(1 for w in waits if w >= p.recall_wait * 1000 * 0.95)
+        apart = "" if p.worker_cpu_s is None else f" + {_cpu_ms(p.mem, p.worker_cpu_s):.1f}"
         rows.append(
-            f"| {_where(p.loaded)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
+            f"| {_where(p.loaded)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
             f"| {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
-            f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f} |"
+            f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f}{apart} |"
         )
     rows += [
         "",
-        "| machine | jobs | done when the turns ended | backlog then | largest backlog "
+        "| machine | worker | jobs | done when the turns ended | backlog then | largest backlog "
         "| drained after s | jobs / s | lost | duplicated | failed |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in r.phases:
         drained = f"{p.drained_s:.1f}" if p.drained_s is not None else "not drained"
         rows.append(
-            f"| {_where(p.loaded)} | {p.jobs} | {_count(p.done_at_turns_end)} "
+            f"| {_where(p.loaded)} | {_worker(p)} | {p.jobs} | {_count(p.done_at_turns_end)} "
             f"| {_count(p.backlog_at_turns_end)} | {max((n for _, n in p.backlog), default=0)} "
             f"| {drained} | {p.jobs_per_s:.1f} | {p.lost} | {p.duplicated} | {p.failed_jobs} |"
         )
@@ -511,14 +591,15 @@ def _rate(runs: Runs) -> float:
     return len(runs.ms) / runs.wall_s if runs.wall_s else 0.0
 
 
-def _cpu_ms(runs: Runs) -> float:
-    """This process's CPU time per turn (ms)."""
-    return runs.cpu_s * 1000.0 / len(runs.ms) if runs.ms else 0.0
+def _cpu_ms(runs: Runs, cpu_s: float | None = None) -> float:
+    """This process's CPU time per turn (ms), or ``cpu_s``'s over the same turns."""
+    spent = runs.cpu_s if cpu_s is None else cpu_s
+    return spent * 1000.0 / len(runs.ms) if runs.ms else 0.0
 
 
 def capacity(r: LoadResult) -> str:
     """What the CPU figures say of this machine's capacity (generated from them)."""
-    idle = next((p for p in r.phases if not p.loaded), None)
+    idle = next((p for p in r.phases if not p.loaded and not p.separate), None)
     if idle is None or not idle.mem.ms:
         return ""
     per_turn = _cpu_ms(idle.mem)
@@ -557,8 +638,12 @@ def note(r: LoadResult) -> str:
         "(seeded). The same texts and think times through bare `SQLiteSession` "
         "conversations first, then through Mem01Session ones (fresh transcripts, a fresh "
         "database per machine state); added = Mem01Session minus bare, per percentile. "
-        "Rule extractor in the memory's background worker; every recall embeds its query "
-        f"with the library's embedder (in the figures). Busy: {HOGS} processes spinning in a "
+        "Rule extractor; every recall embeds its query with the library's embedder (in the "
+        "figures). Worker 'in the runs' process': the memory's background worker, as by "
+        "default; 'own process': `Memory(run_worker=False)` in the runs' process and one "
+        "`mem01session worker` process beside it (same database, embedding model and "
+        "extractor), whose CPU time over the same span is the '+' figure. "
+        f"Busy: {HOGS} processes spinning in a "
         f"loop on this {nproc()}-core machine, started by the benchmark before the bare runs "
         f"and ended after the Mem01Session runs (each ends by itself after "
         f"{HOG_LIMIT_SECONDS:.0f} s whatever happens). 'Runs that waited': recalls that "
@@ -569,10 +654,9 @@ def note(r: LoadResult) -> str:
         f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
         "over that span. Lost and duplicated: each turn's words must be stored as exactly "
         "one episode, and no more jobs done than turns. Turns / s: answered per second while "
-        "the conversations ran. Process CPU: this process's CPU time, all threads, over "
-        "each side's runs (with memory: until the backlog was drained), per turn. "
-        + capacity(r)
-        + " Recall at scale: one user's "
+        "the conversations ran. CPU: the runs' process's CPU time, all threads, over "
+        "each side's runs (with memory: until the backlog was drained), per turn; the "
+        "PostgreSQL server's is not counted. " + capacity(r) + " Recall at scale: one user's "
         "synthetic beliefs COPY'd as in the latency benchmark; " + at_scale + "Memory "
         f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s."
         "\n\n![backlog over time](img/bench-load.png)"
@@ -583,6 +667,6 @@ def chart_data(r: LoadResult) -> dict[str, Any]:
     return {
         "title": f"Extraction backlog under {r.sessions} concurrent conversations",
         "phases": {
-            _where(p.loaded): {"backlog": p.backlog, "turns_end_s": p.turns_end_s} for p in r.phases
+            _name(p): {"backlog": p.backlog, "turns_end_s": p.turns_end_s} for p in r.phases
         },
     }
