@@ -145,6 +145,13 @@ class MiniLMEmbedder:
         vectors = self._embed_sync(missing) if missing else np.empty((0, DIM), np.float32)
         return self._merged(items, known, missing, vectors)
 
+    def recent_vector(self, text: str) -> list[float] | None:
+        """The vector of ``text`` if it was embedded lately (:data:`RECENT_TEXTS`); never
+        computes one."""
+        with self._recent_lock:
+            vector = self._recent.get(text)
+        return None if vector is None else _as_lists(vector[None, :])[0]
+
     def forget_texts(self) -> None:
         """Drop the vectors kept of recent texts (after an erase: no text of the erased user
         stays in this process's memory as a key)."""

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from ..errors import UserErasedError, connection_lost
 from ..logs import describe, get_logger
+from .carried import Known
 from .jobs import JobStore
 from .turns import TurnMessage
 
@@ -85,13 +86,14 @@ class TurnBuffer:
                 "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
             )
 
-    async def send(self, jobs: JobStore) -> None:
+    async def send(self, jobs: JobStore, *, known: Known | None = None, model: str = "") -> None:
         """Enqueue completed turns, oldest first, adding their jobs to :attr:`enqueued`.
 
         A turn the database refuses for its content (not for the connection) never blocks
         the ones behind it: it is recorded as a failed job without its text, and its reason
         goes to :attr:`refusals`; a turn of an erased user is not stored at all. When the
         connection fails, the exception propagates and this turn and the rest are kept.
+        ``known`` and ``model``: the vectors a turn carries to the worker (:mod:`.carried`).
         """
         while self._unsent:
             turn = self._unsent[0]
@@ -102,6 +104,8 @@ class TurnBuffer:
                     turn.messages,
                     now=turn.observed_at,
                     idempotency_key=turn.key,
+                    known=known,
+                    model=model,
                 )
             except UserErasedError as exc:
                 self.refusals.append((None, describe(exc)))

@@ -31,6 +31,8 @@ from ..engine.write import TransactionHook, TxHook
 from ..errors import Mem01Error, UserErasedError
 from ..extraction.base import TurnMessage
 from ..redaction import redact
+from .carried import KEY as CARRIED
+from .carried import Known, carry
 from .claim import claim_jobs, claim_statement
 from .job_records import (
     EPOCH,
@@ -105,20 +107,30 @@ class JobStore:
         *,
         now: datetime,
         idempotency_key: str | None = None,
+        known: Known | None = None,
+        model: str = "",
     ) -> int:
         """Record a turn for extraction; returns the job id (the existing one for a known
         key). Two autocommit statements: is the user erased, then the insert (a third
-        reads the id of the job already holding the key).
+        reads the id of the job already holding the key). ``known``: the vectors ``model``
+        made of the user's words that the turn carries to the worker (:mod:`.carried`).
 
         Raises :class:`UserErasedError` (storing nothing) for an erased user. An erase
         that commits between the two statements does not see this job; the worker then
         refuses it and drops its text, as for any job of an erased user.
         """
         key = idempotency_key or uuid.uuid4().hex
+        payload = payload_for(messages, now)
+        if known is not None:
+            # Looked up by the scrubbed text: a text that lost a secret is not what was embedded.
+            said = [m["text"] for m in payload["messages"] if m["role"] == "user"]
+            entry = carry(said, known, model)
+            if entry is not None:
+                payload[CARRIED] = entry
         params = {
             "u": user_id,
             "s": session_id,
-            "p": json.dumps(payload_for(messages, now)),
+            "p": json.dumps(payload),
             "k": key,
             "now": now,
         }
@@ -432,7 +444,8 @@ async def _mark_done(
 ) -> None:
     row = await tx.row(
         "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
-        "last_error = NULL, usage = CAST(:usage AS jsonb), updated_at = :now "
+        "payload = payload - 'vectors', last_error = NULL, usage = CAST(:usage AS jsonb), "
+        "updated_at = :now "
         "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
         "RETURNING id",
         {

@@ -52,6 +52,7 @@ from ..logs import describe, get_logger
 from ..loops import elsewhere, run_on, running_loop
 from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
+from .carried import carried
 from .job_records import Job
 from .jobs import JobLostError, JobStore
 from .notify import listen
@@ -317,7 +318,8 @@ class MemoryWorker:
             said = utterances(turn)
             query = " ".join(m.text for m in turn.messages if m.role == "user")
             kept = self.engine.episode_texts(said)
-            vectors = await self._vectors.embed([query, *kept])
+            vectors = self._carried(job, [query, *kept])
+            vectors |= await self._vectors.embed(t for t in [query, *kept] if t not in vectors)
             candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
             try:
                 async with asyncio.timeout(self.extract_timeout):
@@ -364,6 +366,12 @@ class MemoryWorker:
             raise
         except Exception as exc:
             await self._fail(job, exc)
+
+    def _carried(self, job: Job, texts: list[str]) -> dict[str, Vector]:
+        """The vectors of ``texts`` the job carries from its run (:mod:`.carried`)."""
+        embedder = self.engine.embedder
+        have = carried(job.payload, embedder.name, embedder.dim)
+        return {t: have[t] for t in texts if t in have}
 
     async def _candidates(
         self, user_id: str, query: str, vector: Vector | None

@@ -22,6 +22,7 @@ from ..logs import describe, get_logger
 from ..memory import Memory
 from ..queue import JobStore, MemoryWorker
 from ..queue.buffer import TurnBuffer
+from ..queue.carried import Known
 from ..queue.turns import TurnMessage
 from .barrier import budget, wait_for_next, worth_waiting
 from .items import user_texts_newest_first
@@ -151,7 +152,7 @@ class DurableTier:
         try:
             jobs = await self.memory.jobs()
             self._step = "storing turns"
-            await self._buffer.send(jobs)
+            await self._buffer.send(jobs, known=self._known_vectors(), model=self._model())
         except Exception:
             if self.strict:  # the caller hears of the failure: nothing is kept behind its back
                 self._buffer.discard()
@@ -171,6 +172,17 @@ class DurableTier:
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
         await self.memory.turns_queued(after=ANSWER_GRACE_SECONDS)
+
+    def _known_vectors(self) -> Known | None:
+        """With the worker in another process, the vectors this process's embedder still
+        has of the turn's words go with it (the worker would embed them again)."""
+        if self.memory.run_worker or self._engine is None:
+            return None
+        known: Known | None = getattr(self._engine.embedder, "recent_vector", None)
+        return known
+
+    def _model(self) -> str:
+        return self._engine.embedder.name if self._engine is not None else ""
 
     def see_history(self, items: Sequence[object]) -> None:
         """The inner session returned ``items`` for a run: note which of this session's
