@@ -16,6 +16,7 @@ from mem01session import BeliefEngine, Mem01Session, Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.extraction import RuleExtractor
+from mem01session.session.durable import DurableTier
 from tests.child_env import pythonpath
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ROOT, say
@@ -74,3 +75,22 @@ async def test_turns_recorded_without_a_worker_are_applied_by_the_worker_command
     assert worker.returncode == 0, err
     assert "stopped: 3 turn(s) processed, 0 handed back" in out
     await memory.aclose()
+
+
+async def test_closing_without_a_worker_enqueues_and_does_not_wait(
+    db: Database, embedder: HashingEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = Memory(engine=BeliefEngine(db, embedder), extractor=RuleExtractor(), run_worker=False)
+    inner = SQLiteSession("chat", tmp_path / "t.sqlite")
+    session = Mem01Session("chat", "xena", inner=inner, memory=memory)
+    await say(session, "I live in Oslo.")
+
+    async def no_wait(*_args: object, **_kwargs: object) -> bool:
+        raise AssertionError("closing waited for extraction")
+
+    monkeypatch.setattr(DurableTier, "_barrier", no_wait)
+    await session.aclose(flush_timeout=30)
+    await memory.aclose(flush_timeout=30)
+    assert session.last_memory_error is None
+    rows = await db.direct.fetch("SELECT status FROM memory_jobs WHERE user_id = 'xena'", {})
+    assert [r["status"] for r in rows] == ["pending"]  # queued for the worker elsewhere

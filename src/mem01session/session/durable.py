@@ -353,7 +353,9 @@ class DurableTier:
         Returns how many of this session's accepted turns are still not applied.
 
         Turns that cannot be enqueued are lost (and counted in ``dropped``); enqueued ones
-        stay durable and resume at the next start."""
+        stay durable and resume at the next start. Without a worker in this process
+        (``run_worker=False``) the turns are only enqueued: the workers elsewhere apply
+        them whenever this process ends, so it does not wait for them."""
         self.memory.detach(self)
         self._buffer.release()
         left = 0
@@ -361,7 +363,8 @@ class DurableTier:
             if self._buffer.unsent or self._watched:
                 try:
                     await self._send()
-                    if not await self._barrier(flush_timeout):
+                    waits = self.memory.run_worker
+                    if waits and not await self._barrier(flush_timeout):
                         left = await self._unapplied()
                 except Exception as exc:
                     left = len(self._watched)
