@@ -53,7 +53,6 @@ async def _serve(settings: Settings, concurrency: int, poll_interval: float) -> 
 
     from ..memory import Memory
     from ..queue import WorkerPolicy
-    from ._console import console
 
     policy = WorkerPolicy(concurrency=concurrency, poll_interval=poll_interval, listen=True)
     memory = Memory(settings, worker_policy=policy)
@@ -64,19 +63,15 @@ async def _serve(settings: Settings, concurrency: int, poll_interval: float) -> 
     try:
         await memory.ready()
         running = await memory.worker()
-        console().print(
+        typer.echo(  # one line each, unwrapped, flushed: these go to logs
             f"worker {running.worker_id}: extracting with {running.extractor.name} on "
-            f"{_where(memory)}; Ctrl+C stops it",
-            highlight=False,
+            f"{_where(memory)}; Ctrl+C stops it"
         )
         await stop.wait()
         released = await running.stop()
     finally:
         await memory.aclose()
-    console().print(
-        f"stopped: {running.processed} turn(s) processed, {len(released)} handed back",
-        highlight=False,
-    )
+    typer.echo(f"stopped: {running.processed} turn(s) processed, {len(released)} handed back")
 
 
 def _where(memory: Memory) -> str:
