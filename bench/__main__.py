@@ -244,8 +244,15 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 f"{w.jobs} turns spread over the users, enqueued as durable jobs, then "
                 "processed by one started `MemoryWorker` (up to 8 users' turns at once, each "
                 "user's in order: one user's turns are applied one after another) with the "
-                "rule extractor until none is left; the turns' vectors precomputed. One run "
-                "each.",
+                "rule extractor until none is left; the turns' vectors precomputed. With a "
+                f"{write_bench.LLM_DELAY:g} s extractor: the rule extractor behind that wait "
+                "(standing for a model's answer), turns of "
+                f"{write_bench.LLM_USERS} users, at each concurrency bound (the default is "
+                "8), enough turns for 8 rounds of the bound; peak Python memory: a second "
+                "run of two rounds of the bound under tracemalloc (untimed), its peak beyond "
+                "what was held before it, divided by the bound (what each job in flight "
+                "holds: its turn, candidates, vectors, statements; an HTTP extractor's "
+                "buffers come on top). One run each.",
             )  # fmt: skip
     if charts and not args.no_doc:  # the charts belong to the report's sections
         _charts(charts)

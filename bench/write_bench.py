@@ -8,28 +8,40 @@ loop: up to ``WorkerPolicy.concurrency`` users' turns at once, each user's in or
 the rule extractor until none is left. The turns' vectors are precomputed, as for every
 system in these benchmarks; in an application the worker reuses the vector its run made of
 the turn's text (the embedder keeps its recent texts').
+With an LLM: the same, 64 users, the rule extractor behind a fixed delay standing for the
+model call (:data:`LLM_DELAY`), at several ``WorkerPolicy.concurrency`` bounds
+(:data:`CONCURRENCY`); the Python memory the worker holds at its peak beyond what it held
+before (tracemalloc), per job in flight, is what the bound costs (an HTTP extractor's
+buffers come on top).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
+import tracemalloc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
+from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.extraction.rules import RuleExtractor
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
-from mem01session.queue.worker import MemoryWorker
+from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 
 from .common import PrecomputedEmbedder, Server, open_memory
 from .synthetic import fact
 
 USERS = (1, 4, 16, 64)
 JOB_COUNT = 512  # jobs per measurement, spread over the users
+LLM_DELAY = 0.5  # seconds an extraction waits, standing for the model's answer
+CONCURRENCY = (1, 8, 32)
+LLM_USERS = 64
 TURNS = [
     "I live in {city} and I work as a {job}.",
     "My favourite food is {food}.",
@@ -47,6 +59,22 @@ class WriteResult:
     jobs_per_s: dict[int, float] = field(default_factory=dict)
     batches: int = 0
     jobs: int = 0
+    # concurrency -> (jobs, jobs / s, peak Python memory per job in flight, KiB)
+    llm: dict[int, tuple[int, float, float]] = field(default_factory=dict)
+
+
+class SlowRules(RuleExtractor):
+    """The rule extractor after a fixed wait, as if a model answered."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        await asyncio.sleep(self.delay)
+        return await super().extract(turn, candidates, now)
 
 
 async def _ops(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, batches: int) -> float:
@@ -69,8 +97,10 @@ async def _ops(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, batch
     return users * batches * 5 / (time.perf_counter() - started)
 
 
-async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_user: int) -> float:
-    rng = random.Random(100 + users)
+async def _enqueue(
+    engine: BeliefEngine, emb: PrecomputedEmbedder, tag: str, users: int, per_user: int
+) -> None:
+    rng = random.Random(tag)
     now = datetime(2026, 3, 1, tzinfo=UTC)
     store = JobStore(engine.db)
     texts = []
@@ -81,11 +111,13 @@ async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_
             )
             texts.append(text)
             messages = [TurnMessage("user", text), TurnMessage("assistant", "Noted.")]
-            await store.enqueue(f"j{users}-{u}", f"s{users}-{u}-{t}", messages, now=now)
+            await store.enqueue(f"{tag}-{u}", f"s{tag}-{u}-{t}", messages, now=now)
     emb.prefill(texts)
     engine.token_counter.count("loaded")  # the tokenizer's first load is not timed
-    worker = MemoryWorker(engine, RuleExtractor())
-    total = users * per_user
+
+
+async def _drain(engine: BeliefEngine, worker: MemoryWorker, total: int) -> float:
+    """Start ``worker`` and wait until it processed ``total`` jobs; jobs per second."""
     started = time.perf_counter()
     worker.start()
     try:
@@ -98,6 +130,35 @@ async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_
     if worker.last_error:
         raise RuntimeError(f"the worker failed a job: {worker.last_error}")
     return worker.processed / (time.perf_counter() - started)
+
+
+async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_user: int) -> float:
+    await _enqueue(engine, emb, f"j{users}", users, per_user)
+    return await _drain(engine, MemoryWorker(engine, RuleExtractor()), users * per_user)
+
+
+async def _llm_jobs(
+    engine: BeliefEngine, emb: PrecomputedEmbedder, concurrency: int
+) -> tuple[int, float, float]:
+    """Jobs, jobs / s and KiB per job in flight with :class:`SlowRules` at ``concurrency``:
+    enough jobs for 8 rounds of the bound, spread over :data:`LLM_USERS` users; then the
+    memory, in a run of 2 rounds under tracemalloc (which slows Python down: not timed)."""
+    per_user = -(-max(16, 8 * concurrency) // LLM_USERS)
+    await _enqueue(engine, emb, f"llm{concurrency}", LLM_USERS, per_user)
+    policy = WorkerPolicy(concurrency=concurrency)
+    worker = MemoryWorker(engine, SlowRules(LLM_DELAY), policy=policy)
+    rate = await _drain(engine, worker, LLM_USERS * per_user)
+    await _enqueue(engine, emb, f"llm-mem{concurrency}", 2 * concurrency, 1)
+    worker = MemoryWorker(engine, SlowRules(LLM_DELAY), policy=policy)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await _drain(engine, worker, 2 * concurrency)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return LLM_USERS * per_user, rate, (peak - before) / 1024 / concurrency
 
 
 async def _unfinished(engine: BeliefEngine) -> int:
@@ -120,6 +181,8 @@ async def run(
             per_user = per_user_jobs or JOB_COUNT // users
             out.jobs = users * per_user
             out.jobs_per_s[users] = await _jobs(engine, emb, users, per_user)
+        for concurrency in CONCURRENCY:
+            out.llm[concurrency] = await _llm_jobs(engine, emb, concurrency)
     finally:
         await memory.aclose()
     return out
@@ -129,4 +192,13 @@ def table(r: WriteResult) -> str:
     lines = ["| concurrent users | ops applied / s | jobs processed / s |", "|---:|---:|---:|"]
     for users in USERS:
         lines.append(f"| {users} | {r.ops_per_s[users]:,.0f} | {r.jobs_per_s[users]:,.1f} |")
+    if r.llm:
+        lines += [
+            "",
+            f"| `WorkerPolicy.concurrency` | jobs | jobs / s with a {LLM_DELAY:g} s extractor "
+            "| at most (concurrency / delay) | peak Python memory per job in flight KiB |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for c, (jobs, rate, kib) in r.llm.items():
+            lines.append(f"| {c} | {jobs} | {rate:,.1f} | {c / LLM_DELAY:,.0f} | {kib:,.0f} |")
     return "\n".join(lines)
