@@ -17,6 +17,13 @@ from tests.pg import create_database, drop_database, test_server, with_database 
 TEST_DIM = 64
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked slow (processes, servers: seconds each) first, in their order: the
+    suite's workers start on them and share the short ones at the end, instead of one
+    worker starting a long test when the others are nearly done."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def fresh_consoles() -> Iterator[None]:
     """Each test's CLI output at its own width: a command's consoles are made once per
