@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import platform
@@ -24,7 +25,7 @@ import psycopg
 from mem01session import Memory, Settings
 from mem01session.db import migrate
 from mem01session.embeddings import Embedder, HashingEmbedder, Vector
-from mem01session.extraction import Extractor, RuleExtractor
+from mem01session.extraction import Candidate, Extraction, Extractor, RuleExtractor, Turn
 
 
 class PrecomputedEmbedder:
@@ -62,8 +63,6 @@ class PrecomputedEmbedder:
             if embed_sync is not None:
                 vectors = embed_sync(chunk)
             else:
-                import asyncio
-
                 vectors = asyncio.run(self._inner.embed(chunk))
             self.cache.update(zip(chunk, vectors, strict=True))
 
@@ -79,6 +78,20 @@ class PrecomputedEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[Vector]:
         await self.aprefill(texts)
         return [self.cache[t] for t in texts]
+
+
+class DelayedExtractor(RuleExtractor):
+    """The rule extractor after a fixed delay: an LLM call's duration, not its CPU."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        await asyncio.sleep(self.delay)
+        return await super().extract(turn, candidates, now)
 
 
 async def open_memory(

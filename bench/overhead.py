@@ -23,7 +23,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from agents import Agent, RunConfig, Runner, set_tracing_disabled
@@ -32,9 +31,8 @@ from agents.testing import ScriptedModel, assistant_message
 
 from mem01session import Mem01Session, Memory
 from mem01session.embeddings import Embedder
-from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 
-from .common import Server, open_memory
+from .common import DelayedExtractor, Server, open_memory
 
 DELAYS = (0.0, 0.5, 1.5)
 THINK_SECONDS = 0.3
@@ -46,20 +44,6 @@ TEXTS = [
     "I like hiking in the mountains.",
     "Where did I say I live?",
 ]
-
-
-class DelayedExtractor(RuleExtractor):
-    """The rule extractor after a fixed delay: an LLM call's duration, not its CPU."""
-
-    def __init__(self, delay: float) -> None:
-        super().__init__()
-        self.delay = delay
-
-    async def extract(
-        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
-    ) -> Extraction:
-        await asyncio.sleep(self.delay)
-        return await super().extract(turn, candidates, now)
 
 
 @dataclass

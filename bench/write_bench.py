@@ -22,19 +22,17 @@ import gc
 import random
 import time
 import tracemalloc
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
-from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.extraction.rules import RuleExtractor
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
 from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 
-from .common import PrecomputedEmbedder, Server, open_memory
+from .common import DelayedExtractor, PrecomputedEmbedder, Server, open_memory
 from .synthetic import fact
 
 USERS = (1, 4, 16, 64)
@@ -61,20 +59,6 @@ class WriteResult:
     jobs: int = 0
     # concurrency -> (jobs, jobs / s, peak Python memory per job in flight, KiB)
     llm: dict[int, tuple[int, float, float]] = field(default_factory=dict)
-
-
-class SlowRules(RuleExtractor):
-    """The rule extractor after a fixed wait, as if a model answered."""
-
-    def __init__(self, delay: float) -> None:
-        super().__init__()
-        self.delay = delay
-
-    async def extract(
-        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
-    ) -> Extraction:
-        await asyncio.sleep(self.delay)
-        return await super().extract(turn, candidates, now)
 
 
 async def _ops(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, batches: int) -> float:
@@ -140,16 +124,17 @@ async def _jobs(engine: BeliefEngine, emb: PrecomputedEmbedder, users: int, per_
 async def _llm_jobs(
     engine: BeliefEngine, emb: PrecomputedEmbedder, concurrency: int
 ) -> tuple[int, float, float]:
-    """Jobs, jobs / s and KiB per job in flight with :class:`SlowRules` at ``concurrency``:
-    enough jobs for 8 rounds of the bound, spread over :data:`LLM_USERS` users; then the
-    memory, in a run of 2 rounds under tracemalloc (which slows Python down: not timed)."""
+    """Jobs, jobs / s and KiB per job in flight with the rule extractor behind
+    :data:`LLM_DELAY` at ``concurrency``: enough jobs for 8 rounds of the bound, spread
+    over :data:`LLM_USERS` users; then the memory, in a run of 2 rounds under tracemalloc
+    (which slows Python down: not timed)."""
     per_user = -(-max(16, 8 * concurrency) // LLM_USERS)
     await _enqueue(engine, emb, f"llm{concurrency}", LLM_USERS, per_user)
     policy = WorkerPolicy(concurrency=concurrency)
-    worker = MemoryWorker(engine, SlowRules(LLM_DELAY), policy=policy)
+    worker = MemoryWorker(engine, DelayedExtractor(LLM_DELAY), policy=policy)
     rate = await _drain(engine, worker, LLM_USERS * per_user)
     await _enqueue(engine, emb, f"llm-mem{concurrency}", 2 * concurrency, 1)
-    worker = MemoryWorker(engine, SlowRules(LLM_DELAY), policy=policy)
+    worker = MemoryWorker(engine, DelayedExtractor(LLM_DELAY), policy=policy)
     gc.collect()
     tracemalloc.start()
     try:
