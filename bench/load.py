@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import random
 import subprocess
@@ -137,6 +138,28 @@ class Runs:
     errors: list[str] = field(default_factory=list)
     cpu_s: float = 0.0  # this process's CPU time (every thread) over the side's runs
     wall_s: float = 0.0  # from the first turn to the last answer
+    full_gcs: list[float] = field(default_factory=list)  # ms each full collection took
+
+
+@contextlib.contextmanager
+def full_collections(into: list[float]) -> Iterator[None]:
+    """Time every full (generation 2) garbage collection of this process meanwhile: each
+    stops every conversation of the event loop while it runs."""
+    started: list[float] = []
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            into.append((time.perf_counter() - started.pop()) * 1000.0)
+
+    gc.callbacks.append(timed)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(timed)
 
 
 @dataclass
@@ -226,9 +249,10 @@ async def _check(url: str, convs: Sequence[Conversation], phase: Phase) -> None:
 async def _bare(convs: Sequence[Conversation], store: Path, runs: Runs) -> None:
     sessions = [SQLiteSession(f"bare-{c.session_id}", store) for c in convs]
     cpu, started = time.process_time(), time.perf_counter()
-    await asyncio.gather(
-        *(_talk(c, s, runs, lambda: None) for c, s in zip(convs, sessions, strict=True))
-    )
+    with full_collections(runs.full_gcs):
+        await asyncio.gather(
+            *(_talk(c, s, runs, lambda: None) for c, s in zip(convs, sessions, strict=True))
+        )
     runs.cpu_s, runs.wall_s = time.process_time() - cpu, time.perf_counter() - started
     for s in sessions:
         s.close()
@@ -271,9 +295,13 @@ async def _converse(
     worker_cpu = _cpu_s(worker) if worker is not None else 0.0  # its start-up not counted
     sampler = asyncio.create_task(_sample(url, phase, started, stop))
     try:
-        await asyncio.gather(
-            *(_talk(c, s, phase.mem, s.run_config) for c, s in zip(convs, sessions, strict=True))
-        )
+        with full_collections(phase.mem.full_gcs):
+            await asyncio.gather(
+                *(
+                    _talk(c, s, phase.mem, s.run_config)
+                    for c, s in zip(convs, sessions, strict=True)
+                )
+            )
         phase.turns_end_s = phase.mem.wall_s = time.perf_counter() - started
         # The backlog drains by itself (the worker runs on): wait for that, bounded.
         with contextlib.suppress(TimeoutError):
@@ -539,8 +567,9 @@ def table(r: LoadResult) -> str:
         "| machine | worker | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
         "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
         "| waits of a full `recall_wait` | stale blocks | runs without memory "
-        "| turns / s | CPU ms / turn: bare, Mem01Session (+ worker process) |",
-        "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| turns / s | CPU ms / turn: bare, Mem01Session (+ worker process) "
+        "| full GCs (longest ms): bare, Mem01Session |",
+        "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for p in r.phases:
         bare, mem = percentiles(p.bare.ms), percentiles(p.mem.ms)
@@ -552,7 +581,8 @@ def table(r: LoadResult) -> str:
             f"| {_where(p.loaded)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
             f"| {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
-            f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f}{apart} |"
+            f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f}{apart} "
+            f"| {_gcs(p.bare)}, {_gcs(p.mem)} |"
         )
     rows += [
         "",
@@ -584,6 +614,10 @@ def table(r: LoadResult) -> str:
                     f"| {_ms(percentiles(t.embed)[:2])} | {_ms(percentiles(t.near)[:2], 2)} |"
                 )
     return "\n".join(rows)
+
+
+def _gcs(runs: Runs) -> str:
+    return f"{len(runs.full_gcs)} ({max(runs.full_gcs, default=0.0):.0f})"
 
 
 def _rate(runs: Runs) -> float:
@@ -656,8 +690,12 @@ def note(r: LoadResult) -> str:
         "one episode, and no more jobs done than turns. Turns / s: answered per second while "
         "the conversations ran. CPU: the runs' process's CPU time, all threads, over "
         "each side's runs (with memory: until the backlog was drained), per turn; the "
-        "PostgreSQL server's is not counted. " + capacity(r) + " Recall at scale: one user's "
-        "synthetic beliefs COPY'd as in the latency benchmark; " + at_scale + "Memory "
+        "PostgreSQL server's is not counted. Full GCs: the runs' process's full garbage "
+        "collections while the conversations ran, and the longest (each stops every "
+        "conversation of the process while it runs). "
+        + capacity(r)
+        + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
+        "benchmark; " + at_scale + "Memory "
         f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s."
         "\n\n![backlog over time](img/bench-load.png)"
     )
