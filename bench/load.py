@@ -87,6 +87,7 @@ class Sizes:
     turns: int = 10
     calls: int = 200  # timed recalls per scale and machine state
     scales: tuple[int, ...] = SCALES
+    gc_freeze: bool = False  # gc.freeze() after the warm-up, as a server may at start-up
 
 
 QUICK = Sizes(sessions=6, users=2, turns=2, calls=10, scales=(100, 300))
@@ -520,6 +521,7 @@ class LoadResult:
     phases: list[Phase]
     scale: ScaleResult | None
     seconds: float = 0.0
+    gc_freeze: bool = False
 
 
 async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:
@@ -529,6 +531,8 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     started = time.perf_counter()
     convs = plan(sizes.sessions, sizes.users, sizes.turns)
     await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
+    if sizes.gc_freeze:
+        gc.freeze()  # what start-up made leaves later collections (both sides alike)
     phases: list[Phase] = []
     for loaded in (False, True):
         here, apart = Phase(loaded=loaded), Phase(loaded=loaded, separate=True)
@@ -540,7 +544,9 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
             await _mem(server, embedder, convs, here, f"load_{state}")
             await _mem(server, embedder, convs, apart, f"load_{state}_apart")
         phases += [here, apart]
-    result = LoadResult(sizes.sessions, sizes.users, sizes.turns, phases, None)
+    result = LoadResult(
+        sizes.sessions, sizes.users, sizes.turns, phases, None, gc_freeze=sizes.gc_freeze
+    )
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
     result.seconds = time.perf_counter() - started
     return result
@@ -692,7 +698,8 @@ def note(r: LoadResult) -> str:
         "each side's runs (with memory: until the backlog was drained), per turn; the "
         "PostgreSQL server's is not counted. Full GCs: the runs' process's full garbage "
         "collections while the conversations ran, and the longest (each stops every "
-        "conversation of the process while it runs). "
+        "conversation of the process while it runs)"
+        + ("; `gc.freeze()` called after the warm-up (`--gc-freeze`). " if r.gc_freeze else ". ")
         + capacity(r)
         + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
         "benchmark; " + at_scale + "Memory "
