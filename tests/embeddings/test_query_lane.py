@@ -66,3 +66,18 @@ async def test_a_failure_reaches_its_callers_and_the_lane_goes_on() -> None:
         await lane.embed(["boom"])
     rows = await lane.embed(["fine"])
     assert rows.shape == (1, 2) and rows[0][0] == 4.0
+
+
+async def test_a_short_answer_of_the_model_is_an_error_not_a_shifted_vector() -> None:
+    calls = 0
+
+    def short(texts: list[str]) -> Float32Array:
+        nonlocal calls
+        calls += 1
+        rows = np.ones((len(texts), 2), np.float32)
+        return rows[:-1] if calls == 1 else rows
+
+    lane = QueryLane(short, max_texts=4)
+    with pytest.raises(RuntimeError, match="returned 0 rows for 1 texts"):
+        await lane.embed(["a"])
+    assert (await lane.embed(["b"])).shape == (1, 2)

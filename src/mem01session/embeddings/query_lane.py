@@ -86,7 +86,10 @@ class QueryLane:
         if not wanted:
             return
         try:
-            rows = self._infer([t for r in wanted for t in r.texts])
+            texts = [t for r in wanted for t in r.texts]
+            rows = self._infer(texts)
+            if len(rows) != len(texts):
+                raise RuntimeError(f"the model returned {len(rows)} rows for {len(texts)} texts")
         except Exception as exc:  # each caller hears of it; the lane goes on
             for r in wanted:
                 r.future.set_exception(exc)
