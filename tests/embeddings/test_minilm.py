@@ -172,6 +172,8 @@ def test_instances_with_the_same_options_share_one_model() -> None:
     c = MiniLMEmbedder(intra_op_threads=2)
     assert minilm_model.runtime(a._key) is minilm_model.runtime(b._key)
     assert a._key != c._key
+    # ... and one query lane (one thread) per model and batching, not one per instance.
+    assert MiniLMEmbedder()._lane is a._lane and b._lane is not a._lane
 
 
 def _copy_model(tmp_path: Path) -> Path:

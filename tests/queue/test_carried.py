@@ -95,3 +95,30 @@ async def test_words_that_lost_a_secret_carry_no_vector(db: Database, tmp_path: 
     payload = rows[0]["payload"]
     assert "hunter2" not in str(payload) and "vectors" not in payload
     await memory.aclose()
+
+
+async def test_a_refused_turn_of_an_erased_user_keeps_neither_words_nor_vectors(
+    db: Database,
+) -> None:
+    """An erase that commits between an enqueue's check and its insert leaves a job that
+    the worker refuses: its words leave the row, and the vectors made of them too."""
+    from datetime import UTC, datetime
+
+    from mem01session.queue import JobStore, TurnMessage
+
+    said = "I live in Rome."
+    vectors = {said: [0.25] * TEST_DIM}
+    await JobStore(db).enqueue(
+        "yan", "chat", [TurnMessage("user", said)], now=datetime.now(UTC),
+        known=vectors.get, model=HashingEmbedder(TEST_DIM).name,
+    )  # fmt: skip
+    await db.direct.fetch(
+        "INSERT INTO memory_users (user_id, erased_at) VALUES ('yan', now())", {}
+    )  # the erase, committed after the check
+    worker = MemoryWorker(BeliefEngine(db, Recording()), RuleExtractor())
+    assert await worker.run_once() == 1
+    rows = await db.direct.fetch(
+        "SELECT status, payload FROM memory_jobs WHERE user_id = 'yan'", {}
+    )
+    assert rows[0]["status"] == "failed"
+    assert "vectors" not in rows[0]["payload"] and "Rome" not in str(rows[0]["payload"])

@@ -13,6 +13,7 @@ the fp32 torch model the cosine is 0.9993 or more on ordinary sentences, lower (
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 # Where a text is embedded. A run's query (one short text: 3-6 ms of CPU for up to 16
 # tokens on a 2-core EPYC with one intra-op thread, bench/embedder_bench.py) goes to the
-# embedder's query lane (.query_lane): a thread of its own, so the event loop serves other
+# model's query lane (.query_lane): a thread of its own, so the event loop serves other
 # conversations while the model runs (it releases the GIL), and queries that arrive
 # meanwhile are embedded together. It used to run on the event loop itself, which cost
 # every concurrent run those milliseconds (bench/load.py: the largest part of the event
@@ -102,7 +103,7 @@ class MiniLMEmbedder:
         self._keep = recent_texts
         self._recent: OrderedDict[str, Float32Array] = OrderedDict()
         self._recent_lock = threading.Lock()  # the caller's loop and the memory's embed
-        self._lane = QueryLane(self._embed_sync, max_texts=batch_size)
+        self._lane = _lane(self._key, self._batching)
 
     @property
     def name(self) -> str:
@@ -188,8 +189,7 @@ class MiniLMEmbedder:
         return _as_lists(np.stack([known[t] for t in items]))
 
     def _embed_sync(self, items: list[str]) -> Float32Array:
-        loaded = runtime(self._key)
-        return _run(loaded, _encode(loaded.tokenizer, items), *self._batching)
+        return _embed(self._key, self._batching, items)
 
     def __repr__(self) -> str:
         source = self._key.model_path or f"{MODEL_PACKAGE}/{MODEL_FILE}"
@@ -201,6 +201,26 @@ class MiniLMEmbedder:
 
 
 # --- inference ---------------------------------------------------------------------------
+
+
+# One query lane (one thread) per model and batching, shared by the embedders that use it,
+# as they share the model: a thread per embedder would outlive it, holding it.
+_lanes: dict[tuple[ModelKey, tuple[int, int]], QueryLane] = {}
+_lanes_lock = threading.Lock()
+
+
+def _lane(key: ModelKey, batching: tuple[int, int]) -> QueryLane:
+    with _lanes_lock:
+        lane = _lanes.get((key, batching))
+        if lane is None:
+            infer = functools.partial(_embed, key, batching)
+            lane = _lanes[(key, batching)] = QueryLane(infer, max_texts=batching[0])
+        return lane
+
+
+def _embed(key: ModelKey, batching: tuple[int, int], items: list[str]) -> Float32Array:
+    loaded = runtime(key)
+    return _run(loaded, _encode(loaded.tokenizer, items), *batching)
 
 
 def _as_lists(vectors: Float32Array) -> list[list[float]]:

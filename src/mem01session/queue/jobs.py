@@ -417,7 +417,8 @@ async def _mark_failed(
             "UPDATE memory_jobs SET status = :status, last_error = :err, "
             "lease_owner = NULL, lease_until = NULL, "
             # (no function over the column: Citus refuses those in UPDATEs)
-            "payload = CASE WHEN :forget THEN (payload - 'messages') || "
+            # The carried vectors go with the text: they were made of it.
+            f"payload = CASE WHEN :forget THEN (payload - 'messages' - '{CARRIED}') || "
             "CAST(:forgotten AS jsonb) ELSE payload END, "
             "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
             "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
@@ -444,7 +445,7 @@ async def _mark_done(
 ) -> None:
     row = await tx.row(
         "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
-        "payload = payload - 'vectors', last_error = NULL, usage = CAST(:usage AS jsonb), "
+        f"payload = payload - '{CARRIED}', last_error = NULL, usage = CAST(:usage AS jsonb), "
         "updated_at = :now "
         "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
         "RETURNING id",
