@@ -33,7 +33,6 @@ from mem01session import Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
-from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 from mem01session.queue import JobStore
 from mem01session.session import Mem01Session
@@ -96,23 +95,15 @@ class MarkingExtractor:
 
 
 class MarkingEngine(BeliefEngine):
-    async def apply(  # type: ignore[override]
-        self,
-        user_id: str,
-        ops: Sequence[Op],
-        *,
-        provenance: Provenance,
-        hook: Any = None,
-        **rest: Any,
-    ) -> Any:
+    async def apply_group(self, batches: Any, hook: Any = None) -> Any:
         n = CURRENT
         await mark("applying", n)
 
-        async def marking_hook(conn: Any) -> None:
+        async def marking_hook(tx: Any) -> None:
             await mark("committing", n)
-            await hook(conn)
+            await hook(tx)
 
-        return await super().apply(user_id, ops, provenance=provenance, hook=marking_hook, **rest)
+        return await super().apply_group(batches, marking_hook)
 
 
 async def main() -> None:

@@ -56,28 +56,21 @@ class GatedExtractor:
 
 
 class GatedEngine(BeliefEngine):
-    """Holds the first apply inside its transaction (after the ops, before the commit)."""
+    """Holds the worker's first write inside its transaction (after the ops, before the
+    commit)."""
 
     gate: Gate | None = None
 
-    async def apply(
-        self,
-        user_id: str,
-        ops: Sequence[Op],
-        *,
-        provenance: Provenance,
-        hook: Any = None,
-        **rest: Any,
-    ) -> Any:
+    async def apply_group(self, batches: Any, hook: Any = None) -> Any:
         gate, self.gate = self.gate, None
 
-        async def held(conn: Any) -> None:
+        async def held(tx: Any) -> None:
             if gate is not None:
                 await gate.hold()
             if hook is not None:
-                await hook(conn)
+                await hook(tx)
 
-        return await super().apply(user_id, ops, provenance=provenance, hook=held, **rest)
+        return await super().apply_group(batches, held)
 
 
 async def erase_waiting_on_lock(db: Database) -> bool:

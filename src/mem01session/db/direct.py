@@ -177,6 +177,11 @@ class DirectPool:
             slots = self._slots.setdefault(loop, asyncio.Semaphore(self._max_open))
         return slots
 
+    @property
+    def distributed(self) -> bool | None:
+        """Whether the server is a Citus cluster (None before the first connection)."""
+        return None if self._generic_plans is None else not self._generic_plans
+
     async def _acquire(self) -> tuple[psycopg.AsyncConnection[Row], bool]:
         if self._closed:
             raise RuntimeError("the database handle is closed")

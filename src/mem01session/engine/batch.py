@@ -17,7 +17,7 @@ from typing import Any
 
 from ..checks import aware
 from ..errors import InvalidOpError
-from . import near
+from . import near, terms
 from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change
@@ -32,20 +32,10 @@ CONFIRM_BOOST = 0.05
 Row = Mapping[Any, Any]
 
 
-# Lexemes as the full-text column makes them, counted once per statement.
-_LEXEMES = (
-    "SELECT l.lexeme, count(*) AS n FROM unnest(CAST(:texts AS text[])) AS t(body), "
-    "unnest(tsvector_to_array(to_tsvector('english', t.body))) AS l(lexeme) GROUP BY l.lexeme"
-)
-_COUNT_TERMS_UP = (
-    f"INSERT INTO belief_terms (user_id, lexeme, beliefs) SELECT :u, c.lexeme, c.n "
-    f"FROM ({_LEXEMES}) c ON CONFLICT (user_id, lexeme) "
-    "DO UPDATE SET beliefs = belief_terms.beliefs + EXCLUDED.beliefs"
-)
-_COUNT_TERMS_DOWN = (
-    f"UPDATE belief_terms b SET beliefs = greatest(0, b.beliefs - c.n) FROM ({_LEXEMES}) c "
-    "WHERE b.user_id = :u AND b.lexeme = c.lexeme"
-)
+_COUNT_TERMS_UP = terms.count_up("belief_terms")
+_COUNT_TERMS_DOWN = terms.count_down("belief_terms")
+_COUNT_TERMS_UP_MANY = terms.count_up_many("belief_terms")
+_COUNT_TERMS_DOWN_MANY = terms.count_down_many("belief_terms")
 
 
 def snapshot(row: Row) -> dict[str, object]:
@@ -90,12 +80,12 @@ class Batch:
         self.record_as = record_as
         self.model = model
         # Statements that became active, and that stopped being active: the user's term
-        # counts follow them (see finish()).
-        self._activated: list[str] = []
-        self._deactivated: list[str] = []
+        # counts follow them (see finish(); finish_many() reads them for a group).
+        self.activated: list[str] = []
+        self.deactivated: list[str] = []
         # Beliefs given a vector, and those among them that had one (see near.link).
-        self._embedded: list[int] = []
-        self._reembedded: list[int] = []
+        self.embedded: list[int] = []
+        self.reembedded: list[int] = []
         # The episode of this turn a belief drawn from ``evidence`` points at.
         self.episode_of: Callable[[str | None], int | None] = lambda _evidence: None
 
@@ -161,10 +151,10 @@ class Batch:
             params["key"] = c.key
         new = await self._update_row(c.target, ", ".join(sets), params)
         if c.content is not None:
-            self._deactivated.append(str(old["content"]))
-            self._activated.append(c.content)
-            self._embedded.append(c.target)
-            self._reembedded.append(c.target)
+            self.deactivated.append(str(old["content"]))
+            self.activated.append(c.content)
+            self.embedded.append(c.target)
+            self.reembedded.append(c.target)
         await self._add_source(c.target, c.evidence)
         await self._ledger("UPDATE", new, (), snapshot(old), c.reason)
         return Change("UPDATE", c.target)
@@ -255,8 +245,8 @@ class Batch:
                 "model": self.model,
             },
         )
-        self._activated.append(c.content)
-        self._embedded.append(int(row["id"]))
+        self.activated.append(c.content)
+        self.embedded.append(int(row["id"]))
         await self._add_source(int(row["id"]), c.evidence)
         return row
 
@@ -291,23 +281,23 @@ class Batch:
             {"u": self.user_id, "ids": ids, "status": status, "at": at, "now": self.now}
             | dict(link_params),
         )
-        self._deactivated += [str(row["content"]) for row in retired]  # all were active
+        self.deactivated += [str(row["content"]) for row in retired]  # all were active
 
     @property
     def active_delta(self) -> int:
         """How many more beliefs of the user are active after this batch (the caller
         counts it with the version: :func:`~.users.bump_version`)."""
-        return len(self._activated) - len(self._deactivated)
+        return len(self.activated) - len(self.deactivated)
 
     async def finish(self) -> None:
         """Bring the user's term counts (what recall's word rarity rests on) up to date with
         the statements this batch made active and retired, and link the beliefs it gave a
         vector to their near-duplicates; call once, after the ops."""
-        await near.link(self.tx, self.user_id, self._embedded, anew=self._reembedded)
-        if self._activated:
-            await self.tx.run(_COUNT_TERMS_UP, {"u": self.user_id, "texts": self._activated})
-        if self._deactivated:
-            await self.tx.run(_COUNT_TERMS_DOWN, {"u": self.user_id, "texts": self._deactivated})
+        await near.link(self.tx, self.user_id, self.embedded, anew=self.reembedded)
+        if self.activated:
+            await self.tx.run(_COUNT_TERMS_UP, {"u": self.user_id, "texts": self.activated})
+        if self.deactivated:
+            await self.tx.run(_COUNT_TERMS_DOWN, {"u": self.user_id, "texts": self.deactivated})
 
     async def _active_with_content(self, content: str, *, exclude: Sequence[int]) -> Row | None:
         return await self.tx.row(
@@ -382,6 +372,21 @@ class Batch:
                 "now": self.now,
             },
         )
+
+
+async def finish_many(tx: Tx, batches: Sequence[Batch]) -> None:
+    """:meth:`Batch.finish` for several users' batches in one transaction: a statement
+    of each kind for all of them."""
+    await near.link_many(
+        tx,
+        [(b.user_id, i) for b in batches for i in b.embedded],
+        anew=[(b.user_id, i) for b in batches for i in b.reembedded],
+    )
+    up = [(b.user_id, t) for b in batches for t in b.activated]
+    down = [(b.user_id, t) for b in batches for t in b.deactivated]
+    for sql, pairs in ((_COUNT_TERMS_UP_MANY, up), (_COUNT_TERMS_DOWN_MANY, down)):
+        if pairs:
+            await tx.run(sql, {"users": [u for u, _ in pairs], "texts": [t for _, t in pairs]})
 
 
 def _or(value: float | None, default: float) -> float:

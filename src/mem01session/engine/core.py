@@ -9,9 +9,10 @@ from typing import TypeVar, cast
 from ..db import Database
 from ..embeddings import Embedder, Vector
 from ..tokens import TokenCounter
-from . import episodes, erase, inspection, read, users, write
+from . import episodes, erase, group, inspection, read, users, write
 from . import reembed as reembedding
 from .episodes import EpisodePolicy, Utterance
+from .group import GroupHook
 from .ops import Op, Provenance
 from .parts import Clock, EngineParts, utcnow
 from .read import SnapshotProbe
@@ -26,7 +27,7 @@ from .records import (
     ScoredBelief,
     UserSummary,
 )
-from .write import TransactionHook
+from .write import Prepared, TransactionHook
 
 T = TypeVar("T")
 
@@ -102,6 +103,34 @@ class BeliefEngine:
         return await write.apply_ops(
             self.parts, user_id, ops, provenance, hook, utterances, vectors
         )
+
+    async def prepare(
+        self,
+        user_id: str,
+        ops: Sequence[Op],
+        *,
+        provenance: Provenance,
+        utterances: Sequence[Utterance] = (),
+        vectors: Mapping[str, Vector] | None = None,
+    ) -> Prepared:
+        """Check and embed a batch for :meth:`apply_group` (as :meth:`apply` would; raises
+        :class:`InvalidOpError` for an invalid op)."""
+        return await write.prepare(
+            self.parts, user_id, ops, provenance, utterances=utterances, vectors=vectors
+        )
+
+    async def apply_group(
+        self, batches: Sequence[Prepared], hook: GroupHook | None = None
+    ) -> list[ApplyResult]:
+        """Write several users' prepared batches in one transaction, all or nothing
+        (:mod:`.group`); ``hook`` runs in it, after the writes."""
+        return await group.apply_group(self.parts, batches, hook)
+
+    @property
+    def groups_writes(self) -> bool:
+        """Whether :meth:`apply_group` suits this database: not on a cluster distributed
+        by user (its statements span users), nor before the first connection tells."""
+        return self.db.direct.distributed is False
 
     def episode_texts(self, utterances: Sequence[Utterance]) -> list[str]:
         """The passages :meth:`apply` would keep of these messages, as embedded."""

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from ..config import EPISODE_KEEPS, EpisodeKeep
 from ..errors import ConfigError
 from ..tokens import TokenCounter
+from . import terms
 from .tx import Tx
 
 PASSAGE_TOKENS = 32
@@ -167,20 +168,8 @@ def drafts(
     return out
 
 
-# Lexemes as the full-text column makes them, counted once per statement.
-_LEXEMES = (
-    "SELECT l.lexeme, count(*) AS n FROM unnest(CAST(:texts AS text[])) AS t(body), "
-    "unnest(tsvector_to_array(to_tsvector('english', t.body))) AS l(lexeme) GROUP BY l.lexeme"
-)
-_TERMS_UP = (
-    f"INSERT INTO episode_terms (user_id, lexeme, episodes) SELECT :u, c.lexeme, c.n "
-    f"FROM ({_LEXEMES}) c ON CONFLICT (user_id, lexeme) "
-    "DO UPDATE SET episodes = episode_terms.episodes + EXCLUDED.episodes"
-)
-_TERMS_DOWN = (
-    f"UPDATE episode_terms t SET episodes = greatest(0, t.episodes - c.n) FROM ({_LEXEMES}) c "
-    "WHERE t.user_id = :u AND t.lexeme = c.lexeme"
-)
+_TERMS_UP = terms.count_up("episode_terms")
+_TERMS_DOWN = terms.count_down("episode_terms")
 _COUNT = "UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u"
 _INSERT = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
@@ -252,6 +241,81 @@ async def insert(
         )
         written = [_stored(r) for r in found]
     return sorted(written, key=lambda s: (s.message, s.passage)), added
+
+
+_INSERT_MANY = (
+    "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
+    "content, said_at, embedding, embedding_model, created_at) "
+    "SELECT r.u, r.session, r.job, r.message, r.passage, r.item_ref, r.role, r.content, "
+    "r.said, CAST(r.vec AS vector), :model, :now "
+    "FROM unnest(CAST(:users AS text[]), CAST(:sessions AS text[]), CAST(:jobs AS bigint[]), "
+    "CAST(:saids AS timestamptz[]), CAST(:messages AS smallint[]), "
+    "CAST(:passages AS smallint[]), CAST(:refs AS text[]), CAST(:roles AS text[]), "
+    "CAST(:contents AS text[]), CAST(:vecs AS text[])) "
+    "AS r(u, session, job, said, message, passage, item_ref, role, content, vec) "
+    "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
+    "RETURNING user_id, job_id, id, message, passage, role, content"
+)
+
+
+@dataclass(frozen=True)
+class TurnEpisodes:
+    """One turn's episode rows to write in a group (:func:`insert_many`)."""
+
+    user_id: str
+    session_id: str
+    job_id: int
+    said_at: datetime
+    drafts: Sequence[Draft]
+    vectors: Mapping[str, str]  # content -> vector literal
+
+
+async def insert_many(
+    tx: Tx, turns: Sequence[TurnEpisodes], *, model: str, now: datetime
+) -> list[tuple[list[Stored], int]]:
+    """:func:`insert` for several turns (each of another user) in one statement; per turn,
+    its episodes in turn order and how many are new."""
+    rows = [(t, d) for t in turns for d in t.drafts]
+    if not rows:
+        return [([], 0) for _ in turns]
+    result = await tx.rows(
+        _INSERT_MANY,
+        {
+            "model": model,
+            "now": now,
+            "users": [t.user_id for t, _ in rows],
+            "sessions": [t.session_id for t, _ in rows],
+            "jobs": [t.job_id for t, _ in rows],
+            "saids": [t.said_at for t, _ in rows],
+            "messages": [d.message for _, d in rows],
+            "passages": [d.passage for _, d in rows],
+            "refs": [d.item_ref for _, d in rows],
+            "roles": [d.role for _, d in rows],
+            "contents": [d.content for _, d in rows],
+            "vecs": [t.vectors[d.content] for t, d in rows],
+        },
+    )
+    written: dict[tuple[str, int], list[Stored]] = {}
+    for r in result:
+        written.setdefault((str(r["user_id"]), int(r["job_id"])), []).append(_stored(r))
+    if result:
+        await tx.run(
+            terms.count_up_many("episode_terms"),
+            {"users": [r["user_id"] for r in result], "texts": [r["content"] for r in result]},
+        )
+    out = []
+    for t in turns:
+        mine = written.get((t.user_id, t.job_id), [])
+        added = len(mine)
+        if added < len(t.drafts):  # kept before (its job failed, then retried)
+            found = await tx.rows(
+                "SELECT id, message, passage, role, content FROM episodes "
+                "WHERE user_id = :u AND job_id = :job",
+                {"u": t.user_id, "job": t.job_id},
+            )
+            mine = [_stored(r) for r in found]
+        out.append((sorted(mine, key=lambda s: (s.message, s.passage)), added))
+    return out
 
 
 def _stored(row: Mapping[str, Any]) -> Stored:

@@ -39,6 +39,20 @@ UNLINK = """
 DELETE FROM belief_twins WHERE user_id = :u
   AND (belief_id = ANY(CAST(:ids AS bigint[])) OR twin_id = ANY(CAST(:ids AS bigint[])))"""
 
+# LINK and UNLINK for several users' beliefs at once: ``(:users[i], :ids[i])`` pairs.
+LINK_MANY = """
+INSERT INTO belief_twins (user_id, belief_id, twin_id)
+SELECT n.user_id, p.a, p.b
+FROM unnest(CAST(:users AS text[]), CAST(:ids AS bigint[])) AS w(u, id)
+JOIN beliefs n ON n.user_id = w.u AND n.id = w.id
+JOIN beliefs o ON o.user_id = n.user_id AND o.id <> n.id AND o.embedding_model = n.embedding_model
+CROSS JOIN LATERAL (VALUES (n.id, o.id), (o.id, n.id)) AS p(a, b)
+WHERE (o.embedding <=> n.embedding) <= :max_distance
+ON CONFLICT DO NOTHING"""
+UNLINK_MANY = """
+DELETE FROM belief_twins t USING unnest(CAST(:users AS text[]), CAST(:ids AS bigint[])) AS w(u, id)
+WHERE t.user_id = w.u AND (t.belief_id = w.id OR t.twin_id = w.id)"""
+
 
 async def link(tx: Tx, user_id: str, ids: Sequence[int], *, anew: Sequence[int] = ()) -> None:
     """Link the beliefs ``ids`` of ``user_id`` to their near-duplicates, inside the
@@ -48,6 +62,20 @@ async def link(tx: Tx, user_id: str, ids: Sequence[int], *, anew: Sequence[int] 
         await tx.run(UNLINK, {"u": user_id, "ids": list(anew)})
     if ids:
         await tx.run(LINK, {"u": user_id, "ids": list(ids), "max_distance": MAX_DISTANCE})
+
+
+async def link_many(
+    tx: Tx, ids: Sequence[tuple[str, int]], *, anew: Sequence[tuple[str, int]] = ()
+) -> None:
+    """:func:`link` for several users' beliefs, given as ``(user_id, belief_id)``."""
+    if anew:
+        users, pairs = zip(*anew, strict=True)
+        await tx.run(UNLINK_MANY, {"users": list(users), "ids": list(pairs)})
+    if ids:
+        users, pairs = zip(*ids, strict=True)
+        await tx.run(
+            LINK_MANY, {"users": list(users), "ids": list(pairs), "max_distance": MAX_DISTANCE}
+        )
 
 
 class Twin(NamedTuple):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import text
@@ -21,6 +22,32 @@ _OPEN_SQL = (
     "SELECT version, erased_at FROM new UNION ALL "
     "SELECT version, erased_at FROM memory_users WHERE user_id = :u "
     "AND NOT EXISTS (SELECT 1 FROM new)"
+)
+
+# Several users' locks, always taken in the order of their keys: two transactions that
+# lock groups of users never wait for each other in a circle. (DISTINCT keeps the
+# subquery from being flattened, so the locks are taken in its order.)
+_LOCK_MANY_SQL = (
+    "SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
+    "hashtextextended('mem01:user:' || u, 0) AS k FROM unnest(CAST(:users AS text[])) AS u "
+    "ORDER BY k) AS keys"
+)
+_OPEN_MANY_SQL = (
+    "WITH want AS (SELECT DISTINCT u FROM unnest(CAST(:users AS text[])) AS u), "
+    "new AS (INSERT INTO memory_users (user_id, created_at, updated_at) "
+    "SELECT u, :now, :now FROM want ON CONFLICT (user_id) DO NOTHING "
+    "RETURNING user_id, version, erased_at) "
+    "SELECT user_id, version, erased_at FROM new UNION ALL "
+    "SELECT m.user_id, m.version, m.erased_at FROM memory_users m JOIN want ON m.user_id = want.u "
+    "WHERE m.user_id NOT IN (SELECT user_id FROM new)"
+)
+_BUMP_MANY_SQL = (
+    "UPDATE memory_users m SET version = m.version + 1, updated_at = :now, "
+    "episodes = greatest(0, m.episodes + d.e), "
+    "active_beliefs = greatest(0, m.active_beliefs + d.a) "
+    "FROM unnest(CAST(:users AS text[]), CAST(:episodes AS integer[]), "
+    "CAST(:active AS integer[])) AS d(u, e, a) "
+    "WHERE m.user_id = d.u RETURNING m.user_id, m.version"
 )
 
 
@@ -62,6 +89,41 @@ async def bump_version(
         "active_beliefs = greatest(0, active_beliefs + :active) "
         "WHERE user_id = :u RETURNING version",
         {"u": user_id, "now": now, "episodes": episodes, "active": active},
+    )
+
+
+async def lock_users(tx: Tx, user_ids: Sequence[str]) -> None:
+    """:func:`lock_user` for several users, in an order every caller shares."""
+    await tx.run(_LOCK_MANY_SQL, {"users": list(user_ids)})
+
+
+async def open_users(tx: Tx, user_ids: Sequence[str], now: datetime) -> Pending:
+    """:func:`open_user` for several users; :func:`opened_users` reads it."""
+    return await tx.later(_OPEN_MANY_SQL, {"users": list(user_ids), "now": now})
+
+
+async def opened_users(users: Pending) -> dict[str, int]:
+    """The versions of the users :func:`open_users` opened; refuses if one was erased."""
+    versions = {}
+    for row in await users.rows():
+        if row["erased_at"] is not None:
+            raise UserErasedError(f"user {row['user_id']!r}'s memory was erased")
+        versions[str(row["user_id"])] = int(row["version"])
+    return versions
+
+
+async def bump_versions(tx: Tx, now: datetime, counts: Mapping[str, tuple[int, int]]) -> Pending:
+    """:func:`bump_version` for several users: ``counts`` maps each to the episodes and
+    active beliefs its batch added; the rows' ``user_id`` and new ``version``."""
+    users = list(counts)
+    return await tx.later(
+        _BUMP_MANY_SQL,
+        {
+            "users": users,
+            "now": now,
+            "episodes": [counts[u][0] for u in users],
+            "active": [counts[u][1] for u in users],
+        },
     )
 
 

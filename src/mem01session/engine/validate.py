@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NoReturn
@@ -93,15 +93,43 @@ async def look_up_targets(tx: Tx, user_id: str, checked: Sequence[CheckedOp]) ->
     )
 
 
+async def look_up_targets_of_users(
+    tx: Tx, batches: Sequence[tuple[str, Sequence[CheckedOp]]]
+) -> Pending | None:
+    """:func:`look_up_targets` for several users' batches ``(user_id, checked)`` in one
+    statement; judge them with :func:`statuses_by_user` and :func:`judge_targets`."""
+    pairs = sorted({(u, t) for u, checked in batches for c in checked for t in c.touched})
+    if not pairs:
+        return None
+    return await tx.later(
+        "SELECT b.user_id, b.id, b.status FROM beliefs b "
+        "JOIN unnest(CAST(:users AS text[]), CAST(:ids AS bigint[])) AS t(u, i) "
+        "ON b.user_id = t.u AND b.id = t.i",
+        {"users": [u for u, _ in pairs], "ids": [i for _, i in pairs]},
+    )
+
+
 async def check_targets(found: Pending | None, checked: Sequence[CheckedOp]) -> None:
     """Every target must be an active belief of the user (``found``: the look-up of
     :func:`look_up_targets`).
 
     A belief of another user is reported exactly like one that does not exist.
     """
-    if found is None:
-        return
-    status = {int(row["id"]): str(row["status"]) for row in await found.rows()}
+    if found is not None:
+        judge_targets({int(row["id"]): str(row["status"]) for row in await found.rows()}, checked)
+
+
+async def statuses_by_user(found: Pending | None) -> dict[str, dict[int, str]]:
+    """What :func:`look_up_targets_of_users` found: per user, each target's status."""
+    out: dict[str, dict[int, str]] = {}
+    for row in await found.rows() if found is not None else []:
+        out.setdefault(str(row["user_id"]), {})[int(row["id"])] = str(row["status"])
+    return out
+
+
+def judge_targets(status: Mapping[int, str], checked: Sequence[CheckedOp]) -> None:
+    """Raise :class:`TargetNotFoundError` for the first target of ``checked`` that is not
+    an active belief (``status``: the user's targets found, by id)."""
     for c in checked:
         for target in c.touched:
             found_status = status.get(target)

@@ -10,6 +10,7 @@ commit.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -22,11 +23,12 @@ from .batch import Batch
 from .episodes import Utterance
 from .ops import Op, Provenance
 from .parts import EngineParts
-from .records import ApplyResult
+from .records import ApplyResult, Change
 from .rows import vector_literal
 from .tx import Tx, transaction
 from .users import bump_version, lock_user, open_user, opened
 from .validate import (
+    CheckedOp,
     TargetNotFoundError,
     check_ops,
     check_provenance,
@@ -123,6 +125,50 @@ async def forget(
         raise BeliefNotFoundError(f"cannot forget: {exc.reason}") from None
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A batch checked and embedded, ready to write (:func:`prepare`)."""
+
+    user_id: str
+    provenance: Provenance
+    checked: tuple[CheckedOp, ...]
+    drafts: tuple[episodes.Draft, ...]
+    literals: Mapping[str, str]  # statement or passage -> vector literal
+    record_as: str | None = None
+
+
+async def prepare(
+    parts: EngineParts,
+    user_id: str,
+    ops: Sequence[Op],
+    provenance: Provenance,
+    *,
+    record_as: str | None = None,
+    utterances: Sequence[Utterance] = (),
+    vectors: Mapping[str, Vector] | None = None,
+) -> Prepared:
+    """Check a batch and embed what it writes, outside any transaction (embedding may be
+    a network call: never while the user's lock is held). Raises :class:`InvalidOpError`."""
+    user_id = check_id("user_id", user_id)
+    check_provenance(provenance)
+    checked = check_ops(ops)
+    drafts = episodes.drafts(utterances, parts.episodes, parts.token_counter)
+    if drafts and (provenance.job_id is None or not provenance.session_id):
+        raise ConfigError(
+            "episodes need the turn's job and conversation (provenance.job_id, session_id)"
+        )
+    statements = (c.content for c in checked if c.content and c.kind != "INVALIDATE")
+    texts = list(dict.fromkeys([*statements, *(d.content for d in drafts)]))
+    known = vectors or {}
+    missing = [t for t in texts if t not in known]
+    computed = await parts.embedder.embed(missing) if missing else []
+    if len(computed) != len(missing):
+        raise RuntimeError(f"embedder returned {len(computed)} vectors for {len(missing)} texts")
+    found = dict(zip(missing, computed, strict=True))
+    literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
+    return Prepared(user_id, provenance, tuple(checked), tuple(drafts), literals, record_as)
+
+
 async def _apply(
     parts: EngineParts,
     user_id: str,
@@ -134,24 +180,23 @@ async def _apply(
     utterances: Sequence[Utterance] = (),
     vectors: Mapping[str, Vector] | None = None,
 ) -> ApplyResult:
-    user_id = check_id("user_id", user_id)
-    check_provenance(provenance)
-    checked = check_ops(ops)
-    drafts = episodes.drafts(utterances, parts.episodes, parts.token_counter)
-    if drafts and (provenance.job_id is None or not provenance.session_id):
-        raise ConfigError(
-            "episodes need the turn's job and conversation (provenance.job_id, session_id)"
-        )
-    # Embedding may be a network call: never inside the transaction (it holds the lock).
-    statements = (c.content for c in checked if c.content and c.kind != "INVALIDATE")
-    texts = list(dict.fromkeys([*statements, *(d.content for d in drafts)]))
-    known = vectors or {}
-    missing = [t for t in texts if t not in known]
-    computed = await parts.embedder.embed(missing) if missing else []
-    if len(computed) != len(missing):
-        raise RuntimeError(f"embedder returned {len(computed)} vectors for {len(missing)} texts")
-    found = dict(zip(missing, computed, strict=True))
-    literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
+    p = await prepare(
+        parts,
+        user_id,
+        ops,
+        provenance,
+        record_as=record_as,
+        utterances=utterances,
+        vectors=vectors,
+    )
+    return await apply_prepared(parts, p, hook)
+
+
+async def apply_prepared(
+    parts: EngineParts, p: Prepared, hook: TransactionHook | None = None
+) -> ApplyResult:
+    """Write a batch :func:`prepare` made, in one transaction under the user's lock."""
+    user_id, checked = p.user_id, p.checked
 
     async def write(tx: Tx, on_tx: Callable[[Tx], Awaitable[None]] | None) -> ApplyResult:
         # (Read before the lock is granted: pipelined, the lock is only sent before the
@@ -161,15 +206,12 @@ async def _apply(
         # Sent together; read in the order that says an erased user before a missing target.
         user = await open_user(tx, user_id, now)
         targets = await look_up_targets(tx, user_id, checked)
-        stored, added = await _store_episodes(parts, tx, user_id, drafts, provenance, literals, now)
+        stored, added = await _store_episodes(parts, tx, p, now)
         version = await opened(user)
         await check_targets(targets, checked)
-        batch = Batch(tx, user_id, provenance, now, literals, record_as, parts.embedder.name)
-        batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
-        changes = tuple([await batch.apply(c) for c in checked])
+        batch, changes = await write_ops(parts, tx, p, stored, now)
         await batch.finish()
-        oldest = parts.episodes.oldest(now)
-        pruned = await episodes.prune(tx, user_id, oldest) if oldest is not None else 0
+        pruned = await prune(parts, tx, user_id, now)
         bumped = None
         if changes or stored or pruned:
             bumped = await bump_version(tx, user_id, now, episodes=added, active=batch.active_delta)
@@ -189,26 +231,43 @@ async def _apply(
     return result
 
 
+async def write_ops(
+    parts: EngineParts, tx: Tx, p: Prepared, stored: Sequence[episodes.Stored], now: datetime
+) -> tuple[Batch, tuple[Change, ...]]:
+    """Apply ``p``'s ops in order (under the user's lock, targets checked); the batch, to
+    be finished, and what each op changed."""
+    batch = Batch(tx, p.user_id, p.provenance, now, p.literals, p.record_as, parts.embedder.name)
+    batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
+    return batch, tuple([await batch.apply(c) for c in p.checked])
+
+
+async def prune(parts: EngineParts, tx: Tx, user_id: str, now: datetime) -> int:
+    """Delete the user's episodes past their retention, if the policy has one."""
+    oldest = parts.episodes.oldest(now)
+    return await episodes.prune(tx, user_id, oldest) if oldest is not None else 0
+
+
 async def _store_episodes(
-    parts: EngineParts,
-    tx: Tx,
-    user_id: str,
-    drafts: Sequence[episodes.Draft],
-    provenance: Provenance,
-    vectors: dict[str, str],
-    now: datetime,
+    parts: EngineParts, tx: Tx, p: Prepared, now: datetime
 ) -> tuple[list[episodes.Stored], int]:
-    if not drafts:
+    if not p.drafts:
         return [], 0
+    provenance = p.provenance
     assert provenance.job_id is not None and provenance.session_id  # checked before
     return await episodes.insert(
         tx,
-        user_id,
-        drafts,
+        p.user_id,
+        p.drafts,
         session_id=provenance.session_id,
         job_id=provenance.job_id,
-        said_at=aware(provenance.observed_at) if provenance.observed_at else now,
-        vectors=vectors,
+        said_at=said_at(p, now),
+        vectors=p.literals,
         model=parts.embedder.name,
         now=now,
     )
+
+
+def said_at(p: Prepared, now: datetime) -> datetime:
+    """When the batch's turn was said (its episodes' date)."""
+    observed = p.provenance.observed_at
+    return aware(observed) if observed else now

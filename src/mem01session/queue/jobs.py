@@ -25,6 +25,7 @@ from sqlalchemy import text
 
 from ..checks import check_filter
 from ..db import Database
+from ..engine.group import GroupHook
 from ..engine.read import SnapshotProbe
 from ..engine.tx import Tx, transaction
 from ..engine.write import TransactionHook, TxHook
@@ -193,6 +194,17 @@ class JobStore:
             await _mark_done(tx, job, worker_id, now=now, usage=usage)
 
         return TxHook(hook)
+
+    def done_many_hook(
+        self, done: Sequence[tuple[Job, Mapping[str, int]]], worker_id: str, *, now: datetime
+    ) -> GroupHook:
+        """:meth:`done_hook` for a group of jobs, each ``(job, usage)``: one statement;
+        :class:`JobLostError` (the group rolls back) if one is no longer this worker's."""
+
+        async def hook(tx: Tx) -> None:
+            await _mark_done_many(tx, done, worker_id, now=now)
+
+        return hook
 
     async def complete_without_ops(
         self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
@@ -459,3 +471,28 @@ async def _mark_done(
     )
     if row is None:
         raise JobLostError(f"job {job.id} is no longer leased by this worker")
+
+
+async def _mark_done_many(
+    tx: Tx, done: Sequence[tuple[Job, Mapping[str, int]]], worker_id: str, *, now: datetime
+) -> None:
+    rows = await tx.rows(
+        "UPDATE memory_jobs m SET status = 'done', lease_owner = NULL, lease_until = NULL, "
+        f"payload = m.payload - '{CARRIED}', last_error = NULL, "
+        "usage = CAST(d.usage AS jsonb), updated_at = :now "
+        "FROM unnest(CAST(:users AS text[]), CAST(:ids AS bigint[]), CAST(:usages AS text[])) "
+        "AS d(u, id, usage) "
+        "WHERE m.user_id = d.u AND m.id = d.id AND m.status = 'running' AND m.lease_owner = :w "
+        "RETURNING m.id",
+        {
+            "users": [job.user_id for job, _ in done],
+            "ids": [job.id for job, _ in done],
+            "usages": [json.dumps(dict(usage)) if usage else None for _, usage in done],
+            "w": worker_id,
+            "now": now,
+        },
+    )
+    marked = {int(r["id"]) for r in rows}
+    lost = [job.id for job, _ in done if job.id not in marked]
+    if lost:
+        raise JobLostError(f"job(s) {', '.join(map(str, lost))} no longer leased by this worker")

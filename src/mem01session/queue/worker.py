@@ -53,6 +53,7 @@ from ..loops import elsewhere, run_on, running_loop
 from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
 from .carried import carried
+from .group_commit import GroupCommit, Ready
 from .job_records import Job
 from .jobs import JobLostError, JobStore
 from .notify import listen
@@ -130,6 +131,9 @@ class MemoryWorker:
         )
         """Seconds one extraction may take before its attempt fails."""
         self._vectors = VectorBatch(engine.embedder)
+        self._commits = GroupCommit(
+            engine, self.jobs, self.worker_id, limit=self.policy.concurrency
+        )
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -302,6 +306,7 @@ class MemoryWorker:
                 task.cancel()
             if flying:
                 await asyncio.gather(*flying, return_exceptions=True)
+            await self._commits.aclose()
 
     async def _woken(self) -> None:
         await self._wake.wait()
@@ -341,9 +346,8 @@ class MemoryWorker:
                 statements = [op.content for op in ops if op.content and op.op != "INVALIDATE"]
                 if statements:
                     vectors = vectors | await self._vectors.embed(statements)
-                # The turn's ops, its episodes and the job's completion: one transaction.
                 first_ref = next((m.item_ref for m in turn.messages if m.role == "user"), None)
-                await self.engine.apply(
+                batch = await self.engine.prepare(
                     job.user_id,
                     ops,
                     provenance=Provenance(
@@ -353,10 +357,12 @@ class MemoryWorker:
                         extractor=self.extractor.name,
                         job_id=job.id,
                     ),
-                    hook=self.jobs.done_hook(job, self.worker_id, now=now, usage=extraction.usage),
                     utterances=said,
                     vectors=vectors,
                 )
+                # The turn's ops, its episodes and the job's completion: one transaction,
+                # shared with other users' turns ready at the same time (.group_commit).
+                await self._commits.write(Ready(job, batch, extraction.usage))
             self.processed += 1
             job_note(outcome="done")
         except JobLostError:
