@@ -8,7 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from mem01session.db.direct import BinaryVector, DirectPool
+from mem01session.db.direct import DirectPool
+from mem01session.db.vectors import BinaryVector, BinaryVectors
 
 BACKEND = "SELECT pg_backend_pid() AS pid"
 
@@ -135,6 +136,24 @@ async def test_a_vector_parameter_goes_in_binary_on_the_pool_and_as_text_elsewhe
         plain.rollback()
         [(text,)] = plain.execute(cast, {"v": vector}).fetchall()
     assert text == row["v"] == "[0.1,-2.5,3]"
+
+
+async def test_a_list_of_vectors_goes_in_binary_on_the_pool_and_as_text_elsewhere(
+    db_url: str,
+) -> None:
+    vectors = BinaryVectors([BinaryVector([0.5, 1.0]), BinaryVector([-2.0, 3.25])])
+    typed = "SELECT pg_typeof(%(vs)s)::text AS sent_as"
+    cast = "SELECT CAST(v AS text) AS v FROM unnest(CAST(%(vs)s AS vector[])) AS v"
+    pool = DirectPool(db_url)
+    try:
+        assert await pool.fetch(typed, {"vs": vectors}) == [{"sent_as": "vector[]"}]  # binary
+        rows = await pool.fetch(cast, {"vs": vectors})
+        assert await pool.fetch(cast, {"vs": BinaryVectors([])}) == []
+    finally:
+        await pool.close()
+    with psycopg.connect(db_url) as plain:  # no type registered: text, cast in SQL
+        texts = [t for (t,) in plain.execute(cast, {"vs": vectors}).fetchall()]
+    assert [r["v"] for r in rows] == texts == ["[0.5,1]", "[-2,3.25]"]
 
 
 @pytest.mark.parametrize("bad", [[], [[1.0, 2.0]], [0.0] * 70_000])

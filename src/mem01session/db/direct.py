@@ -24,59 +24,21 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
 from psycopg.adapt import Dumper
-from psycopg.pq import ExecStatus, Format, TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.rows import AsyncRowFactory, dict_row, tuple_row
 from psycopg.types import TypeInfo
 
 from ..redaction import redact_dsn
+from .vectors import BinaryVector, binary_dumpers
 
 Row = dict[str, Any]
 T = TypeVar("T")
-
-
-class BinaryVector:
-    """A vector parameter sent in pgvector's binary form (no text to format or parse) on
-    the direct pool's connections, which know the type; any other psycopg connection
-    sends it as text (cast it: ``CAST(%(v)s AS vector)``)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, values: Sequence[float]) -> None:
-        # Imported by the first vector made: a process that makes none (an inspector
-        # command) does not load NumPy, a tenth of a second.
-        import numpy as np
-
-        floats = np.asarray(values, dtype=">f4")
-        if floats.ndim != 1 or not 0 < floats.shape[0] < 1 << 16:
-            raise ValueError(f"a vector has 1 to 65535 dimensions, got shape {floats.shape}")
-        # pgvector's wire format: dimensions (int16), an unused int16, big-endian float32s.
-        self.data: bytes = floats.shape[0].to_bytes(2, "big") + b"\0\0" + floats.tobytes()
-
-
-class _BinaryVectorDumper(Dumper):
-    format = Format.BINARY
-
-    def dump(self, obj: BinaryVector) -> bytes:
-        return obj.data
-
-
-class _TextVectorDumper(Dumper):
-    format = Format.TEXT
-
-    def dump(self, obj: BinaryVector) -> bytes:
-        import numpy as np
-
-        floats = np.frombuffer(obj.data, dtype=">f4", offset=4)
-        return ("[" + ",".join(map(repr, floats.tolist())) + "]").encode()
-
-
-psycopg.adapters.register_dumper(BinaryVector, _TextVectorDumper)
 
 
 class DirectPool:
@@ -103,7 +65,7 @@ class DirectPool:
         self._closed = False
         # pgvector's type, looked up on the first connection that finds it: later ones
         # learn it without a round trip.
-        self._vector_dumper: type[Dumper] | None = None
+        self._vector_dumpers: list[tuple[type, type[Dumper]]] | None = None
         self._generic_plans: bool | None = None  # found out at the first connection
 
     def __repr__(self) -> str:
@@ -222,14 +184,12 @@ class DirectPool:
             self._generic_plans = bool(found and found["ok"])
         if self._generic_plans:
             await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
-        if self._vector_dumper is None:
+        if self._vector_dumpers is None:
             info = await TypeInfo.fetch(conn, "vector")
             if info is not None:  # None before the extension is created
-                self._vector_dumper = type(
-                    "VectorDumper", (_BinaryVectorDumper,), {"oid": info.oid}
-                )
-        if self._vector_dumper is not None:
-            conn.adapters.register_dumper(BinaryVector, self._vector_dumper)
+                self._vector_dumpers = binary_dumpers(info.oid, info.array_oid)
+        for kind, dumper in self._vector_dumpers or ():
+            conn.adapters.register_dumper(kind, dumper)
         return conn
 
     async def _release(self, conn: psycopg.AsyncConnection[Row]) -> None:

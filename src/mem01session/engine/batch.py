@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..checks import aware
+from ..db.vectors import BinaryVector
 from ..errors import InvalidOpError
 from . import near, terms
 from .episodes import hide_sources_of
@@ -67,7 +68,7 @@ class Batch:
         user_id: str,
         provenance: Provenance,
         now: datetime,
-        vectors: Mapping[str, str],
+        vectors: Mapping[str, BinaryVector],
         record_as: str | None,
         model: str,
     ) -> None:
@@ -76,7 +77,7 @@ class Batch:
         self.provenance = provenance
         self.now = now
         self.observed_at = aware(provenance.observed_at) if provenance.observed_at else now
-        self.vectors = vectors  # content -> vector literal, made by ``model``
+        self.vectors = vectors  # content -> its vector, made by ``model``
         self.record_as = record_as
         self.model = model
         # Statements that became active, and that stopped being active: the user's term
@@ -86,6 +87,8 @@ class Batch:
         # Beliefs given a vector, and those among them that had one (see near.link).
         self.embedded: list[int] = []
         self.reembedded: list[int] = []
+        # Rows read before the ops (the targets' look-up), until an op changes them.
+        self.known: dict[int, Row] = {}
         # The episode of this turn a belief drawn from ``evidence`` points at.
         self.episode_of: Callable[[str | None], int | None] = lambda _evidence: None
 
@@ -108,15 +111,15 @@ class Batch:
 
     async def _add(self, c: CheckedOp) -> Change:
         assert c.content is not None
-        existing = await self._active_with_content(c.content, exclude=())
-        if existing is not None:
-            before = snapshot(existing)
-            after = await self._confirm(existing, c)
-            await self._ledger("CONFIRM", after, (), before, c.reason)
-            return Change("CONFIRM", int(after["id"]))
-        new = await self._insert(c, c.key, _or(c.confidence, DEFAULT_CONFIDENCE))
-        await self._ledger("ADD", new, (), None, c.reason)
-        return Change("ADD", int(new["id"]))
+        new = await self._insert(c, c.key, _or(c.confidence, DEFAULT_CONFIDENCE), exclude=())
+        if new is not None:
+            await self._ledger("ADD", new, (), None, c.reason)
+            return Change("ADD", int(new["id"]))
+        existing = await self._restated(c.content, exclude=())
+        before = snapshot(existing)
+        after = await self._confirm(existing, c)
+        await self._ledger("CONFIRM", after, (), before, c.reason)
+        return Change("CONFIRM", int(after["id"]))
 
     async def _update(self, c: CheckedOp) -> Change:
         assert c.target is not None
@@ -173,7 +176,7 @@ class Batch:
         )
         succ_id = int(successor["id"])
         await self._retire(
-            [target], "superseded", self._at(c), "superseded_by = :link", {"link": succ_id}
+            [old], "superseded", self._at(c), "superseded_by = :link", {"link": succ_id}
         )
         op = self.record_as or "SUPERSEDE"
         await self._ledger(op, successor, (target,), snapshot(old), c.reason)
@@ -182,7 +185,7 @@ class Batch:
     async def _invalidate(self, c: CheckedOp) -> Change:
         assert c.target is not None
         old = await self._load(c.target)
-        await self._retire([c.target], "invalidated", self._at(c), "", {})
+        await self._retire([old], "invalidated", self._at(c), "", {})
         new = await self._load(c.target)
         if self.record_as == "FORGET":
             await hide_sources_of(self.tx, self.user_id, c.target, self.now)
@@ -198,7 +201,7 @@ class Batch:
         canonical = await self._successor(c, key, confidence, exclude=c.targets)
         canon_id = int(canonical["id"])
         await self._retire(
-            list(c.targets), "merged", self._at(c), "merged_into = :link", {"link": canon_id}
+            sources, "merged", self._at(c), "merged_into = :link", {"link": canon_id}
         )
         await self.tx.run(
             "INSERT INTO belief_sources (user_id, belief_id, session_id, item_ref, evidence, "
@@ -219,32 +222,44 @@ class Batch:
         self, c: CheckedOp, key: str | None, confidence: float, *, exclude: tuple[int, ...]
     ) -> Row:
         """The belief that carries ``c.content`` on: a new one, or an active restatement."""
+        new = await self._insert(c, key, confidence, exclude=exclude)
+        if new is not None:
+            return new
         assert c.content is not None
-        existing = await self._active_with_content(c.content, exclude=exclude)
-        if existing is not None:
-            return await self._confirm(existing, c)
-        return await self._insert(c, key, confidence)
+        return await self._confirm(await self._restated(c.content, exclude=exclude), c)
 
-    async def _insert(self, c: CheckedOp, key: str | None, confidence: float) -> Row:
+    async def _insert(
+        self, c: CheckedOp, key: str | None, confidence: float, *, exclude: Sequence[int]
+    ) -> Row | None:
+        """Insert ``c.content`` as a new active belief, unless an active belief (other
+        than ``exclude``) already states it: then None (one statement either way)."""
         assert c.content is not None
-        row = await self.tx.one(
+        norm = normalize_content(c.content)
+        row = await self.tx.row(
             "INSERT INTO beliefs (user_id, content, norm_content, key, status, "
             "confidence, valid_from, created_at, updated_at, version, embedding, "
             "embedding_model) "
-            "VALUES (:u, :content, :norm, :key, 'active', :confidence, :valid_from, "
-            f":now, :now, 1, CAST(:v AS vector), :model) RETURNING {BELIEF_COLUMNS}",
+            "SELECT :u, :content, :norm, :key, 'active', :confidence, :valid_from, "
+            ":now, :now, 1, CAST(:v AS vector), :model "
+            "WHERE NOT EXISTS (SELECT 1 FROM beliefs WHERE user_id = :u "
+            "AND status = 'active' AND norm_content = :norm "
+            "AND id <> ALL(CAST(:exclude AS bigint[]))) "
+            f"RETURNING {BELIEF_COLUMNS}",
             {
                 "u": self.user_id,
                 "content": c.content,
-                "norm": normalize_content(c.content),
+                "norm": norm,
                 "key": key,
                 "confidence": confidence,
                 "valid_from": self._at(c),
                 "now": self.now,
                 "v": self.vectors[c.content],
                 "model": self.model,
+                "exclude": list(exclude),
             },
         )
+        if row is None:
+            return None
         self.activated.append(c.content)
         self.embedded.append(int(row["id"]))
         await self._add_source(int(row["id"]), c.evidence)
@@ -266,22 +281,25 @@ class Batch:
 
     async def _retire(
         self,
-        ids: list[int],
+        rows: Sequence[Row],
         status: str,
         at: datetime,
         link_sql: str,
         link_params: Mapping[str, object],
     ) -> None:
+        """Retire the active beliefs ``rows`` (as loaded in this batch)."""
+        ids = [int(row["id"]) for row in rows]
+        for belief_id in ids:
+            self.known.pop(belief_id, None)
         # valid_to never precedes valid_from, whatever time the op claims.
         link = f", {link_sql}" if link_sql else ""
-        retired = await self.tx.rows(
+        await self.tx.run(
             "UPDATE beliefs SET status = :status, valid_to = GREATEST(:at, valid_from), "
-            f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[])) "
-            "RETURNING content",
+            f"updated_at = :now{link} WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))",
             {"u": self.user_id, "ids": ids, "status": status, "at": at, "now": self.now}
             | dict(link_params),
         )
-        self.deactivated += [str(row["content"]) for row in retired]  # all were active
+        self.deactivated += [str(row["content"]) for row in rows]
 
     @property
     def active_delta(self) -> int:
@@ -307,13 +325,25 @@ class Batch:
             {"u": self.user_id, "norm": normalize_content(content), "exclude": list(exclude)},
         )
 
+    async def _restated(self, content: str, *, exclude: Sequence[int]) -> Row:
+        """The active belief whose statement kept :meth:`_insert` from inserting (under
+        the user's lock it is still there)."""
+        row = await self._active_with_content(content, exclude=exclude)
+        if row is None:
+            raise RuntimeError("an active belief stating the content vanished under the lock")
+        return row
+
     async def _load(self, belief_id: int) -> Row:
+        known = self.known.get(belief_id)
+        if known is not None:
+            return known
         return await self.tx.one(
             f"SELECT {BELIEF_COLUMNS} FROM beliefs WHERE user_id = :u AND id = :id",
             {"u": self.user_id, "id": belief_id},
         )
 
     async def _update_row(self, belief_id: int, sets: str, params: Mapping[str, object]) -> Row:
+        self.known.pop(belief_id, None)
         return await self.tx.one(
             f"UPDATE beliefs SET {sets} WHERE user_id = :u AND id = :id RETURNING {BELIEF_COLUMNS}",
             {"u": self.user_id, "id": belief_id} | dict(params),

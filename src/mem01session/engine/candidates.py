@@ -25,7 +25,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, Generic, Literal, LiteralString, TypeVar
 
-from ..db.direct import BinaryVector
+from ..db.vectors import BinaryVector
 from . import scoring
 from .near import Twin, near_duplicates
 from .parts import EngineParts

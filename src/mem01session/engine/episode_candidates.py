@@ -17,7 +17,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from ..db.direct import BinaryVector
+from ..db.vectors import BinaryVector
 from .candidates import COMMON_MIN, COMMON_SHARE, MAX_QUERY_TERMS
 from .parts import EngineParts
 from .records import Episode

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ..config import EPISODE_KEEPS, EpisodeKeep
+from ..db.vectors import BinaryVector, BinaryVectors
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 from . import terms
@@ -175,10 +176,10 @@ _INSERT = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
     "content, said_at, embedding, embedding_model, created_at) "
     "SELECT :u, :session, :job, r.message, r.passage, r.item_ref, r.role, r.content, :said, "
-    "CAST(r.vec AS vector), :model, :now "
+    "r.vec, :model, :now "
     "FROM unnest(CAST(:messages AS smallint[]), CAST(:passages AS smallint[]), "
     "CAST(:refs AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
-    "CAST(:vecs AS text[])) AS r(message, passage, item_ref, role, content, vec) "
+    "CAST(:vecs AS vector[])) AS r(message, passage, item_ref, role, content, vec) "
     "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
     "RETURNING id, message, passage, role, content"
 )
@@ -203,7 +204,7 @@ async def insert(
     session_id: str,
     job_id: int,
     said_at: datetime,
-    vectors: Mapping[str, str],
+    vectors: Mapping[str, BinaryVector],
     model: str,
     now: datetime,
 ) -> tuple[list[Stored], int]:
@@ -227,7 +228,7 @@ async def insert(
             "refs": [r.item_ref for r in rows],
             "roles": [r.role for r in rows],
             "contents": [r.content for r in rows],
-            "vecs": [vectors[r.content] for r in rows],
+            "vecs": BinaryVectors(vectors[r.content] for r in rows),
         },
     )
     written = [_stored(r) for r in result]
@@ -247,11 +248,11 @@ _INSERT_MANY = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
     "content, said_at, embedding, embedding_model, created_at) "
     "SELECT r.u, r.session, r.job, r.message, r.passage, r.item_ref, r.role, r.content, "
-    "r.said, CAST(r.vec AS vector), :model, :now "
+    "r.said, r.vec, :model, :now "
     "FROM unnest(CAST(:users AS text[]), CAST(:sessions AS text[]), CAST(:jobs AS bigint[]), "
     "CAST(:saids AS timestamptz[]), CAST(:messages AS smallint[]), "
     "CAST(:passages AS smallint[]), CAST(:refs AS text[]), CAST(:roles AS text[]), "
-    "CAST(:contents AS text[]), CAST(:vecs AS text[])) "
+    "CAST(:contents AS text[]), CAST(:vecs AS vector[])) "
     "AS r(u, session, job, said, message, passage, item_ref, role, content, vec) "
     "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
     "RETURNING user_id, job_id, id, message, passage, role, content"
@@ -267,7 +268,7 @@ class TurnEpisodes:
     job_id: int
     said_at: datetime
     drafts: Sequence[Draft]
-    vectors: Mapping[str, str]  # content -> vector literal
+    vectors: Mapping[str, BinaryVector]  # content -> its vector
 
 
 async def insert_many(
@@ -292,7 +293,7 @@ async def insert_many(
             "refs": [d.item_ref for _, d in rows],
             "roles": [d.role for _, d in rows],
             "contents": [d.content for _, d in rows],
-            "vecs": [t.vectors[d.content] for t, d in rows],
+            "vecs": BinaryVectors(t.vectors[d.content] for t, d in rows),
         },
     )
     written: dict[tuple[str, int], list[Stored]] = {}

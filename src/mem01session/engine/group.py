@@ -30,7 +30,7 @@ from .parts import EngineParts
 from .records import ApplyResult, Change
 from .tx import Tx, transaction
 from .users import bump_versions, lock_users, open_users, opened_users
-from .validate import judge_targets, look_up_targets_of_users, statuses_by_user
+from .validate import judge_targets, look_up_targets_of_users, rows_by_user
 from .write import Prepared, TxHook, apply_prepared, prune, said_at, write_ops
 
 GroupHook = Callable[[Tx], Awaitable[None]]
@@ -63,12 +63,13 @@ async def apply_group(
         kept = iter(stored)
         turns = [next(kept) if b.drafts else ([], 0) for b in batches]
         versions = await opened_users(opened)
-        found = await statuses_by_user(targets)
+        found = await rows_by_user(targets)
         for b in batches:
             judge_targets(found.get(b.user_id, {}), b.checked)
         written: list[tuple[Batch, tuple[Change, ...]]] = []
         for b, (episodes_of_turn, _) in zip(batches, turns, strict=True):
-            written.append(await write_ops(parts, tx, b, episodes_of_turn, now))
+            known = found.get(b.user_id, {})
+            written.append(await write_ops(parts, tx, b, episodes_of_turn, now, known))
         await finish_many(tx, [batch for batch, _ in written])
         counts = {}
         for b, (batch, changed), (episodes_of_turn, added) in zip(
@@ -94,5 +95,5 @@ def _turn(b: Prepared, now: datetime) -> episodes.TurnEpisodes:
     p = b.provenance
     assert p.job_id is not None and p.session_id  # checked by prepare()
     return episodes.TurnEpisodes(
-        b.user_id, p.session_id, p.job_id, said_at(b, now), b.drafts, b.literals
+        b.user_id, p.session_id, p.job_id, said_at(b, now), b.drafts, b.vectors
     )

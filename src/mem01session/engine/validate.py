@@ -10,8 +10,10 @@ from typing import NoReturn
 from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
 from .ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
-from .rows import MAX_BIGINT
-from .tx import Pending, Tx
+from .rows import BELIEF_COLUMNS, MAX_BIGINT
+from .tx import Pending, Row, Tx
+
+_B_COLUMNS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 
 MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
@@ -88,7 +90,8 @@ async def look_up_targets(tx: Tx, user_id: str, checked: Sequence[CheckedOp]) ->
     if not ids:
         return None
     return await tx.later(
-        "SELECT id, status FROM beliefs WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))",
+        f"SELECT {BELIEF_COLUMNS} FROM beliefs "
+        "WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))",
         {"u": user_id, "ids": ids},
     )
 
@@ -97,49 +100,50 @@ async def look_up_targets_of_users(
     tx: Tx, batches: Sequence[tuple[str, Sequence[CheckedOp]]]
 ) -> Pending | None:
     """:func:`look_up_targets` for several users' batches ``(user_id, checked)`` in one
-    statement; judge them with :func:`statuses_by_user` and :func:`judge_targets`."""
+    statement; judge them with :func:`rows_by_user` and :func:`judge_targets`."""
     pairs = sorted({(u, t) for u, checked in batches for c in checked for t in c.touched})
     if not pairs:
         return None
     return await tx.later(
-        "SELECT b.user_id, b.id, b.status FROM beliefs b "
+        f"SELECT {_B_COLUMNS} FROM beliefs b "
         "JOIN unnest(CAST(:users AS text[]), CAST(:ids AS bigint[])) AS t(u, i) "
         "ON b.user_id = t.u AND b.id = t.i",
         {"users": [u for u, _ in pairs], "ids": [i for _, i in pairs]},
     )
 
 
-async def check_targets(found: Pending | None, checked: Sequence[CheckedOp]) -> None:
+async def check_targets(found: Pending | None, checked: Sequence[CheckedOp]) -> dict[int, Row]:
     """Every target must be an active belief of the user (``found``: the look-up of
-    :func:`look_up_targets`).
+    :func:`look_up_targets`); the targets' rows, by id.
 
     A belief of another user is reported exactly like one that does not exist.
     """
-    if found is not None:
-        judge_targets({int(row["id"]): str(row["status"]) for row in await found.rows()}, checked)
+    rows = {int(row["id"]): row for row in await found.rows()} if found is not None else {}
+    judge_targets(rows, checked)
+    return rows
 
 
-async def statuses_by_user(found: Pending | None) -> dict[str, dict[int, str]]:
-    """What :func:`look_up_targets_of_users` found: per user, each target's status."""
-    out: dict[str, dict[int, str]] = {}
+async def rows_by_user(found: Pending | None) -> dict[str, dict[int, Row]]:
+    """What :func:`look_up_targets_of_users` found: per user, the targets' rows by id."""
+    out: dict[str, dict[int, Row]] = {}
     for row in await found.rows() if found is not None else []:
-        out.setdefault(str(row["user_id"]), {})[int(row["id"])] = str(row["status"])
+        out.setdefault(str(row["user_id"]), {})[int(row["id"])] = row
     return out
 
 
-def judge_targets(status: Mapping[int, str], checked: Sequence[CheckedOp]) -> None:
+def judge_targets(rows: Mapping[int, Row], checked: Sequence[CheckedOp]) -> None:
     """Raise :class:`TargetNotFoundError` for the first target of ``checked`` that is not
-    an active belief (``status``: the user's targets found, by id)."""
+    an active belief (``rows``: the user's targets found, by id)."""
     for c in checked:
         for target in c.touched:
-            found_status = status.get(target)
-            if found_status is None:
+            row = rows.get(target)
+            if row is None:
                 raise TargetNotFoundError(
                     c.index, c.kind, target, f"belief #{target} does not exist for this user"
                 )
-            if found_status != "active":
+            if row["status"] != "active":
                 raise TargetNotFoundError(
-                    c.index, c.kind, target, f"belief #{target} is {found_status}, not active"
+                    c.index, c.kind, target, f"belief #{target} is {row['status']}, not active"
                 )
 
 

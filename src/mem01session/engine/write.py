@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import aware, check_id
+from ..db.vectors import BinaryVector
 from ..embeddings import Vector
 from ..errors import BeliefNotFoundError, ConfigError
 from . import episodes
@@ -24,8 +25,7 @@ from .episodes import Utterance
 from .ops import Op, Provenance
 from .parts import EngineParts
 from .records import ApplyResult, Change
-from .rows import vector_literal
-from .tx import Tx, transaction
+from .tx import Row, Tx, transaction
 from .users import bump_version, lock_user, open_user, opened
 from .validate import (
     CheckedOp,
@@ -133,7 +133,7 @@ class Prepared:
     provenance: Provenance
     checked: tuple[CheckedOp, ...]
     drafts: tuple[episodes.Draft, ...]
-    literals: Mapping[str, str]  # statement or passage -> vector literal
+    vectors: Mapping[str, BinaryVector]  # statement or passage -> its vector
     record_as: str | None = None
 
 
@@ -165,8 +165,8 @@ async def prepare(
     if len(computed) != len(missing):
         raise RuntimeError(f"embedder returned {len(computed)} vectors for {len(missing)} texts")
     found = dict(zip(missing, computed, strict=True))
-    literals = {t: vector_literal(found[t] if t in found else known[t]) for t in texts}
-    return Prepared(user_id, provenance, tuple(checked), tuple(drafts), literals, record_as)
+    params = {t: BinaryVector(found[t] if t in found else known[t]) for t in texts}
+    return Prepared(user_id, provenance, tuple(checked), tuple(drafts), params, record_as)
 
 
 async def _apply(
@@ -208,8 +208,8 @@ async def apply_prepared(
         targets = await look_up_targets(tx, user_id, checked)
         stored, added = await _store_episodes(parts, tx, p, now)
         version = await opened(user)
-        await check_targets(targets, checked)
-        batch, changes = await write_ops(parts, tx, p, stored, now)
+        known = await check_targets(targets, checked)
+        batch, changes = await write_ops(parts, tx, p, stored, now, known)
         await batch.finish()
         pruned = await prune(parts, tx, user_id, now)
         bumped = None
@@ -232,11 +232,17 @@ async def apply_prepared(
 
 
 async def write_ops(
-    parts: EngineParts, tx: Tx, p: Prepared, stored: Sequence[episodes.Stored], now: datetime
+    parts: EngineParts,
+    tx: Tx,
+    p: Prepared,
+    stored: Sequence[episodes.Stored],
+    now: datetime,
+    known: Mapping[int, Row],
 ) -> tuple[Batch, tuple[Change, ...]]:
-    """Apply ``p``'s ops in order (under the user's lock, targets checked); the batch, to
-    be finished, and what each op changed."""
-    batch = Batch(tx, p.user_id, p.provenance, now, p.literals, p.record_as, parts.embedder.name)
+    """Apply ``p``'s ops in order (under the user's lock, targets checked: ``known``, their
+    rows); the batch, to be finished, and what each op changed."""
+    batch = Batch(tx, p.user_id, p.provenance, now, p.vectors, p.record_as, parts.embedder.name)
+    batch.known = dict(known)
     batch.episode_of = lambda evidence: episodes.source_episode(stored, evidence)
     return batch, tuple([await batch.apply(c) for c in p.checked])
 
@@ -261,7 +267,7 @@ async def _store_episodes(
         session_id=provenance.session_id,
         job_id=provenance.job_id,
         said_at=said_at(p, now),
-        vectors=p.literals,
+        vectors=p.vectors,
         model=parts.embedder.name,
         now=now,
     )

@@ -8,7 +8,9 @@ locking read must stay within one shard, that is, one user. So a claim has two s
 1. **Find** users whose oldest unfinished job is claimable: a plain read without locks,
    oldest job first (on a cluster, every shard answers and the coordinator merges).
 2. **Claim** each of them in turn with one autocommit statement on that user's rows only
-   (``FOR UPDATE SKIP LOCKED``, then the lease), until ``limit`` jobs are leased.
+   (``FOR UPDATE SKIP LOCKED``, then the lease), until ``limit`` jobs are leased. On one
+   server (not a cluster) the same conditions are checked for all of them in one
+   statement, a lateral subquery per user.
 
 Correctness lives in step 2 alone, exactly as in a single-statement claim: it re-checks
 that the job is still claimable and that no older job of the user is pending or running,
@@ -73,9 +75,33 @@ WHERE m.user_id = %(u)s AND m.id = next.id
 RETURNING {returning}"""
 
 
+def claim_many_statement(columns: str) -> str:
+    """Step 2 for several users (``%(users)s``) in one statement, returning ``columns`` of
+    the jobs leased: the same conditions as :func:`claim_statement`, per user. For one
+    server only (a cluster refuses a locking read across shards)."""
+    returning = ", ".join("m." + c.strip() for c in columns.split(","))
+    return f"""
+WITH next AS (
+    SELECT n.id, n.user_id FROM unnest(CAST(%(users)s AS text[])) AS u(user_id)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.user_id FROM memory_jobs j
+        WHERE j.user_id = u.user_id AND {_CLAIMABLE} AND {_OLDEST}
+        ORDER BY j.id
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS n
+)
+UPDATE memory_jobs m
+SET status = 'running', lease_owner = %(w)s, lease_until = %(until)s,
+    attempts = m.attempts + 1, updated_at = %(now)s
+FROM next
+WHERE m.user_id = next.user_id AND m.id = next.id
+RETURNING {returning}"""
+
+
 async def claim_jobs(
     pool: DirectPool,
-    statement: str,
+    statements: tuple[str, str],
     make: Callable[[Mapping[str, Any]], J],
     *,
     worker_id: str,
@@ -83,22 +109,31 @@ async def claim_jobs(
     lease: timedelta,
     limit: int,
 ) -> list[J]:
-    """Lease up to ``limit`` jobs (``statement`` from :func:`claim_statement`), each the
-    oldest unfinished job of its user, in the order step 1 found their users."""
+    """Lease up to ``limit`` jobs (``statements``: from :func:`claim_statement` and
+    :func:`claim_many_statement`), each the oldest unfinished job of its user, in the
+    order step 1 found their users. On one server the users step 1 found are claimed
+    with one statement; on a cluster, one statement per user."""
+    one, many = statements
     leased: list[J] = []
     tried: list[str] = []
+    params = {"w": worker_id, "now": now, "until": now + lease}
     for _ in range(ROUNDS if limit > 0 else 0):
         scan = 2 * (limit - len(leased))
         found = await pool.fetch(_FIND, {"now": now, "skip": tried, "scan": scan})
-        for row in found:
-            user_id = str(row["user_id"])
-            tried.append(user_id)
-            rows = await pool.fetch(
-                statement, {"u": user_id, "w": worker_id, "now": now, "until": now + lease}
-            )
+        users = [str(row["user_id"]) for row in found]
+        tried += users
+        while users and len(leased) < limit:
+            need = limit - len(leased)
+            if pool.distributed is False:
+                chunk, users = users[:need], users[need:]
+                rows = await pool.fetch(many, params | {"users": chunk})
+                order = {user_id: i for i, user_id in enumerate(chunk)}
+                rows.sort(key=lambda r: order[str(r["user_id"])])
+            else:
+                rows = await pool.fetch(one, params | {"u": users.pop(0)})
             leased.extend(make(r) for r in rows)
-            if len(leased) >= limit:
-                return leased
+        if len(leased) >= limit:
+            return leased
         if len(found) < scan:  # nobody else was waiting when step 1 looked
             break
     return leased

@@ -34,7 +34,7 @@ from ..extraction.base import TurnMessage
 from ..redaction import redact
 from .carried import KEY as CARRIED
 from .carried import Known, carry
-from .claim import claim_jobs, claim_statement
+from .claim import claim_jobs, claim_many_statement, claim_statement
 from .job_records import (
     EPOCH,
     JOB_COLUMNS,
@@ -79,7 +79,7 @@ _PROGRESS_PROBE = (
     "FROM memory_jobs j WHERE j.user_id = %(user_id)s "
     "AND (j.status IN ('pending', 'running') OR j.id = ANY(%(job_watch)s))"
 )
-_CLAIM = claim_statement(JOB_COLUMNS)
+_CLAIM = (claim_statement(JOB_COLUMNS), claim_many_statement(JOB_COLUMNS))
 
 
 _SELECT_JOBS = f"SELECT {JOB_COLUMNS} FROM memory_jobs"
