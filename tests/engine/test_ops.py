@@ -390,3 +390,22 @@ async def test_correct_and_forget_need_an_active_belief_of_the_user(
     with pytest.raises(BeliefNotFoundError, match="does not exist"):
         await call(10_000)
     assert (await engine.get(uid + "-bob", other)).status == "active"
+
+
+async def test_an_op_sees_what_an_earlier_op_of_its_batch_did_to_its_target(
+    engine: BeliefEngine, uid: str
+) -> None:
+    home = await add(engine, uid, "Lives in Paris", key="city", confidence=0.6)
+    result = await engine.apply(
+        uid,
+        # The restatement confirms the belief (confidence up), then it is replaced.
+        [Op.add("Lives in Paris"), Op.supersede(home, "Lives in Rome")],
+        provenance=PROV,
+    )
+    assert [c.op for c in result.changes] == ["CONFIRM", "SUPERSEDE"]
+    superseded = [e for e in await engine.ledger(uid) if e.op == "SUPERSEDE"]
+    assert superseded[0].before is not None
+    # The state the confirmation left, not the one read before the batch began.
+    assert superseded[0].before["confidence"] == pytest.approx(0.65)
+    old = await engine.get(uid, home)
+    assert old is not None and old.status == "superseded"
