@@ -111,6 +111,17 @@ async def test_one_setting_bounds_an_extraction(module_engine: BeliefEngine, uid
     assert [e.content for e in await module_engine.episodes(uid)] == ["I live in Oslo."]
 
 
+async def test_the_bound_on_jobs_at_once_is_the_policys_else_what_the_extractor_states(
+    module_engine: BeliefEngine,
+) -> None:
+    from mem01session.extraction import RuleExtractor
+
+    assert MemoryWorker(module_engine, RuleExtractor()).concurrency == 64  # no model calls
+    assert MemoryWorker(module_engine, Recording()).concurrency == 8  # states nothing
+    policy = WorkerPolicy(concurrency=3)
+    assert MemoryWorker(module_engine, RuleExtractor(), policy=policy).concurrency == 3
+
+
 def dead_owner() -> str:
     """A worker id of this machine whose process has ended."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -15,8 +15,13 @@ if TYPE_CHECKING:
 
 def worker(
     concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Users' turns extracted at once (1-64).")
-    ] = 8,
+        int | None,
+        typer.Option(
+            "--concurrency",
+            help="Users' turns extracted at once (1-64; default: 8 with a model, "
+            "64 with the offline rules).",
+        ),
+    ] = None,
     poll_interval: Annotated[
         float,
         typer.Option(
@@ -35,7 +40,7 @@ def worker(
 
     Example: MEM01_DATABASE_URL=postgresql://... mem01session worker
     """
-    if not 1 <= concurrency <= 64:
+    if concurrency is not None and not 1 <= concurrency <= 64:
         fail(f"--concurrency must be between 1 and 64, got {concurrency}")
     if not 0.05 <= poll_interval <= 3600:
         fail(f"--poll-interval must be between 0.05 and 3600 seconds, got {poll_interval:g}")
@@ -47,7 +52,7 @@ def worker(
     asyncio.run(_serve(settings, concurrency, poll_interval))
 
 
-async def _serve(settings: Settings, concurrency: int, poll_interval: float) -> None:
+async def _serve(settings: Settings, concurrency: int | None, poll_interval: float) -> None:
     import asyncio
     import signal
 

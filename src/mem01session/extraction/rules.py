@@ -289,6 +289,9 @@ class RuleExtractor:
     """Deterministic English first-person pattern extractor; see the module docstring."""
 
     name = "rules-v1"
+    # Extractions cost no model call: the worker may take many users' turns at once, and
+    # then writes them in few transactions (its group commit).
+    concurrency = 64
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime

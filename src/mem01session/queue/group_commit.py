@@ -46,6 +46,7 @@ class GroupCommit:
         self.worker_id = worker_id
         self.limit = max(1, limit)
         self.groups = 0  # transactions that wrote more than one job
+        self.transactions = 0  # transactions committed
         self._queue: list[tuple[Ready, asyncio.Future[None]]] = []
         self._writers: set[asyncio.Task[None]] = set()
 
@@ -125,6 +126,7 @@ class GroupCommit:
             [(r.job, r.usage) for r in group], self.worker_id, now=self.engine.clock()
         )
         await self.engine.apply_group([r.batch for r in group], hook)
+        self.transactions += 1
 
 
 def _settle(done: asyncio.Future[None], error: Exception | None) -> None:

@@ -6,12 +6,13 @@ a lease, shows the extractor the user's most relevant active beliefs under alias
 the ops it proposes (secrets out, whichever extractor proposed them), applies them, stores
 the turn's episodes and marks the job done in the same transaction.
 
-**Several users at once.** Up to :attr:`WorkerPolicy.concurrency` jobs run at the same
+**Several users at once.** Up to :attr:`MemoryWorker.concurrency` jobs run at the same
 time, each of another user (the claim leases at most one job per user, the oldest, so a
 user's turns are still applied in the order they were said). While they run, what they ask
 the embedder for (queries, passages, statements) is embedded together
 (:class:`~.vectors.VectorBatch`). Each job in flight holds at most one database connection
-at a time.
+at a time. The turns whose extraction finished meanwhile are written together, a group of
+users' turns in one transaction with their jobs' completion (:mod:`.group_commit`).
 
 **Failures.** A failed attempt is retried after a backoff (2 s, then 4 s by default) while
 the user's later turns wait behind it, their order kept; after
@@ -62,6 +63,9 @@ from .vectors import VectorBatch
 
 log = get_logger(__name__)
 
+# Jobs at once for an extractor that states nothing: as many model calls at once.
+DEFAULT_CONCURRENCY = 8
+
 
 @dataclass(frozen=True)
 class WorkerPolicy:
@@ -70,7 +74,9 @@ class WorkerPolicy:
     ``extract_timeout``: seconds one extraction may take; None takes the extractor's own
     ``timeout`` if it states one (``OpenAIExtractor`` does: ``MEM01_LLM_TIMEOUT``), else
     what a ``Memory``'s settings say (``MEM01_LLM_TIMEOUT``), else 60.
-    ``concurrency``: jobs of different users processed at once.
+    ``concurrency``: jobs of different users processed at once; None takes the
+    extractor's own ``concurrency`` if it states one (the offline :class:`RuleExtractor`
+    does: 64, its extractions cost no model call), else 8 (model calls at once).
     ``listen``: keep a connection listening for the turns that processes without a worker
     queue (:mod:`.notify`), so they are claimed at once rather than at the next poll.
     """
@@ -83,11 +89,11 @@ class WorkerPolicy:
     poll_interval: float = 1.0
     candidates: int = 10
     keyed: int = 30  # 0: candidates from search only
-    concurrency: int = 8
+    concurrency: int | None = None
     listen: bool = False
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1 or self.concurrency < 1:
+        if self.max_attempts < 1 or (self.concurrency is not None and self.concurrency < 1):
             raise ConfigError("a worker needs max_attempts >= 1 and concurrency >= 1")
         if self.extract_timeout is not None and not self.extract_timeout > 0:
             raise ConfigError(f"extract_timeout must be > 0 seconds, got {self.extract_timeout}")
@@ -107,6 +113,14 @@ def declared_timeout(extractor: object) -> float | None:
     value = getattr(extractor, "timeout", None)
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         return float(value)
+    return None
+
+
+def declared_concurrency(extractor: object) -> int | None:
+    """How many extractions at once an extractor says suit it, if it says."""
+    value = getattr(extractor, "concurrency", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
     return None
 
 
@@ -130,10 +144,12 @@ class MemoryWorker:
             self.policy.extract_timeout or declared_timeout(extractor) or DEFAULT_LLM_TIMEOUT
         )
         """Seconds one extraction may take before its attempt fails."""
-        self._vectors = VectorBatch(engine.embedder)
-        self._commits = GroupCommit(
-            engine, self.jobs, self.worker_id, limit=self.policy.concurrency
+        self.concurrency = (
+            self.policy.concurrency or declared_concurrency(extractor) or DEFAULT_CONCURRENCY
         )
+        """Jobs (each of another user) processed at once."""
+        self._vectors = VectorBatch(engine.embedder)
+        self._commits = GroupCommit(engine, self.jobs, self.worker_id, limit=self.concurrency)
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -151,6 +167,11 @@ class MemoryWorker:
 
     def __repr__(self) -> str:
         return f"MemoryWorker(id={self.worker_id!r}, extractor={self.extractor.name!r})"
+
+    @property
+    def transactions(self) -> int:
+        """Write transactions committed (several users' turns written together count once)."""
+        return self._commits.transactions
 
     @property
     def running(self) -> bool:
@@ -249,10 +270,10 @@ class MemoryWorker:
                 return True
 
     async def run_once(self) -> int:
-        """Claim up to :attr:`WorkerPolicy.concurrency` jobs (each of another user) and
+        """Claim up to :attr:`concurrency` jobs (each of another user) and
         process them at once; returns how many were processed."""
         await self._housekeeping()
-        claimed = await self._claim(self.policy.concurrency)
+        claimed = await self._claim(self.concurrency)
         if claimed:
             await asyncio.gather(*(self._run(job) for job in claimed))
         return len(claimed)
@@ -267,11 +288,11 @@ class MemoryWorker:
         time, so that one claim serves several jobs), wait for a job to end, a wake, or the
         poll interval."""
         flying: set[asyncio.Task[None]] = set()
-        refill = max(1, self.policy.concurrency // 4)
+        refill = max(1, self.concurrency // 4)
         try:
             # A database closed under the worker ends it quietly: nothing is left to claim.
             while not self._stopping and not self.engine.db.closed:
-                free = self.policy.concurrency - len(flying)
+                free = self.concurrency - len(flying)
                 idle = False
                 if free >= refill or not flying:
                     self._wake.clear()  # before the claim: a wake during it is kept
@@ -288,7 +309,7 @@ class MemoryWorker:
                     for job in claimed:
                         flying.add(asyncio.create_task(self._run(job)))
                     idle = len(claimed) < free  # nothing more to claim for now
-                if len(flying) == self.policy.concurrency or not idle:
+                if len(flying) == self.concurrency or not idle:
                     done, flying = await asyncio.wait(flying, return_when="FIRST_COMPLETED")
                     continue
                 waker = asyncio.create_task(self._woken())
