@@ -11,6 +11,7 @@ import statistics
 import struct
 import subprocess
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -199,6 +200,18 @@ def nproc() -> str:
         return subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     except OSError:
         return "?"
+
+
+def cpu_reference_ms() -> float:
+    """Milliseconds a fixed pure-Python loop takes here now (best of 3): this shared VM's
+    speed drifts by 2x and more between runs, so a figure of one run compares with another
+    run's only beside this."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
 
 
 def version_of(dist: str) -> str:

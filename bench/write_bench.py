@@ -35,7 +35,7 @@ from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
 from mem01session.queue.worker import MemoryWorker, WorkerPolicy
 
-from .common import DelayedExtractor, PrecomputedEmbedder, Server, open_memory
+from .common import DelayedExtractor, PrecomputedEmbedder, Server, cpu_reference_ms, open_memory
 from .synthetic import fact
 
 USERS = (1, 4, 16, 64)
@@ -64,6 +64,7 @@ class WriteResult:
     per_tx: dict[tuple[int, int], float] = field(default_factory=dict)
     batches: int = 0
     jobs: int = 0
+    cpu_ms: float = 0.0  # common.cpu_reference_ms() before the jobs/s runs
     # concurrency -> (jobs, jobs / s, peak Python memory per job in flight, KiB)
     llm: dict[int, tuple[int, float, float]] = field(default_factory=dict)
 
@@ -180,6 +181,7 @@ async def run(
     try:
         for users in USERS:
             out.ops_per_s[users] = await _ops(engine, emb, users, max(4, batches // users * 2))
+        out.cpu_ms = cpu_reference_ms()
         for users in USERS:
             per_user = per_user_jobs or JOB_COUNT // users
             out.jobs = users * per_user
@@ -207,6 +209,11 @@ def table(r: WriteResult) -> str:
             for b in JOB_CONCURRENCY
         )
         lines.append(f"| {users} | {r.ops_per_s[users]:,.0f} |{cells}")
+    lines += [
+        "",
+        f"CPU reference of this run: {r.cpu_ms:.0f} ms (a fixed Python loop, best of 3; this "
+        "shared VM's speed drifts between runs, and the figures with it).",
+    ]
     if r.llm:
         lines += [
             "",
