@@ -17,9 +17,19 @@ from mem01session.embeddings import HashingEmbedder
 from tests.citus.cluster import CITUS_URL, REASON, create_database, database_url, drop_database
 from tests.conftest import TEST_DIM
 from tests.engine.conftest import clock, module_db, uid
+from tests.queue.conftest import module_engine
 from tests.session.conftest import extractor, make_session, memories, memory
 
-__all__ = ["clock", "extractor", "make_session", "memories", "memory", "module_db", "uid"]
+__all__ = [
+    "clock",
+    "extractor",
+    "make_session",
+    "memories",
+    "memory",
+    "module_db",
+    "module_engine",
+    "uid",
+]
 
 
 def _migrated(admin_url: str) -> str:
