@@ -15,8 +15,8 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import TurnMessage
 from mem01session.queue import JobStore
+from mem01session.queue.completion import JobLostError
 from mem01session.queue.group_commit import GroupCommit, Ready
-from mem01session.queue.jobs import JobLostError
 from mem01session.queue.owners import new_worker_id
 from mem01session.queue.worker import utterances
 

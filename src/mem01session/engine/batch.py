@@ -35,8 +35,6 @@ Row = Mapping[Any, Any]
 
 _COUNT_TERMS_UP = terms.count_up("belief_terms")
 _COUNT_TERMS_DOWN = terms.count_down("belief_terms")
-_COUNT_TERMS_UP_MANY = terms.count_up_many("belief_terms")
-_COUNT_TERMS_DOWN_MANY = terms.count_down_many("belief_terms")
 
 
 def snapshot(row: Row) -> dict[str, object]:
@@ -81,7 +79,7 @@ class Batch:
         self.record_as = record_as
         self.model = model
         # Statements that became active, and that stopped being active: the user's term
-        # counts follow them (see finish(); finish_many() reads them for a group).
+        # counts follow them (see finish(); a group's finish reads them, .group).
         self.activated: list[str] = []
         self.deactivated: list[str] = []
         # Beliefs given a vector, and those among them that had one (see near.link).
@@ -402,21 +400,6 @@ class Batch:
                 "now": self.now,
             },
         )
-
-
-async def finish_many(tx: Tx, batches: Sequence[Batch]) -> None:
-    """:meth:`Batch.finish` for several users' batches in one transaction: a statement
-    of each kind for all of them."""
-    await near.link_many(
-        tx,
-        [(b.user_id, i) for b in batches for i in b.embedded],
-        anew=[(b.user_id, i) for b in batches for i in b.reembedded],
-    )
-    up = [(b.user_id, t) for b in batches for t in b.activated]
-    down = [(b.user_id, t) for b in batches for t in b.deactivated]
-    for sql, pairs in ((_COUNT_TERMS_UP_MANY, up), (_COUNT_TERMS_DOWN_MANY, down)):
-        if pairs:
-            await tx.run(sql, {"users": [u for u, _ in pairs], "texts": [t for _, t in pairs]})
 
 
 def _or(value: float | None, default: float) -> float:

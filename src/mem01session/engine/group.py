@@ -24,14 +24,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from ..errors import ConfigError
-from . import episodes
-from .batch import Batch, finish_many
+from . import episodes, near, terms
+from .batch import Batch
 from .parts import EngineParts
 from .records import ApplyResult, Change
 from .tx import Tx, transaction
 from .users import bump_versions, lock_users, open_users, opened_users
 from .validate import judge_targets, look_up_targets_of_users, rows_by_user
 from .write import Prepared, TxHook, apply_prepared, prune, said_at, write_ops
+
+_COUNT_TERMS_UP = terms.count_up_many("belief_terms")
+_COUNT_TERMS_DOWN = terms.count_down_many("belief_terms")
 
 GroupHook = Callable[[Tx], Awaitable[None]]
 """Runs in the group's transaction after every turn's writes (the job queue marks the
@@ -70,7 +73,7 @@ async def apply_group(
         for b, (episodes_of_turn, _) in zip(batches, turns, strict=True):
             known = found.get(b.user_id, {})
             written.append(await write_ops(parts, tx, b, episodes_of_turn, now, known))
-        await finish_many(tx, [batch for batch, _ in written])
+        await _finish(tx, [batch for batch, _ in written])
         counts = {}
         for b, (batch, changed), (episodes_of_turn, added) in zip(
             batches, written, turns, strict=True
@@ -97,3 +100,18 @@ def _turn(b: Prepared, now: datetime) -> episodes.TurnEpisodes:
     return episodes.TurnEpisodes(
         b.user_id, p.session_id, p.job_id, said_at(b, now), b.drafts, b.vectors
     )
+
+
+async def _finish(tx: Tx, batches: Sequence[Batch]) -> None:
+    """:meth:`~.batch.Batch.finish` for several users' batches: a statement of each kind
+    for all of them."""
+    await near.link_many(
+        tx,
+        [(b.user_id, i) for b in batches for i in b.embedded],
+        anew=[(b.user_id, i) for b in batches for i in b.reembedded],
+    )
+    up = [(b.user_id, t) for b in batches for t in b.activated]
+    down = [(b.user_id, t) for b in batches for t in b.deactivated]
+    for sql, pairs in ((_COUNT_TERMS_UP, up), (_COUNT_TERMS_DOWN, down)):
+        if pairs:
+            await tx.run(sql, {"users": [u for u, _ in pairs], "texts": [t for _, t in pairs]})

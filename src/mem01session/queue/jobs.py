@@ -29,12 +29,13 @@ from ..engine.group import GroupHook
 from ..engine.read import SnapshotProbe
 from ..engine.tx import Tx, transaction
 from ..engine.write import TransactionHook, TxHook
-from ..errors import Mem01Error, UserErasedError
+from ..errors import UserErasedError
 from ..extraction.base import TurnMessage
 from ..redaction import redact
 from .carried import KEY as CARRIED
 from .carried import Known, carry
 from .claim import claim_jobs, claim_many_statement, claim_statement
+from .completion import JobLostError, mark_done, mark_done_many, mark_failed
 from .job_records import (
     EPOCH,
     JOB_COLUMNS,
@@ -83,10 +84,6 @@ _CLAIM = (claim_statement(JOB_COLUMNS), claim_many_statement(JOB_COLUMNS))
 
 
 _SELECT_JOBS = f"SELECT {JOB_COLUMNS} FROM memory_jobs"
-
-
-class JobLostError(Mem01Error):
-    """The job is no longer leased by this worker (erased, or reclaimed after its lease)."""
 
 
 class JobStore:
@@ -191,7 +188,7 @@ class JobStore:
         batch with :class:`JobLostError` when the job is no longer this worker's."""
 
         async def hook(tx: Tx) -> None:
-            await _mark_done(tx, job, worker_id, now=now, usage=usage)
+            await mark_done(tx, job, worker_id, now=now, usage=usage)
 
         return TxHook(hook)
 
@@ -202,7 +199,7 @@ class JobStore:
         :class:`JobLostError` (the group rolls back) if one is no longer this worker's."""
 
         async def hook(tx: Tx) -> None:
-            await _mark_done_many(tx, done, worker_id, now=now)
+            await mark_done_many(tx, done, worker_id, now=now)
 
         return hook
 
@@ -211,7 +208,7 @@ class JobStore:
     ) -> None:
         """Mark a job that produced no ops done."""
         await transaction(
-            self.db.direct, lambda tx: _mark_done(tx, job, worker_id, now=now, usage=usage)
+            self.db.direct, lambda tx: mark_done(tx, job, worker_id, now=now, usage=usage)
         )
 
     async def fail(
@@ -228,7 +225,7 @@ class JobStore:
         With ``forget_text`` the turn's text leaves the row (the user was erased)."""
         await transaction(
             self.db.direct,
-            lambda tx: _mark_failed(tx, job, worker_id, error, now, retry_at, forget_text),
+            lambda tx: mark_failed(tx, job, worker_id, error, now, retry_at, forget_text),
         )
 
     def fail_hook(self, job: Job, worker_id: str, error: str, *, now: datetime) -> TransactionHook:
@@ -237,7 +234,7 @@ class JobStore:
         :class:`JobLostError` when the job is no longer this worker's."""
 
         async def hook(tx: Tx) -> None:
-            if not await _mark_failed(tx, job, worker_id, error, now, None, False):
+            if not await mark_failed(tx, job, worker_id, error, now, None, False):
                 raise JobLostError(f"job {job.id} is no longer leased by this worker")
 
         return TxHook(hook)
@@ -411,88 +408,3 @@ def _erased() -> UserErasedError:
         "this user's memory was erased; the turn was not stored "
         "(reinstate the user to remember new turns)"
     )
-
-
-async def _mark_failed(
-    tx: Tx,
-    job: Job,
-    worker_id: str,
-    error: str,
-    now: datetime,
-    retry_at: datetime | None,
-    forget_text: bool,
-) -> bool:
-    """Mark a failure in ``tx`` (see :meth:`JobStore.fail`); whether the job was this
-    worker's to mark."""
-    marked = await tx.row(
-        (
-            "UPDATE memory_jobs SET status = :status, last_error = :err, "
-            "lease_owner = NULL, lease_until = NULL, "
-            # (no function over the column: Citus refuses those in UPDATEs)
-            # The carried vectors go with the text: they were made of it.
-            f"payload = CASE WHEN :forget THEN (payload - 'messages' - '{CARRIED}') || "
-            "CAST(:forgotten AS jsonb) ELSE payload END, "
-            "run_after = COALESCE(:retry_at, run_after), updated_at = :now "
-            "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
-            "AND attempts = :attempts RETURNING id"  # this attempt's failure, no later one's
-        ),
-        {
-            "attempts": job.attempts,
-            "forget": forget_text,
-            "forgotten": json.dumps({"messages": [], REFUSED: True}),
-            "status": "pending" if retry_at is not None else "failed",
-            "err": error[:2000],
-            "retry_at": retry_at,
-            "now": now,
-            "u": job.user_id,
-            "id": job.id,
-            "w": worker_id,
-        },
-    )
-    return marked is not None
-
-
-async def _mark_done(
-    tx: Tx, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
-) -> None:
-    row = await tx.row(
-        "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
-        f"payload = payload - '{CARRIED}', last_error = NULL, usage = CAST(:usage AS jsonb), "
-        "updated_at = :now "
-        "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
-        "RETURNING id",
-        {
-            "u": job.user_id,
-            "id": job.id,
-            "w": worker_id,
-            "now": now,
-            "usage": json.dumps(dict(usage)) if usage else None,
-        },
-    )
-    if row is None:
-        raise JobLostError(f"job {job.id} is no longer leased by this worker")
-
-
-async def _mark_done_many(
-    tx: Tx, done: Sequence[tuple[Job, Mapping[str, int]]], worker_id: str, *, now: datetime
-) -> None:
-    rows = await tx.rows(
-        "UPDATE memory_jobs m SET status = 'done', lease_owner = NULL, lease_until = NULL, "
-        f"payload = m.payload - '{CARRIED}', last_error = NULL, "
-        "usage = CAST(d.usage AS jsonb), updated_at = :now "
-        "FROM unnest(CAST(:users AS text[]), CAST(:ids AS bigint[]), CAST(:usages AS text[])) "
-        "AS d(u, id, usage) "
-        "WHERE m.user_id = d.u AND m.id = d.id AND m.status = 'running' AND m.lease_owner = :w "
-        "RETURNING m.id",
-        {
-            "users": [job.user_id for job, _ in done],
-            "ids": [job.id for job, _ in done],
-            "usages": [json.dumps(dict(usage)) if usage else None for _, usage in done],
-            "w": worker_id,
-            "now": now,
-        },
-    )
-    marked = {int(r["id"]) for r in rows}
-    lost = [job.id for job, _ in done if job.id not in marked]
-    if lost:
-        raise JobLostError(f"job(s) {', '.join(map(str, lost))} no longer leased by this worker")

@@ -54,9 +54,10 @@ from ..loops import elsewhere, run_on, running_loop
 from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
 from .carried import carried
+from .completion import JobLostError
 from .group_commit import GroupCommit, Ready
 from .job_records import Job
-from .jobs import JobLostError, JobStore
+from .jobs import JobStore
 from .notify import listen
 from .owners import gone, new_worker_id, parse
 from .vectors import VectorBatch
