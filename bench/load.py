@@ -64,7 +64,14 @@ from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine import candidates as candidates_module
 from mem01session.engine.near import Twin
 
-from .common import PrecomputedEmbedder, Server, nproc, open_memory, percentiles
+from .common import (
+    PrecomputedEmbedder,
+    Server,
+    cpu_reference_ms,
+    nproc,
+    open_memory,
+    percentiles,
+)
 from .synthetic import MODIFIERS, OBJECTS, copy_rows, queries, synthetic_rows
 
 THINK = (0.5, 1.5)  # seconds the user takes to reply, drawn uniformly per turn
@@ -522,6 +529,7 @@ class LoadResult:
     scale: ScaleResult | None
     seconds: float = 0.0
     gc_freeze: bool = False
+    cpu_ms: float = 0.0  # common.cpu_reference_ms() at the start, the machine idle
 
 
 async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:
@@ -529,6 +537,7 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     machine state), then recall at ``sizes.scales``."""
     set_tracing_disabled(True)
     started = time.perf_counter()
+    cpu_ms = cpu_reference_ms()
     convs = plan(sizes.sessions, sizes.users, sizes.turns)
     await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
     if sizes.gc_freeze:
@@ -547,6 +556,7 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     result = LoadResult(
         sizes.sessions, sizes.users, sizes.turns, phases, None, gc_freeze=sizes.gc_freeze
     )
+    result.cpu_ms = cpu_ms
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
     result.seconds = time.perf_counter() - started
     return result
@@ -703,7 +713,9 @@ def note(r: LoadResult) -> str:
         + capacity(r)
         + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
         "benchmark; " + at_scale + "Memory "
-        f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s."
+        f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s. CPU reference of "
+        f"this run: {r.cpu_ms:.0f} ms (a fixed Python loop, best of 3, idle; this shared "
+        "VM's speed drifts between runs, and the figures with it)."
         "\n\n![backlog over time](img/bench-load.png)"
     )
 
