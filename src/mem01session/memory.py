@@ -38,7 +38,7 @@ from .logs import describe, get_logger
 from .loops import LoopThread, register_exit_hook, unregister_exit_hook
 from .queue import JobStore, MemoryWorker, WorkerPolicy
 from .queue.notify import notify
-from .queue.worker import declared_timeout
+from .queue.policy import declared_timeout
 
 log = get_logger(__name__)
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ..extraction.base import Candidate, Extraction, Extractor, Turn, TurnMessage
     from .job_records import Job, JobProgress
     from .jobs import JobStore
-    from .worker import MemoryWorker, WorkerPolicy
+    from .policy import WorkerPolicy
+    from .worker import MemoryWorker
 
 # Each public name and its module, imported on first use (PEP 562): ``job_records``
 # (what ``mem01session jobs list`` shows) loads without the worker and the engine.
@@ -31,7 +32,7 @@ _HOMES = {
     "MemoryWorker": ".worker",
     "Turn": "..extraction.base",
     "TurnMessage": "..extraction.base",
-    "WorkerPolicy": ".worker",
+    "WorkerPolicy": ".policy",
 }
 
 __all__ = [

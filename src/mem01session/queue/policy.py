@@ -1,0 +1,67 @@
+"""What governs a worker: leases, retries, timeouts and the bound on jobs at once, and
+what an extractor may state about the last two."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from ..errors import ConfigError
+
+# Jobs at once for an extractor that states nothing: as many model calls at once.
+DEFAULT_CONCURRENCY = 8
+
+
+@dataclass(frozen=True)
+class WorkerPolicy:
+    """Leases, retries, timeouts and concurrency of the worker.
+
+    ``extract_timeout``: seconds one extraction may take; None takes the extractor's own
+    ``timeout`` if it states one (``OpenAIExtractor`` does: ``MEM01_LLM_TIMEOUT``), else
+    what a ``Memory``'s settings say (``MEM01_LLM_TIMEOUT``), else 60.
+    ``concurrency``: jobs of different users processed at once; None takes the
+    extractor's own ``concurrency`` if it states one (the offline :class:`RuleExtractor`
+    does: 64, its extractions cost no model call), else 8 (model calls at once).
+    ``listen``: keep a connection listening for the turns that processes without a worker
+    queue (:mod:`.notify`), so they are claimed at once rather than at the next poll.
+    """
+
+    lease: timedelta = timedelta(seconds=120)
+    max_attempts: int = 3
+    backoff_base: float = 2.0
+    backoff_max: float = 30.0
+    extract_timeout: float | None = None
+    poll_interval: float = 1.0
+    candidates: int = 10
+    keyed: int = 30  # 0: candidates from search only
+    concurrency: int | None = None
+    listen: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or (self.concurrency is not None and self.concurrency < 1):
+            raise ConfigError("a worker needs max_attempts >= 1 and concurrency >= 1")
+        if self.extract_timeout is not None and not self.extract_timeout > 0:
+            raise ConfigError(f"extract_timeout must be > 0 seconds, got {self.extract_timeout}")
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before the next try of a job that failed its ``attempts``-th time."""
+        return float(min(self.backoff_max, self.backoff_base**attempts))
+
+
+def declared_timeout(extractor: object) -> float | None:
+    """The ``timeout`` (seconds) an extractor says its calls take at most, if it says."""
+    value = getattr(extractor, "timeout", None)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+def declared_concurrency(extractor: object) -> int | None:
+    """How many extractions at once an extractor says suit it, if it says."""
+    value = getattr(extractor, "concurrency", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+__all__ = ["DEFAULT_CONCURRENCY", "WorkerPolicy", "declared_concurrency", "declared_timeout"]
