@@ -34,10 +34,9 @@ from .engine.episodes import EpisodePolicy
 from .engine.parts import Clock, utcnow
 from .errors import MemoryClosedError
 from .extraction import Extractor, default_extractor
-from .logs import describe, get_logger
+from .logs import get_logger
 from .loops import LoopThread, register_exit_hook, unregister_exit_hook
 from .queue import JobStore, MemoryWorker, WorkerPolicy
-from .queue.notify import notify
 from .queue.policy import declared_timeout
 
 log = get_logger(__name__)
@@ -223,16 +222,11 @@ class Memory:
         return worker
 
     async def turns_queued(self, after: float = 0.0) -> None:
-        """Turns were just queued: wake this process's worker (``after`` seconds from now),
-        or, without one, notify the workers listening elsewhere (a failure to notify only
-        leaves the turns to their next poll)."""
+        """Turns were just queued: wake this process's worker (``after`` seconds from now).
+        Without one, the enqueue itself notified the workers listening elsewhere
+        (``JobStore.enqueue(notify=True)``)."""
         if self.run_worker:
             (await self.worker()).wake(after=after)
-            return
-        try:
-            await notify((await self.engine()).db)
-        except Exception as exc:
-            log.debug("memory: could not notify the workers: %s", describe(exc))
 
     def _worker_policy(self) -> WorkerPolicy:
         """The policy given, its extraction timeout (when it names none, and the extractor

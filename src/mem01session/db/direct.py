@@ -1,8 +1,9 @@
 """Single statements on plain psycopg connections: the per-run path (and, leased for a
 while, the write transactions: :meth:`DirectPool.leased`, :func:`~..engine.tx.transaction`).
 
-Every run of a ``Mem01Session`` executes three statements: the recall (which is also the
-barrier's probe) and the enqueue of the turn (is the user erased? the insert). Through
+Every run of a ``Mem01Session`` executes two statements: the recall (which is also the
+barrier's probe) and the enqueue of the turn (is the user erased? the insert; three on
+Citus). Through
 SQLAlchemy's async layer each one costs about 0.2 ms more CPU (a greenlet per checkout,
 result metadata rebuilt per execution) than the statement itself; here a statement is one
 psycopg ``execute`` on an idle autocommit connection.

@@ -86,14 +86,22 @@ class TurnBuffer:
                 "memory: dropped the oldest unsent turn (more than %d waiting)", MAX_UNSENT_TURNS
             )
 
-    async def send(self, jobs: JobStore, *, known: Known | None = None, model: str = "") -> None:
+    async def send(
+        self,
+        jobs: JobStore,
+        *,
+        known: Known | None = None,
+        model: str = "",
+        notify: bool = False,
+    ) -> None:
         """Enqueue completed turns, oldest first, adding their jobs to :attr:`enqueued`.
 
         A turn the database refuses for its content (not for the connection) never blocks
         the ones behind it: it is recorded as a failed job without its text, and its reason
         goes to :attr:`refusals`; a turn of an erased user is not stored at all. When the
         connection fails, the exception propagates and this turn and the rest are kept.
-        ``known`` and ``model``: the vectors a turn carries to the worker (:mod:`.carried`).
+        ``known`` and ``model``: the vectors a turn carries to the worker (:mod:`.carried`);
+        ``notify``: wake the workers of other processes with each turn (:mod:`.notify`).
         """
         while self._unsent:
             turn = self._unsent[0]
@@ -106,6 +114,7 @@ class TurnBuffer:
                     idempotency_key=turn.key,
                     known=known,
                     model=model,
+                    notify=notify,
                 )
             except UserErasedError as exc:
                 self.refusals.append((None, describe(exc)))

@@ -31,6 +31,7 @@ from ..engine.tx import Tx, transaction
 from ..engine.write import TransactionHook, TxHook
 from ..errors import UserErasedError
 from ..extraction.base import TurnMessage
+from ..logs import describe, get_logger
 from ..redaction import redact
 from .carried import KEY as CARRIED
 from .carried import Known, carry
@@ -47,6 +48,9 @@ from .job_records import (
     list_jobs,
     payload_for,
 )
+from .notify import CHANNEL, NOTIFY
+
+log = get_logger(__name__)
 
 # Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
 _ERASED = "SELECT 1 FROM memory_users WHERE user_id = %(u)s AND erased_at IS NOT NULL"
@@ -59,6 +63,22 @@ INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_afte
                          created_at, updated_at)
 VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s)
 ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id"""
+# The erased check, the insert and (when asked) the notification in one statement, for one
+# server: a run's turn costs one round trip. (On a cluster the insert must be the plain
+# VALUES one above, so the check and the notification go apart.)
+_ENQUEUE_CHECKED = f"""
+WITH erased AS (
+    SELECT 1 FROM memory_users WHERE user_id = %(u)s AND erased_at IS NOT NULL
+), ins AS (
+    INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, run_after,
+                             created_at, updated_at)
+    SELECT %(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, %(now)s, %(now)s, %(now)s
+    WHERE NOT EXISTS (SELECT 1 FROM erased)
+    ON CONFLICT (user_id, idempotency_key) DO NOTHING RETURNING id
+)
+SELECT (SELECT id FROM ins) AS id, EXISTS (SELECT 1 FROM erased) AS erased,
+       CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ins)
+            THEN pg_notify('{CHANNEL}', '') END AS notified"""
 _JOB_BY_KEY = "SELECT id FROM memory_jobs WHERE user_id = %(u)s AND idempotency_key = %(k)s"
 # A turn that could not be stored: its outcome, without its text.
 _REFUSED = """
@@ -107,14 +127,17 @@ class JobStore:
         idempotency_key: str | None = None,
         known: Known | None = None,
         model: str = "",
+        notify: bool = False,
     ) -> int:
         """Record a turn for extraction; returns the job id (the existing one for a known
-        key). Two autocommit statements: is the user erased, then the insert (a third
-        reads the id of the job already holding the key). ``known``: the vectors ``model``
-        made of the user's words that the turn carries to the worker (:mod:`.carried`).
+        key). One autocommit statement on one server (is the user erased? the insert); on a
+        cluster two (a third reads the id of the job already holding the key). ``known``:
+        the vectors ``model`` made of the user's words that the turn carries to the worker
+        (:mod:`.carried`). ``notify``: wake the workers listening elsewhere
+        (:mod:`.notify`) once the new job is stored.
 
         Raises :class:`UserErasedError` (storing nothing) for an erased user. An erase
-        that commits between the two statements does not see this job; the worker then
+        that commits while the turn is being stored does not see this job; the worker then
         refuses it and drops its text, as for any job of an erased user.
         """
         key = idempotency_key or uuid.uuid4().hex
@@ -131,12 +154,25 @@ class JobStore:
             "p": json.dumps(payload),
             "k": key,
             "now": now,
+            "notify": notify,
         }
-        if await self.db.direct.fetch(_ERASED, params):
-            raise _erased()
-        rows = await self.db.direct.fetch(_ENQUEUE, params)
+        pool = self.db.direct
+        if pool.distributed is False:
+            [row] = await pool.fetch(_ENQUEUE_CHECKED, params)
+            if row["erased"]:
+                raise _erased()
+            rows = [row] if row["id"] is not None else []
+        else:
+            if await pool.fetch(_ERASED, params):
+                raise _erased()
+            rows = await pool.fetch(_ENQUEUE, params)
+            if rows and notify:
+                try:
+                    await pool.fetch(NOTIFY, {})
+                except Exception as exc:  # the turn is stored: the workers' poll finds it
+                    log.debug("jobs: could not notify the workers: %s", describe(exc))
         if not rows:  # a job already holds the key
-            rows = await self.db.direct.fetch(_JOB_BY_KEY, params)
+            rows = await pool.fetch(_JOB_BY_KEY, params)
         if not rows:  # ... and was deleted since: the user was erased meanwhile
             raise _erased()
         return int(rows[0]["id"])

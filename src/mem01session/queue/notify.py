@@ -1,7 +1,8 @@
 """Waking a worker of another process when a turn is queued (PostgreSQL LISTEN/NOTIFY).
 
 A process that records turns but runs no worker (``Memory(run_worker=False)``) sends a
-notification on :data:`CHANNEL` after each enqueue; a worker started with
+notification on :data:`CHANNEL` with each enqueue (the enqueue's own statement, on one
+server); a worker started with
 ``WorkerPolicy(listen=True)`` (``mem01session worker`` does) keeps one connection listening
 and claims at once instead of at its next poll. The notification carries nothing: it only
 says "look". Lost ones cost nothing but the poll interval (the worker polls anyway), so
@@ -16,19 +17,13 @@ from collections.abc import Callable
 
 import psycopg
 
-from ..db import Database
 from ..logs import describe, get_logger
 
 log = get_logger(__name__)
 
 CHANNEL = "mem01_jobs"
-_NOTIFY = "SELECT pg_notify('mem01_jobs', '')"
+NOTIFY = f"SELECT pg_notify('{CHANNEL}', '')"
 RETRY_SECONDS = 5.0
-
-
-async def notify(db: Database) -> None:
-    """Tell the listening workers that a turn was queued (autocommit: delivered at once)."""
-    await db.direct.fetch(_NOTIFY, {})
 
 
 async def listen(url: str, wake: Callable[[], None], *, retry: float = RETRY_SECONDS) -> None:
@@ -59,4 +54,4 @@ async def listen(url: str, wake: Callable[[], None], *, retry: float = RETRY_SEC
         await asyncio.sleep(retry)
 
 
-__all__ = ["CHANNEL", "listen", "notify"]
+__all__ = ["CHANNEL", "NOTIFY", "listen"]

@@ -152,7 +152,12 @@ class DurableTier:
         try:
             jobs = await self.memory.jobs()
             self._step = "storing turns"
-            await self._buffer.send(jobs, known=self._known_vectors(), model=self._model())
+            await self._buffer.send(
+                jobs,
+                known=self._known_vectors(),
+                model=self._model(),
+                notify=not self.memory.run_worker,  # a worker elsewhere is told at once
+            )
         except Exception:
             if self.strict:  # the caller hears of the failure: nothing is kept behind its back
                 self._buffer.discard()
