@@ -142,6 +142,7 @@ class Runs:
     ms: list[float] = field(default_factory=list)
     waited_ms: list[float] = field(default_factory=list)
     stale: int = 0
+    quoting: int = 0  # blocks that quote the words of the user's turns still queued
     without_memory: int = 0  # runs whose recall failed (the model got no block)
     errors: list[str] = field(default_factory=list)
     cpu_s: float = 0.0  # this process's CPU time (every thread) over the side's runs
@@ -212,6 +213,7 @@ async def _talk(
             else:
                 runs.waited_ms.append(recall.waited_ms)
                 runs.stale += recall.stale
+                runs.quoting += recall.pending_quoted > 0
 
 
 async def _sample(url: str, phase: Phase, started: float, stop: asyncio.Event) -> None:
@@ -582,10 +584,11 @@ def table(r: LoadResult) -> str:
     rows = [
         "| machine | worker | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
         "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
-        "| waits of a full `recall_wait` | stale blocks | runs without memory "
+        "| waits of a full `recall_wait` | blocks quoting queued turns | stale blocks "
+        "| runs without memory "
         "| turns / s | CPU ms / turn: bare, Mem01Session (+ worker process) "
         "| full GCs (longest ms): bare, Mem01Session |",
-        "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for p in r.phases:
         bare, mem = percentiles(p.bare.ms), percentiles(p.mem.ms)
@@ -596,7 +599,7 @@ def table(r: LoadResult) -> str:
         rows.append(
             f"| {_where(p.loaded)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
-            f"| {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
+            f"| {p.mem.quoting} | {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
             f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f}{apart} "
             f"| {_gcs(p.bare)}, {_gcs(p.mem)} |"
         )
@@ -697,9 +700,12 @@ def note(r: LoadResult) -> str:
         f"loop on this {nproc()}-core machine, started by the benchmark before the bare runs "
         f"and ended after the Mem01Session runs (each ends by itself after "
         f"{HOG_LIMIT_SECONDS:.0f} s whatever happens). 'Runs that waited': recalls that "
-        "waited for turns of the user's other conversations (`RecallResult.waited_ms`); "
-        f"'waits of a full `recall_wait`': at least 95% of it ({recall_wait:g} s); stale "
-        "blocks: turns of the user still queued, said in the block's header. Backlog: jobs "
+        "waited for turns of the user's other conversations (`RecallResult.waited_ms`; a "
+        "run waits for none: their words close its block instead); 'waits of a full "
+        f"`recall_wait`': at least 95% of it ({recall_wait:g} s); blocks quoting queued "
+        "turns: blocks that close with the words of the user's turns still queued elsewhere "
+        "(`RecallResult.pending_quoted`); stale blocks: turns of the user still queued that "
+        "the block neither reflects nor quotes, counted in its header. Backlog: jobs "
         f"pending or running, sampled every {SAMPLE_SECONDS:g} s from the first turn until "
         f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
         "over that span. Lost and duplicated: each turn's words must be stored as exactly "

@@ -4,10 +4,13 @@ In the trace of a run (the SDK's own, when tracing is on), two custom spans:
 
 * ``mem01.recall``: the recall that gave the run's model input its memory block:
   ``tokens`` (of ``max_tokens``), ``beliefs`` and ``episodes`` packed, ``candidates``,
-  ``waited_ms`` (the barrier: waiting for the user's earlier turns to be extracted),
-  ``read_ms`` (the engine's read), ``stale`` (the wait ran out), ``available`` (false when
-  memory could not be reached). With the run's ``RunConfig.trace_include_sensitive_data``
-  (the SDK's default) also the ``query`` and the ``block``; without it, figures only.
+  ``waited_ms`` (the barrier: an explicit recall waiting for the user's earlier turns to be
+  extracted; a run never waits), ``read_ms`` (the engine's read), ``pending_turns`` (the
+  user's turns still queued elsewhere) and ``pending_quoted`` (those whose words the block
+  quotes), ``stale`` (some of them are neither in the notes nor quoted), ``available``
+  (false when memory could not be reached). With the run's
+  ``RunConfig.trace_include_sensitive_data`` (the SDK's default) also the ``query`` and the
+  ``block``; without it, figures only.
 * ``mem01.enqueue``: the turn handed to the durable queue once its answer is stored:
   ``job_ids`` (the jobs made, as the extraction traces name them) and ``unsent_turns``
   (turns waiting in memory because the database could not take them). No text.
@@ -105,6 +108,8 @@ def recalled(
         candidates=result.candidates,
         waited_ms=round(waited_ms, 1),
         read_ms=round(result.latency_ms, 1),
+        pending_turns=result.pending_turns,
+        pending_quoted=result.pending_quoted,
         stale=result.stale,
     )
     if sensitive:

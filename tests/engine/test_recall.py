@@ -15,6 +15,7 @@ from mem01session.engine.render import CLOSE, OPEN
 from mem01session.engine.scoring import drop_near_duplicates
 from mem01session.errors import ConfigError
 from mem01session.queue import JobStore
+from mem01session.queue.jobs import SAID_CHARS
 from mem01session.queue.turns import TurnMessage
 from mem01session.tokens import byte_bound_counter
 from tests.engine.seed import NOW, make_engine, seed_belief
@@ -369,6 +370,41 @@ async def test_the_job_probe_reads_in_the_recall_snapshot(
     assert progress.unfinished == {pending}  # never another user's job
     assert elsewhere not in progress.unfinished
     assert progress.watched == {done: ("done", None)}
+
+
+async def test_a_runs_probe_reads_the_words_of_the_newest_queued_turns_it_does_not_read(
+    engine: BeliefEngine, db: Database
+) -> None:
+    """In the recall's statement: the user's words (no assistant's, no other user's) of
+    the newest queued turns, newest first, but those the run reads in its transcript; a
+    finished turn's are in the notes (or will never be) and are not read back; each is cut
+    to SAID_CHARS; a secret was scrubbed before it was queued."""
+    store = JobStore(db)
+
+    async def turn(user: str, *said: str) -> int:
+        messages = [TurnMessage("user", s) for s in said] + [TurnMessage("assistant", "Noted.")]
+        return await store.enqueue(user, "c", messages, now=NOW)
+
+    done = await turn("u1", "I live in Lisbon")
+    [claimed] = await store.claim("w", now=NOW, lease=timedelta(minutes=1))
+    await store.complete_without_ops(claimed, "w", now=NOW, usage={})
+    oldest = await turn("u1", "I moved to Porto")
+    await turn("u1", "My password is hunter2-Secret!", "and I like figs")
+    await turn("u1", "x" * (SAID_CHARS + 50))
+    read = await turn("u1", "I adopted a cat")  # in the asking conversation's transcript
+    await turn("u2", "I live in Oslo")
+
+    probe = JobStore.run_probe([done], {read}, 3)
+    _, progress = await engine.recall_probed("u1", RecallRequest("where do I live"), probe)
+
+    assert claimed.id == done and progress.watched == {done: ("done", None)}
+    assert len(progress.unfinished) == 4 and oldest in progress.unfinished
+    newest, middle, third = progress.said
+    assert newest == "x" * SAID_CHARS
+    assert "hunter2" not in middle and middle.endswith(" and I like figs")
+    assert third == "I moved to Porto"
+    assert not any("Oslo" in s or "Noted" in s or "cat" in s for s in progress.said)
+    assert JobStore.run_probe([], set(), 1).parse([[], []]).said == ()
 
 
 async def test_the_job_probe_answers_for_a_user_without_beliefs(

@@ -1,9 +1,9 @@
-"""A run never waits for the extraction of turns its model input already holds.
+"""A run never waits for the extraction of the user's turns.
 
-It still waits (at most ``recall_wait``, once per turn and conversation) for a turn the
-model cannot see: another conversation's, or one a trimming inner session dropped. Meanwhile
-the block says that recent turns of the conversation are newer than its records, and how
-many turns elsewhere are still being processed.
+Turns its model input holds need nothing: the block says that recent turns of the
+conversation are newer than its records. For a turn the model cannot see (another
+conversation's, or one a trimming inner session dropped), the block quotes the user's words
+in it, the newest last, and counts those it cannot quote.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from agents.memory import SQLiteSession
 
 from mem01session import Mem01Session
 from mem01session.engine import BeliefEngine
+from mem01session.engine.frame import CLOSE, PENDING_HEADER
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, item_text
 from mem01session.shortterm import TrimmingSession
@@ -95,47 +96,57 @@ async def test_monday_new_york_wednesday_moved_and_asked_at_once(
     ]
 
 
-async def test_a_turn_of_another_conversation_is_waited_for_once(
+async def test_a_turn_said_elsewhere_a_moment_ago_is_quoted_not_waited_for(
     memories: MemoryFactory, tmp_path: Path
 ) -> None:
-    """A run waits for another conversation's turn being extracted, at most recall_wait;
-    when that wait runs out, the conversation's later runs do not wait for it again (a
-    slow or backed-up queue does not tax every reply). The block says it is pending."""
+    """Another conversation's turns still being extracted: the run does not wait (were it
+    to, it would hang here), its block closes with the user's words in the newest three,
+    in the order said, and counts the one more it does not quote."""
     extractor = GatedExtractor()
     memory = memories(extractor=extractor)
     store = tmp_path / "t.sqlite"
     a = Mem01Session("a", "noa", inner=SQLiteSession("a", store), memory=memory)
-    b = Mem01Session("b", "noa", inner=SQLiteSession("b", store), memory=memory, recall_wait=0.2)
+    b = Mem01Session("b", "noa", inner=SQLiteSession("b", store), memory=memory, recall_wait=3600)
     await say(a, "I live in Berlin")
-    await asyncio.wait_for(extractor.entered.wait(), 30)
-
-    model = await say(b, "Where do I live?")
+    await asyncio.wait_for(extractor.entered.wait(), 30)  # held in extraction
+    async with asyncio.timeout(60):  # a deadlock guard, not a timing assertion
+        model = await say(b, "Where do I live?")
     recall = b.last_recall
-    assert recall is not None and recall.stale and recall.waited_ms > 0  # waited, gave up
+    assert recall is not None and recall.waited_ms == 0 and not recall.stale
+    assert (recall.pending_turns, recall.pending_quoted) == (1, 1)
     block = block_of(model.calls[0].input)
-    assert NOTE not in block  # nothing of b's own is pending…
-    assert PENDING in block and "1 recent turn" in block  # …but a turn elsewhere is
+    assert NOTE not in block and PENDING not in block  # nothing unsaid…
+    assert block.endswith(f'{PENDING_HEADER}- "I live in Berlin"\n{CLOSE}')  # …it is quoted
 
-    model = await say(b, "Where do I live?")  # the same turn, still being extracted
+    for said in ("I work as a nurse", "I have a dog named Rex", "I moved to Munich"):
+        await say(a, said)
+    async with asyncio.timeout(60):
+        model = await say(b, "Where do I live?")
     recall = b.last_recall
-    assert recall is not None and recall.stale and recall.waited_ms == 0  # not waited again
-    assert recall.pending_turns == 1 and PENDING in block_of(model.calls[0].input)
+    assert recall is not None and recall.stale and recall.waited_ms == 0
+    assert (recall.pending_turns, recall.pending_quoted) == (4, 3)
+    block = block_of(model.calls[0].input)
+    assert PENDING in block and "1 more recent turn" in block
+    assert block.endswith(
+        f'{PENDING_HEADER}- "I work as a nurse"\n- "I have a dog named Rex"\n'
+        f'- "I moved to Munich"\n{CLOSE}'
+    )
 
     extractor.gate.set()
     assert await b.flush_memory(timeout=30)
     model = await say(b, "Where do I live?")
     assert b.last_recall is not None and not b.last_recall.stale
     block = block_of(model.calls[0].input)
-    assert "Lives in Berlin" in block and PENDING not in block
+    assert "Lives in Munich" in block and PENDING_HEADER not in block
 
 
-async def test_turns_a_trimming_session_dropped_are_not_visible_and_are_waited_for(
+async def test_turns_a_trimming_session_dropped_are_quoted(
     memories: MemoryFactory, tmp_path: Path
 ) -> None:
     extractor = GatedExtractor()
     memory = memories(extractor=extractor)
     inner = TrimmingSession(SQLiteSession("t", tmp_path / "t.sqlite"), max_turns=1)
-    session = Mem01Session("t", "tim", inner=inner, memory=memory, recall_wait=0.2)
+    session = Mem01Session("t", "tim", inner=inner, memory=memory, recall_wait=3600)
     extractor.gate.set()
     await say(session, "I live in Oslo")
     assert await session.flush_memory(timeout=30)
@@ -143,9 +154,12 @@ async def test_turns_a_trimming_session_dropped_are_not_visible_and_are_waited_f
     await say(session, "I moved to Bergen")  # out of view after the next turn
     await say(session, "I live in Bergen now")  # the one turn in view when the next run starts
 
-    model = await say(session, "Where do I live?")
-    assert session.last_recall is not None and session.last_recall.stale  # waited, then gave up
+    async with asyncio.timeout(60):
+        model = await say(session, "Where do I live?")
+    recall = session.last_recall
+    assert recall is not None and not recall.stale and recall.pending_quoted == 1
     block = block_of(model.calls[0].input)
     assert "Lives in Oslo" in block and "last turn here" in block  # only one is in view
+    assert block.endswith(f'{PENDING_HEADER}- "I moved to Bergen"\n{CLOSE}')  # the other
     extractor.gate.set()
     assert await session.flush_memory(timeout=30)

@@ -142,7 +142,7 @@ class GatedExtractor:
         return Extraction(ops=())
 
 
-async def test_a_recall_that_ran_out_of_wait_says_so(
+async def test_a_recall_says_what_it_quoted_of_turns_still_queued(
     make_session: Callable[..., Mem01Session], memories: MemoryFactory, traces: Collector
 ) -> None:
     gated = GatedExtractor()
@@ -155,7 +155,7 @@ async def test_a_recall_that_ran_out_of_wait_says_so(
         run_config=elsewhere.run_config(),
     )
     await gated.entered.wait()  # that turn is being extracted, and stays so
-    here = make_session("c-here", "gil", memory=memory, recall_wait=0.2)
+    here = make_session("c-here", "gil", memory=memory)
     await Runner.run(
         Agent(name="a", model=ScriptedModel([[assistant_message("Ok.")]])),
         "What music do I like?",
@@ -165,8 +165,9 @@ async def test_a_recall_that_ran_out_of_wait_says_so(
     gated.release.set()
     await memory.aclose()  # the job ends, and its trace, while the collector listens
     data = [s["span_data"]["data"] for s in traces.custom(RECALL)]
-    assert [d["stale"] for d in data] == [False, True]
-    assert data[1]["waited_ms"] > 0
+    assert [d["stale"] for d in data] == [False, False]  # the pending turn is quoted…
+    assert (data[1]["pending_turns"], data[1]["pending_quoted"]) == (1, 1)
+    assert data[1]["waited_ms"] == 0  # …not waited for
 
 
 async def test_no_user_text_in_any_span_when_sensitive_data_is_off(

@@ -1,8 +1,9 @@
 """A deterministic answering model for offline demos: it answers only from its input.
 
-It has no knowledge of its own. Its reply quotes what the memory block (its notes and its
-dated quotes) and the earlier user messages of the transcript say about the question's
-words, so the answer shows exactly what the model was given. Not a language model: use it
+It has no knowledge of its own. Its reply quotes what the memory block (its notes, its
+dated quotes and the words of turns still queued) and the earlier user messages of the
+transcript say about the question's words, so the answer shows exactly what the model was
+given. Not a language model: use it
 to see memory at work without an API key.
 """
 
@@ -17,7 +18,7 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from ..engine.parse import parse_block, parse_quotes
+from ..engine.parse import parse_block, parse_pending, parse_quotes
 from ..engine.render import OPEN
 from ..session.items import is_memory, item_text, memory_texts
 
@@ -73,6 +74,9 @@ def compose_answer(items: list[TResponseInputItem], instructions: str | None = N
         if relevant(quote.content):
             who = "I said" if quote.role == "assistant" else "you said"
             lines.append(f'{who} on {quote.day}: "{quote.content}"')
+    for said in (s for b in blocks for s in parse_pending(b)):
+        if relevant(said):
+            lines.append(f'you said moments ago: "{said}"')
     for text in earlier:
         if relevant(text):
             lines.append(f'you said earlier in this conversation: "{text}"')

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .frame import PENDING_HEADER
 from .render import CLOSE, QUOTES_HEADER
 
 
@@ -13,6 +14,12 @@ def _unescape(text: str) -> str:
     return (
         text.replace("&lt;", "<").replace("&gt;", ">").replace("&#40;", "(").replace("&amp;", "&")
     )
+
+
+def _body(text: str) -> str:
+    """The records and the quotes of a block: the words of queued turns that close it are
+    neither."""
+    return text.split(CLOSE)[0].split(PENDING_HEADER)[0]
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,7 @@ _QUOTE = re.compile(r'^- (?P<who>\(assistant\) )?"(?P<content>.*)"(?: \((?P<note
 def parse_quotes(text: str) -> list[RenderedQuote]:
     """The quotes of a block :func:`render_block` wrote, in order."""
     out: list[RenderedQuote] = []
-    body = text.split(CLOSE)[0]
+    body = _body(text)
     if QUOTES_HEADER not in body:
         return out
     current = ""
@@ -44,6 +51,18 @@ def parse_quotes(text: str) -> list[RenderedQuote]:
             role = "assistant" if m["who"] else "user"
             out.append(RenderedQuote(current, _unescape(m["content"]), role, m["note"] or ""))
     return out
+
+
+_SAID = re.compile(r'^- "(?P<content>.*)"$')
+
+
+def parse_pending(text: str) -> list[str]:
+    """The words of queued turns that close a block, in the order said."""
+    body = text.split(CLOSE)[0]
+    if PENDING_HEADER not in body:
+        return []
+    lines = body.split(PENDING_HEADER, 1)[1].splitlines()
+    return [_unescape(m["content"]) for line in lines if (m := _SAID.match(line.strip()))]
 
 
 @dataclass(frozen=True)
@@ -63,7 +82,7 @@ def parse_block(text: str) -> list[RenderedRecord]:
     programs that read blocks (the demo's offline model, tests). Quotes are not records
     (:func:`parse_quotes` reads them)."""
     out: list[RenderedRecord] = []
-    for line in text.split(CLOSE)[0].split(QUOTES_HEADER)[0].splitlines():
+    for line in _body(text).split(QUOTES_HEADER)[0].splitlines():
         match = _RECORD.match(line.strip())
         if match:
             note = match["note"] or ""

@@ -189,6 +189,7 @@ async def read_block(
         style,
         episodes=ranked.episodes,
         pending_turns=request.pending_turns,
+        pending_said=request.pending_said,
     )
     result = RecallResult(
         beliefs=block.packed,
@@ -201,14 +202,17 @@ async def read_block(
         latency_ms=(time.perf_counter() - started) * 1000.0,
         stale=False,
         episodes=block.quoted,
+        pending_turns=request.pending_turns,
+        pending_quoted=block.pending_quoted,
     )
     return result, ranked.probed
 
 
 def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) -> RecallResult:
-    """``result`` rendered again with the header notes of ``request`` (``newer_turns``,
-    ``pending_turns``): the same records and quotes, the lowest-scored left out if the
-    notes take their room. No statement, no embedding: what was read is reused."""
+    """``result`` rendered again with the notes of ``request`` (``newer_turns``,
+    ``pending_turns``, ``pending_said``): the same records and quotes, the lowest-scored
+    left out if the notes take their room. No statement, no embedding: what was read is
+    reused."""
     style = Style(dates=asks_when(request.query), provenance=request.provenance)
     block = render_block(
         result.beliefs,
@@ -218,9 +222,16 @@ def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) ->
         style,
         episodes=result.episodes,
         pending_turns=request.pending_turns,
+        pending_said=request.pending_said,
     )
     return replace(
-        result, beliefs=block.packed, episodes=block.quoted, text=block.text, tokens=block.tokens
+        result,
+        beliefs=block.packed,
+        episodes=block.quoted,
+        text=block.text,
+        tokens=block.tokens,
+        pending_turns=request.pending_turns,
+        pending_quoted=block.pending_quoted,
     )
 
 

@@ -36,7 +36,8 @@ class RecallRequest:
     them); ``conversation`` and ``conversation_text``: the asking conversation and the
     user messages of it that the model reads already, so that its own words are not quoted
     back to it; ``pending_turns``: how many other turns of the user are still queued for
-    extraction (the block says so). A malformed field raises :class:`ConfigError`.
+    extraction (the block says so); ``pending_said``: the words of the newest of them,
+    newest first (the block quotes them). A malformed field raises :class:`ConfigError`.
     """
 
     query: str
@@ -50,6 +51,7 @@ class RecallRequest:
     conversation: str | None = None
     conversation_text: str = ""
     pending_turns: int = 0
+    pending_said: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -59,6 +61,10 @@ class RecallRequest:
         check_positive_int("max_tokens", self.max_tokens)
         check_positive_int("newer_turns", self.newer_turns, minimum=0)
         check_positive_int("pending_turns", self.pending_turns, minimum=0)
+        if not isinstance(self.pending_said, tuple) or not all(
+            isinstance(said, str) for said in self.pending_said
+        ):
+            raise ConfigError("pending_said must be a tuple of strings")
         if self.provenance not in ("none", "brief", "quote"):
             raise ConfigError(
                 f"provenance must be 'none', 'brief' or 'quote', got {self.provenance!r}"
@@ -266,7 +272,10 @@ class RecallResult:
     ``recall``; 0 when nothing was waited for)."""
     pending_turns: int = 0
     """The user's turns still queued for extraction that the records do not reflect and
-    that were not waited for (the block's header says so)."""
+    that were not waited for (the block says so)."""
+    pending_quoted: int = 0
+    """Those of :attr:`pending_turns` whose words the block quotes (a run's block: the
+    newest that fit)."""
 
     @property
     def empty(self) -> bool:

@@ -59,9 +59,14 @@ class JobProgress:
     """``last_error`` of the user's jobs that failed since the time asked about."""
     running: frozenset[int] = frozenset()
     """Those of :attr:`unfinished` a worker is extracting now."""
+    said: tuple[str, ...] = ()
+    """The user's words in the newest unfinished turns, newest first (a run's probe
+    reads them: :meth:`~.jobs.JobStore.run_probe`)."""
 
     @classmethod
-    def from_rows(cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = ()) -> JobProgress:
+    def from_rows(
+        cls, rows: Iterable[Sequence[Any]], watch: Iterable[int] = (), said: Iterable[str] = ()
+    ) -> JobProgress:
         """From ``(id, status, last_error)`` rows (and an optional fourth column: whether
         the row is one of the recently failed)."""
         wanted = set(watch)
@@ -79,7 +84,9 @@ class JobProgress:
                 watched[job_id] = (status, last_error)
             if len(row) > 3 and row[3]:
                 failed[job_id] = last_error
-        return cls(frozenset(unfinished), watched, failed, frozenset(running))
+        return cls(
+            frozenset(unfinished), watched, failed, frozenset(running), tuple(map(str, said))
+        )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import text
@@ -100,6 +100,19 @@ _PROGRESS_PROBE = (
     "FROM memory_jobs j WHERE j.user_id = %(user_id)s "
     "AND (j.status IN ('pending', 'running') OR j.id = ANY(%(job_watch)s))"
 )
+# A run's: those rows, and the user's words in the newest queued turns it does not read
+# (each cut to SAID_CHARS: the block quotes less), newest first.
+SAID_CHARS = 1000
+_RUN_PROBE = f"""SELECT json_build_array(({_PROGRESS_PROBE}), (
+  SELECT coalesce(json_agg(w.said ORDER BY w.id DESC), '[]') FROM (
+    SELECT j.id, (SELECT string_agg(left(m.value ->> 'text', {SAID_CHARS}), ' ')
+                  FROM jsonb_array_elements(j.payload -> 'messages') m
+                  WHERE m.value ->> 'role' = 'user') AS said
+    FROM memory_jobs j
+    WHERE j.user_id = %(user_id)s AND j.status IN ('pending', 'running')
+      AND NOT j.id = ANY(%(job_read)s)
+    ORDER BY j.id DESC LIMIT %(said_turns)s) w
+  WHERE w.said <> ''))"""
 _CLAIM = (claim_statement(JOB_COLUMNS), claim_many_statement(JOB_COLUMNS))
 
 
@@ -329,6 +342,20 @@ class JobStore:
             _PROGRESS_PROBE,
             {"job_watch": watched},
             lambda value: JobProgress.from_rows(value, watched),
+        )
+
+    @staticmethod
+    def run_probe(
+        watch: Sequence[int], read: Collection[int], said_turns: int
+    ) -> SnapshotProbe[JobProgress]:
+        """:meth:`progress_probe` for a run: also the user's words (``JobProgress.said``)
+        in the ``said_turns`` newest queued turns, but those of ``read`` (the model reads
+        them in its transcript)."""
+        watched = list(watch)
+        return SnapshotProbe(
+            _RUN_PROBE,
+            {"job_watch": watched, "job_read": sorted(read), "said_turns": said_turns},
+            lambda value: JobProgress.from_rows(value[0], watched, said=value[1]),
         )
 
     async def statuses(self, user_id: str, ids: Sequence[int]) -> dict[int, Job]:

@@ -24,7 +24,7 @@ from ..queue import JobStore, MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.carried import Known
 from ..queue.turns import TurnMessage
-from .barrier import budget, wait_for_next, worth_waiting
+from .barrier import SAID_TURNS, budget
 from .items import user_texts_newest_first
 
 log = get_logger(__name__)
@@ -71,9 +71,6 @@ class DurableTier:
         # The user messages of this conversation the current run's model reads, whitespace
         # collapsed: recall does not quote them back (see RecallRequest.conversation_text).
         self._seen_text = ""
-        # Queued turns of other conversations a run of this one waited for in vain: its
-        # later runs do not wait for them again (see .barrier).
-        self._given_up: set[int] = set()
         self._engine: BeliefEngine | None = None  # the memory's engine, once it opened
         self._step = ""  # what the current recall or enqueue is doing (for its error)
         self._read: RecallResult | None = None  # the current recall's last read
@@ -211,9 +208,9 @@ class DurableTier:
     # -- reads and barriers --------------------------------------------------------------
 
     async def recall(self, request: RecallRequest, *, during_run: bool) -> RecallResult | None:
-        """Recall after the user's accepted jobs, within the run's budget (a run waits only
-        for the turn that is next, see :mod:`.barrier`; an explicit recall for all of
-        them, at most ``recall_wait``); None when memory is unavailable (strict: raises)."""
+        """Recall within the run's budget: a run waits for none of the user's queued turns
+        (their words are quoted, see :mod:`.barrier`), an explicit recall for all of them,
+        at most ``recall_wait``; None when memory is unavailable (strict: raises)."""
         mark = self._failures
         # In a run, turns of this conversation that the model reads anyway are not waited
         # for; the block says that many turns may be newer than its records.
@@ -246,8 +243,9 @@ class DurableTier:
                 return None
             result = self._read  # the read after the wait was cut short: the one before
         self._recovered(mark, "recall", "enqueue")
-        # Turns still queued (not waited for, or not done in time) may be missing.
-        stale = result.pending_turns > 0
+        # Turns still queued (not waited for, or not done in time) whose words the block
+        # does not quote are missing from it.
+        stale = result.pending_turns > result.pending_quoted
         result = dataclasses.replace(result, stale=stale, waited_ms=self.waited_ms)
         self.last_recall = result
         return result
@@ -260,9 +258,11 @@ class DurableTier:
         during_run: bool,
         deadline: float,
     ) -> RecallResult:
-        """:meth:`recall` within its budget (``deadline``, on ``time.monotonic``): the read,
-        the barrier, the read again after a wait. The user's turns still queued then are
-        said in the block (``pending_turns``)."""
+        """:meth:`recall` within its budget (``deadline``, on ``time.monotonic``).
+
+        A run reads once: the user's turns still queued that its model does not read are
+        not waited for, their words close the block (see :mod:`.barrier`). An explicit
+        recall waits for them (what is left of the budget) and reads again."""
         # In a run, the held input is the current turn: it is in the model input already,
         # and enqueueing it now would make this recall wait for its extraction.
         await self._send(release=not during_run)
@@ -271,33 +271,25 @@ class DurableTier:
         # state none is, and the barrier costs nothing more.
         self._step = "reading"
         began = time.monotonic()
-        probe = JobStore.progress_probe(self._watched)
+        probe = (
+            JobStore.run_probe(self._watched, visible, SAID_TURNS)
+            if during_run
+            else JobStore.progress_probe(self._watched)
+        )
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         reading = time.monotonic() - began
         waiting = progress.unfinished - visible
-        self._read = _noted(engine, result, request, len(waiting))
-        self._given_up &= progress.unfinished
-        wanted = (
-            worth_waiting(waiting, progress.unfinished, self._given_up) if during_run else waiting
-        )
-        if not wanted:
+        self._read = _noted(engine, result, request, len(waiting), progress.said)
+        if during_run or not waiting:
             self._report(progress.watched)
             return self._read
         self._step = "waiting for the user's queued turns"
         # What is left of the budget, less the time of the read that follows the wait.
         timeout = min(self.recall_wait, deadline - time.monotonic() - reading)
         began = time.monotonic()
-        done = False
-        if timeout > 0 and during_run:
-            jobs = JobStore(engine.db)
-            done = await wait_for_next(
-                worker, jobs, self.user_id, wanted, progress.running, timeout
-            )
-        elif timeout > 0:
-            done = await worker.wait_until_done(self.user_id, set(wanted), timeout)
+        if timeout > 0:
+            await worker.wait_until_done(self.user_id, set(waiting), timeout)
         self.waited_ms = (time.monotonic() - began) * 1000
-        if not done:
-            self._given_up |= wanted
         self._step = "reading after the wait"
         probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
         result, progress = await engine.recall_probed(self.user_id, request, probe)
@@ -455,13 +447,19 @@ class DurableTier:
 
 
 def _noted(
-    engine: BeliefEngine, result: RecallResult, request: RecallRequest, pending: int
+    engine: BeliefEngine,
+    result: RecallResult,
+    request: RecallRequest,
+    pending: int,
+    said: tuple[str, ...] = (),
 ) -> RecallResult:
-    """``result`` with ``pending`` turns of the user still queued said in its block."""
+    """``result`` with ``pending`` turns of the user still queued said in its block, and
+    the words of the newest of them (``said``, newest first) quoted."""
     if not pending:
         return result
-    noted = engine.reframe(result, dataclasses.replace(request, pending_turns=pending))
-    return dataclasses.replace(noted, pending_turns=pending)
+    return engine.reframe(
+        result, dataclasses.replace(request, pending_turns=pending, pending_said=said)
+    )
 
 
 __all__ = ["DurableTier"]
