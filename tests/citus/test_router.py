@@ -125,8 +125,13 @@ async def test_recall_of_one_user_runs_on_one_worker(
                 result = await engine.recall(user, request)
                 assert result.candidates > 0
                 await engine.recall_probed(user, request, JobStore.progress_probe([job]))
-        assert len(seen) == 2 * (len(REQUESTS) + len(QUOTING))
-        assert sum("FROM episodes" in query for query, _ in seen) == 2 * len(QUOTING)
+                # A run's probe: also the words of the user's queued turns, on that worker.
+                _, progress = await engine.recall_probed(
+                    user, request, JobStore.run_probe([job], set(), 3)
+                )
+                assert progress.said == ("I moved",) and progress.unfinished == {job}
+        assert len(seen) == 3 * (len(REQUESTS) + len(QUOTING))
+        assert sum("FROM episodes" in query for query, _ in seen) == 3 * len(QUOTING)
         for query, params in seen:
             assert_routed(db_url, query, params, workers[user])
 
