@@ -5,7 +5,8 @@ The real ``Runner`` with ``agents.testing.ScriptedModel`` (no network). The user
 stands for an LLM call (0, 0.5 and 1.5 s), running in the background worker as in
 production. Two cases: every turn in one conversation, and turns alternating between two
 conversations of the same user (a turn of the other conversation is not in the model's
-input, so the recall waits for its extraction, at most ``recall_wait``).
+input: while it is queued, the run does not wait for its extraction, its block quotes the
+user's words in it).
 
 For each case the same texts go through bare ``SQLiteSession`` conversations and through
 Mem01Session conversations, one after the other (the order alternates between cases), each
@@ -52,7 +53,8 @@ class Case:
     conversations: int
     bare_ms: list[float] = field(default_factory=list)
     mem_ms: list[float] = field(default_factory=list)
-    stale: int = 0  # Mem01Session runs whose recall gave up waiting (recall_wait passed)
+    quoting: int = 0  # Mem01Session runs whose block quoted turns still queued
+    stale: int = 0  # Mem01Session runs whose block missed a queued turn (neither noted nor quoted)
 
     @staticmethod
     def _p(samples: list[float], q: int) -> float:
@@ -69,7 +71,6 @@ class Case:
 class OverheadResult:
     runs: int
     think: float
-    recall_wait: float
     cases: list[Case]
     seconds: float = 0.0
     embedder: str = ""
@@ -84,19 +85,22 @@ async def _one(session: Session, text: str, run_config: RunConfig | None) -> flo
     return (time.perf_counter() - started) * 1000.0
 
 
-async def _talk(sessions: Sequence[Session], runs: int, think: float) -> tuple[list[float], int]:
+async def _talk(
+    sessions: Sequence[Session], runs: int, think: float
+) -> tuple[list[float], int, int]:
     """``runs`` turns, alternating between ``sessions``, each ``think`` s after the answer;
-    their times, and how many recalls gave up waiting."""
+    their times, how many blocks quoted turns still queued, and how many were stale."""
     times: list[float] = []
-    stale = 0
+    quoting = stale = 0
     for i in range(runs):
         session = sessions[i % len(sessions)]
         config = session.run_config() if isinstance(session, Mem01Session) else None
         await asyncio.sleep(think)
         times.append(await _one(session, TEXTS[i % len(TEXTS)], config))
         if isinstance(session, Mem01Session) and session.last_recall is not None:
+            quoting += session.last_recall.pending_quoted > 0
             stale += session.last_recall.stale
-    return times, stale
+    return times, quoting, stale
 
 
 async def _case(
@@ -115,9 +119,9 @@ async def _case(
     await mem[0].flush_memory(timeout=120)
     for first in ("mem", "bare") if mem_first else ("bare", "mem"):
         if first == "bare":
-            case.bare_ms, _ = await _talk(bare, runs, think)
+            case.bare_ms, _, _ = await _talk(bare, runs, think)
         else:
-            case.mem_ms, case.stale = await _talk(mem, runs, think)
+            case.mem_ms, case.quoting, case.stale = await _talk(mem, runs, think)
     await mem[0].flush_memory(timeout=120)  # untimed: no backlog leaks into the next case
     for s in mem:
         await s.aclose()
@@ -133,7 +137,7 @@ async def run(
     set_tracing_disabled(True)
     started = time.perf_counter()
     store = Path(tempfile.mkdtemp()) / "t.sqlite"
-    result = OverheadResult(runs=runs, think=think, recall_wait=2.0, cases=[])
+    result = OverheadResult(runs=runs, think=think, cases=[])
     result.embedder = embedder.name
     for i, delay in enumerate(delays):
         memory = await open_memory(
@@ -158,8 +162,9 @@ async def run(
 def table(r: OverheadResult) -> str:
     rows = [
         "| extractor delay | conversations | bare p50 ms | bare p95 ms | Mem01Session p50 ms "
-        "| Mem01Session p95 ms | added p50 ms | added p95 ms | recalls that gave up waiting |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| Mem01Session p95 ms | added p50 ms | added p95 ms | blocks quoting queued turns "
+        "| stale blocks |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in r.cases:
         added95 = c.p95("mem") - c.p95("bare")
@@ -168,7 +173,7 @@ def table(r: OverheadResult) -> str:
             f"| {c.delay:.1f} s | {_where(c)} | {c.p50('bare'):.1f} | {c.p95('bare'):.1f} "
             f"| {c.p50('mem'):.1f} | {c.p95('mem'):.1f} "
             f"| **{c.p50('mem') - c.p50('bare'):.1f}** | {added95:.1f}{mark} "
-            f"| {c.stale} |"
+            f"| {c.quoting} | {c.stale} |"
         )
     return "\n".join(rows)
 
