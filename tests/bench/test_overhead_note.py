@@ -7,7 +7,7 @@ from bench.overhead import Case, OverheadResult, below_zero, table
 
 def result(bare: list[float], mem: list[float]) -> OverheadResult:
     case = Case(0.5, 1, bare, mem)
-    return OverheadResult(runs=len(bare), think=0.3, recall_wait=2.0, cases=[case])
+    return OverheadResult(runs=len(bare), think=0.3, cases=[case])
 
 
 def test_a_negative_added_p95_is_marked_and_explained_with_the_runs_behind_it() -> None:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mem01session.engine.frame import PENDING_CHARS, PENDING_HEADER, pending_turns_note
-from mem01session.engine.parse import parse_block, parse_quotes
+from mem01session.engine.parse import parse_block, parse_pending, parse_quotes
 from mem01session.engine.records import (
     Belief,
     BeliefStatus,
@@ -194,6 +194,29 @@ def test_block_never_exceeds_budget(contents: list[str], budget: int, which: int
             assert record.content == html.unescape(escape(scored.belief.content))
     else:
         assert block.tokens == 0 and block.packed == ()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    contents=st.lists(st.text(min_size=1, max_size=120), max_size=8),
+    said=st.lists(st.text(max_size=400), max_size=4),
+    extra=st.integers(min_value=0, max_value=3),
+    budget=st.integers(min_value=1, max_value=1500),
+    which=st.sampled_from(range(len(COUNTERS))),
+)
+def test_words_of_queued_turns_never_break_the_budget(
+    contents: list[str], said: list[str], extra: int, budget: int, which: int
+) -> None:
+    counter = COUNTERS[which]
+    pending = len(said) + extra
+    block = render_block(
+        ranked(contents), counter, budget, pending_turns=pending, pending_said=tuple(said)
+    )
+    assert block.tokens <= budget and block.tokens == counter.count(block.text)
+    assert len(parse_pending(block.text)) == block.pending_quoted <= len(said)
+    if block.text:
+        assert block.text.count(OPEN) == 1 and block.text.count(CLOSE) == 1
+        assert len(parse_block(block.text)) == len(block.packed)
 
 
 def test_rank_order_kept_and_smaller_records_fill_the_rest() -> None:

@@ -57,8 +57,6 @@ class JobProgress:
     """``(status, last_error)`` of each watched job that still exists."""
     failed: dict[int, str | None] = field(default_factory=dict)
     """``last_error`` of the user's jobs that failed since the time asked about."""
-    running: frozenset[int] = frozenset()
-    """Those of :attr:`unfinished` a worker is extracting now."""
     said: tuple[str, ...] = ()
     """The user's words in the newest unfinished turns, newest first (a run's probe
     reads them: :meth:`~.jobs.JobStore.run_probe`)."""
@@ -71,22 +69,17 @@ class JobProgress:
         the row is one of the recently failed)."""
         wanted = set(watch)
         unfinished: set[int] = set()
-        running: set[int] = set()
         watched: dict[int, tuple[str, str | None]] = {}
         failed: dict[int, str | None] = {}
         for row in rows:
             job_id, status, last_error = int(row[0]), str(row[1]), row[2]
             if status in ("pending", "running"):
                 unfinished.add(job_id)
-            if status == "running":
-                running.add(job_id)
             if job_id in wanted:
                 watched[job_id] = (status, last_error)
             if len(row) > 3 and row[3]:
                 failed[job_id] = last_error
-        return cls(
-            frozenset(unfinished), watched, failed, frozenset(running), tuple(map(str, said))
-        )
+        return cls(frozenset(unfinished), watched, failed, tuple(map(str, said)))
 
 
 @dataclass(frozen=True)
