@@ -121,9 +121,12 @@ async def open_memory(
 def make_embedder(kind: str, dim: int = 384) -> PrecomputedEmbedder:
     """``minilm`` (the library's default embedder) or ``hashing`` (feature hashing)."""
     if kind == "minilm":
+        from mem01session import Settings
         from mem01session.embeddings import MiniLMEmbedder
 
-        return PrecomputedEmbedder(MiniLMEmbedder())
+        # MEM01_EMBEDDING_PROCESS=0 measures the model in the bench's own process
+        own_process = Settings.from_env().embedding_process
+        return PrecomputedEmbedder(MiniLMEmbedder(own_process=own_process))
     return PrecomputedEmbedder(HashingEmbedder(dim))
 
 

@@ -6,7 +6,9 @@
 (``python -m bench embedder`` runs it in a fresh process and writes its section of
 docs/benchmarks.md.)
 
-Measures, in this order, in one fresh process:
+Measures, in this order, in one fresh process, the model loaded in it
+(``own_process=False``: what the embedding process itself holds and does; by default the
+library runs the model in such a process of its own):
 
 * first load: importing the module, hashing the model file, building the onnxruntime
   session and the tokenizer; and the process RSS (VmRSS) before and after it;
@@ -231,7 +233,7 @@ async def main() -> None:
     from mem01session.embeddings.minilm import MiniLMEmbedder
 
     import_s = time.perf_counter() - start
-    first = MiniLMEmbedder(intra_op_threads=1, recent_texts=0)
+    first = MiniLMEmbedder(intra_op_threads=1, recent_texts=0, own_process=False)
     load_s = first.load()
     first_load_s = time.perf_counter() - start
     rss_after_load = _proc_status("VmRSS")
@@ -269,19 +271,23 @@ async def main() -> None:
 
     ingest = report["ingest"]
     for threads in (1, 2):
-        emb = MiniLMEmbedder(intra_op_threads=threads, recent_texts=0)
+        emb = MiniLMEmbedder(intra_op_threads=threads, recent_texts=0, own_process=False)
         emb.load()
         for via, thread in (("", False), ("_via_to_thread", True)):
             report["query"][f"threads_{threads}{via}"] = await _query_latency(
                 emb, queries, thread=thread, rounds=args.rounds
             )
         for batch in (1, 8, 32, 64):
-            emb = MiniLMEmbedder(intra_op_threads=threads, batch_size=batch, recent_texts=0)
+            emb = MiniLMEmbedder(
+                intra_op_threads=threads, batch_size=batch, recent_texts=0, own_process=False
+            )
             got = await _ingest(emb, sentences, rounds=args.rounds)
             ingest[f"threads_{threads}_batch_{batch}"] = got
         if threads == 1:
             for batch in (8, 32):
-                emb = MiniLMEmbedder(intra_op_threads=1, batch_size=batch, recent_texts=0)
+                emb = MiniLMEmbedder(
+                    intra_op_threads=1, batch_size=batch, recent_texts=0, own_process=False
+                )
                 got = await _ingest(emb, sentences, rounds=args.rounds, callers=2)
                 ingest[f"two_callers_threads_1_batch_{batch}"] = got
             # one model loaded, after queries and ingest batches (the arena has grown)

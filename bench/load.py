@@ -59,7 +59,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from mem01session import Mem01Session, Memory
 from mem01session.db import Database, migrate
-from mem01session.embeddings import Embedder, Vector
+from mem01session.embeddings import Embedder, MiniLMEmbedder, Vector
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine import candidates as candidates_module
 from mem01session.engine.near import Twin
@@ -78,6 +78,7 @@ THINK = (0.5, 1.5)  # seconds the user takes to reply, drawn uniformly per turn
 SAMPLE_SECONDS = 0.25
 DRAIN_LIMIT_SECONDS = 180.0
 HOGS = 2
+EMBEDDING_PROCESS = "mem01session.embeddings.model_child"
 HOG_LIMIT_SECONDS = 900.0  # a busy process ends by itself after this, whatever happens
 SCALES = (1000, 10000)
 CITIES = ("Lisbon", "Porto", "Oslo", "Kyoto", "Lima", "Hanoi", "Montreal", "Nairobi")
@@ -191,7 +192,8 @@ class Phase:
     duplicated: int = 0
     failed_jobs: int = 0
     recall_wait: float = 2.0
-    worker_cpu_s: float | None = None  # the worker process's CPU time, when separate
+    worker_cpu_s: float | None = None  # the worker process's (and its helpers'), when separate
+    helpers_cpu_s: float = 0.0  # the runs' process's helper processes (its embedding process)
 
 
 async def _talk(
@@ -302,7 +304,9 @@ async def _converse(
     phase.jobs = sum(len(c.texts) for c in convs)
     stop = asyncio.Event()
     cpu, started = time.process_time(), time.perf_counter()
-    worker_cpu = _cpu_s(worker) if worker is not None else 0.0  # its start-up not counted
+    worker_pid = worker.pid if worker is not None else None
+    helpers_cpu = _helpers_cpu_s()
+    worker_cpu = _tree_cpu_s(worker_pid) if worker_pid is not None else 0.0  # not its start
     sampler = asyncio.create_task(_sample(url, phase, started, stop))
     try:
         with full_collections(phase.mem.full_gcs):
@@ -320,8 +324,9 @@ async def _converse(
         stop.set()
         await sampler
     phase.mem.cpu_s = time.process_time() - cpu  # the backlog's extraction included
-    if worker is not None:
-        phase.worker_cpu_s = _cpu_s(worker) - worker_cpu
+    phase.helpers_cpu_s = _helpers_cpu_s() - helpers_cpu
+    if worker_pid is not None:
+        phase.worker_cpu_s = _tree_cpu_s(worker_pid) - worker_cpu
     span = (phase.drained_s or time.perf_counter() - started) or 1.0
     for s in sessions:
         await s.aclose(flush_timeout=60)
@@ -351,9 +356,30 @@ def _start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
     return proc
 
 
-def _cpu_s(proc: subprocess.Popen[str]) -> float:
-    times = psutil.Process(proc.pid).cpu_times()
-    return float(times.user + times.system)
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of process ``pid`` and of the processes it started (alive now)."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def _helpers_cpu_s() -> float:
+    """CPU seconds of this process's embedding process (the busy processes and the worker
+    process are children too, and not counted)."""
+    total = 0.0
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if EMBEDDING_PROCESS in child.cmdline():
+                total += _tree_cpu_s(child.pid)
+    return total
 
 
 def _stop_worker(proc: subprocess.Popen[str]) -> None:
@@ -532,6 +558,7 @@ class LoadResult:
     seconds: float = 0.0
     gc_freeze: bool = False
     cpu_ms: float = 0.0  # common.cpu_reference_ms() at the start, the machine idle
+    embedding_process: bool = False  # the model in a process of its own
 
 
 async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:
@@ -559,6 +586,7 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
         sizes.sessions, sizes.users, sizes.turns, phases, None, gc_freeze=sizes.gc_freeze
     )
     result.cpu_ms = cpu_ms
+    result.embedding_process = isinstance(embedder, MiniLMEmbedder) and embedder.own_process
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
     result.seconds = time.perf_counter() - started
     return result
@@ -586,7 +614,7 @@ def table(r: LoadResult) -> str:
         "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
         "| waits of a full `recall_wait` | blocks quoting queued turns | stale blocks "
         "| runs without memory "
-        "| turns / s | CPU ms / turn: bare, Mem01Session (+ worker process) "
+        "| turns / s | CPU ms / turn: bare; Mem01Session + embedding process (+ worker process) "
         "| full GCs (longest ms): bare, Mem01Session |",
         "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
@@ -595,12 +623,13 @@ def table(r: LoadResult) -> str:
         added = tuple(m - b for m, b in zip(mem, bare, strict=True))
         waits = [w for w in p.mem.waited_ms if w > 0]
         full = sum(1 for w in waits if w >= p.recall_wait * 1000 * 0.95)
-        apart = "" if p.worker_cpu_s is None else f" + {_cpu_ms(p.mem, p.worker_cpu_s):.1f}"
+        apart = "" if p.worker_cpu_s is None else f" (+ {_cpu_ms(p.mem, p.worker_cpu_s):.1f})"
         rows.append(
             f"| {_where(p.loaded)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
             f"| {p.mem.quoting} | {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
-            f"| {_cpu_ms(p.bare):.1f}, {_cpu_ms(p.mem):.1f}{apart} "
+            f"| {_cpu_ms(p.bare):.1f}; {_cpu_ms(p.mem):.1f} + "
+            f"{_cpu_ms(p.mem, p.helpers_cpu_s):.1f}{apart} "
             f"| {_gcs(p.bare)}, {_gcs(p.mem)} |"
         )
     rows += [
@@ -668,6 +697,15 @@ def capacity(r: LoadResult) -> str:
     )
 
 
+def _model_where(r: LoadResult) -> str:
+    if r.embedding_process:
+        return (
+            "which runs the model in a process of its own (the default; "
+            "`MEM01_EMBEDDING_PROCESS=0` runs it in the runs' process)"
+        )
+    return "which runs the model in the runs' process (`MEM01_EMBEDDING_PROCESS=0`)"
+
+
 def _count(value: int | None) -> str:
     return "?" if value is None else str(value)
 
@@ -692,10 +730,12 @@ def note(r: LoadResult) -> str:
         "conversations first, then through Mem01Session ones (fresh transcripts, a fresh "
         "database per machine state); added = Mem01Session minus bare, per percentile. "
         "Rule extractor; every recall embeds its query with the library's embedder (in the "
-        "figures). Worker 'in the runs' process': the memory's background worker, as by "
-        "default; 'own process': `Memory(run_worker=False)` in the runs' process and one "
+        f"figures), {_model_where(r)}. Worker 'in the runs' process': the memory's "
+        "background worker, as by default; 'own process': `Memory(run_worker=False)` in "
+        "the runs' process and one "
         "`mem01session worker` process beside it (same database, embedding model and "
-        "extractor), whose CPU time over the same span is the '+' figure. "
+        "extractor), whose CPU time over the same span (its embedding process's included) "
+        "is the '(+ ...)' figure. "
         f"Busy: {HOGS} processes spinning in a "
         f"loop on this {nproc()}-core machine, started by the benchmark before the bare runs "
         f"and ended after the Mem01Session runs (each ends by itself after "
@@ -711,10 +751,11 @@ def note(r: LoadResult) -> str:
         "over that span. Lost and duplicated: each turn's words must be stored as exactly "
         "one episode, and no more jobs done than turns. Turns / s: answered per second while "
         "the conversations ran. CPU: the runs' process's CPU time, all threads, over "
-        "each side's runs (with memory: until the backlog was drained), per turn; the "
-        "PostgreSQL server's is not counted. Full GCs: the runs' process's full garbage "
-        "collections while the conversations ran, and the longest (each stops every "
-        "conversation of the process while it runs)"
+        "each side's runs (with memory: until the backlog was drained), per turn, then its "
+        "embedding process's over the same span (the model's time on the queries and on the "
+        "worker's texts); the PostgreSQL server's is not counted. Full GCs: the runs' "
+        "process's full garbage collections while the conversations ran, and the longest "
+        "(each stops every conversation of the process while it runs)"
         + ("; `gc.freeze()` called after the warm-up (`--gc-freeze`). " if r.gc_freeze else ". ")
         + capacity(r)
         + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "

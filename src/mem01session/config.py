@@ -14,6 +14,8 @@ variable                   meaning
 ``MEM01_EMBEDDING_DIM``    embedding dimension asked of a server (default: the model's)
 ``MEM01_EMBEDDING_MODEL_PATH`` another copy of the local model's ``model.onnx``
 ``MEM01_EMBEDDING_MODEL_VERIFY`` ``0`` skips the local model file's sha256 check
+``MEM01_EMBEDDING_PROCESS`` ``0`` runs the local model in this process, not in a
+                           process of its own (the default)
 ``MEM01_LLM_MAX_TOKENS``   most tokens an extraction answer may take (default 1024)
 ``MEM01_LLM_TIMEOUT``      seconds one extraction may take, the worker's bound and each
                            request's (default 60 for OpenAI, 300 for another server)
@@ -89,6 +91,8 @@ class Settings:
     embedding_base_url: str | None = None
     embedding_model_path: Path | None = None
     embedding_model_verify: bool = True
+    embedding_process: bool = True
+    """Run the local embedding model in a process of its own (``MEM01_EMBEDDING_PROCESS``)."""
     llm_max_tokens: int = DEFAULT_LLM_MAX_TOKENS
     llm_timeout: float = AUTO_LLM_TIMEOUT
     """Seconds one extraction may take (the worker's bound and each request's timeout);
@@ -172,6 +176,9 @@ class Settings:
         verify = (get("MEM01_EMBEDDING_MODEL_VERIFY") or "1").lower()
         if verify not in ("0", "1", "true", "false", "yes", "no"):
             raise ConfigError(f"MEM01_EMBEDDING_MODEL_VERIFY must be 1 or 0, got {verify!r}")
+        process = (get("MEM01_EMBEDDING_PROCESS") or "1").lower()
+        if process not in ("0", "1", "true", "false", "yes", "no"):
+            raise ConfigError(f"MEM01_EMBEDDING_PROCESS must be 1 or 0, got {process!r}")
         max_tokens = _number(get, "MEM01_LLM_MAX_TOKENS", int, DEFAULT_LLM_MAX_TOKENS)
         timeout = _number(get, "MEM01_LLM_TIMEOUT", float, AUTO_LLM_TIMEOUT)
         if get("MEM01_LLM_TIMEOUT") is not None and not 0 < timeout <= 3600:
@@ -193,6 +200,7 @@ class Settings:
             embedding_base_url=get("MEM01_EMBEDDING_BASE_URL"),
             embedding_model_path=Path(model_path).expanduser() if model_path else None,
             embedding_model_verify=verify in ("1", "true", "yes"),
+            embedding_process=process in ("1", "true", "yes"),
             llm_max_tokens=max_tokens,
             llm_timeout=timeout,
             openai_api=(get("MEM01_OPENAI_API") or "").lower() or None,

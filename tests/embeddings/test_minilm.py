@@ -91,16 +91,16 @@ async def test_batches_equal_one_by_one_in_input_order(embedder: MiniLMEmbedder)
 async def test_recent_texts_are_not_embedded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A turn's words are embedded by the run's recall and again by the worker: the second
     time costs no inference. Erase drops what is kept (forget_texts)."""
-    from mem01session.embeddings import minilm
+    from mem01session.embeddings.model_process import ModelProcess
 
     inferred: list[int] = []
-    real = minilm._run_batch
+    real = ModelProcess.submit
 
-    def counting(runtime: Any, rows: Any) -> Any:
-        inferred.append(len(rows))
-        return real(runtime, rows)
+    def counting(self: ModelProcess, texts: Any, *, query: bool) -> Any:
+        inferred.append(len(texts))  # what is sent to the embedding process
+        return real(self, texts, query=query)
 
-    monkeypatch.setattr(minilm, "_run_batch", counting)
+    monkeypatch.setattr(ModelProcess, "submit", counting)
     emb = MiniLMEmbedder(recent_texts=2)
     emb.load()
     [query] = await emb.embed(["Where do I live?"])
@@ -172,8 +172,12 @@ def test_instances_with_the_same_options_share_one_model() -> None:
     c = MiniLMEmbedder(intra_op_threads=2)
     assert minilm_model.runtime(a._key) is minilm_model.runtime(b._key)
     assert a._key != c._key
-    # ... and one query lane (one thread) per model and batching, not one per instance.
-    assert MiniLMEmbedder()._lane is a._lane and b._lane is not a._lane
+    # ... and one embedding process per model and batching, not one per instance; in
+    # this process, one query lane (one thread) likewise.
+    assert MiniLMEmbedder()._process is a._process and b._process is not a._process
+    here = MiniLMEmbedder(own_process=False)
+    assert here._lane is MiniLMEmbedder(own_process=False)._lane and here._process is None
+    assert here._lane is not MiniLMEmbedder(own_process=False, batch_size=8)._lane
 
 
 def _copy_model(tmp_path: Path) -> Path:

@@ -96,16 +96,16 @@ async def test_a_turn_is_embedded_once_and_erase_forgets_the_vectors_kept(
     """The run's recall embeds the user's words as its query; the worker's search for the
     extractor's candidates and the turn's episode reuse that vector (the real model runs
     once for those words). Erasing a user drops every vector kept of recent texts."""
-    from mem01session.embeddings import minilm
+    from mem01session.embeddings.model_process import ModelProcess
 
     encoded: list[str] = []
-    real = minilm._encode
+    real = ModelProcess.submit
 
-    def counting(tokenizer: object, items: list[str]) -> object:
-        encoded.extend(items)
-        return real(tokenizer, items)  # type: ignore[arg-type]
+    def counting(self: ModelProcess, texts: list[str], *, query: bool) -> object:
+        encoded.extend(texts)  # what is sent to the embedding process
+        return real(self, texts, query=query)
 
-    monkeypatch.setattr(minilm, "_encode", counting)
+    monkeypatch.setattr(ModelProcess, "submit", counting)
     settings = Settings(database_url=db_url, home=tmp_path, embedding_model="all-MiniLM-L6-v2")  # type: ignore[arg-type]
     words = "I adopted a beagle named Max last spring."
     async with Memory(settings) as memory:

@@ -50,8 +50,11 @@ def default_embedder(settings: Settings) -> Embedder:
         embedder: Embedder = MiniLMEmbedder(
             model_path=settings.embedding_model_path,
             verify_sha256=settings.embedding_model_verify,
+            own_process=settings.embedding_process,
         )
-        where = "local, onnxruntime"
+        where = "local, onnxruntime" + (
+            " in a process of its own" if settings.embedding_process else ""
+        )
     elif model.startswith(HASHING_PREFIX):
         embedder = HashingEmbedder.from_name(model)
         where = "feature hashing: it matches words, not meaning"

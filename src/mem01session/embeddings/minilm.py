@@ -36,20 +36,21 @@ from .minilm_model import (
     clear_cache,
     runtime,
 )
+from .model_process import ModelProcess, model_process
 from .query_lane import QueryLane
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-# Where a text is embedded. A run's query (one short text: 3-6 ms of CPU for up to 16
-# tokens on a 2-core EPYC with one intra-op thread, bench/embedder_bench.py) goes to the
-# model's query lane (.query_lane): a thread of its own, so the event loop serves other
-# conversations while the model runs (it releases the GIL), and queries that arrive
-# meanwhile are embedded together. It used to run on the event loop itself, which cost
-# every concurrent run those milliseconds (bench/load.py: the largest part of the event
-# loop's time with 50 conversations). Anything larger (several texts, or one over
-# _LANE_MAX_CHARS: 256 tokens take ~75 ms, an ingest batch far more) goes through
-# asyncio.to_thread, so that a batch never holds a query up.
+# Where a text is embedded. By default in the embedding process (.model_process), which
+# serves queries and bulk work on threads of its own. In this process (own_process=False)
+# a run's query (one short text: 3-6 ms of CPU for up to 16 tokens on a 2-core EPYC with
+# one intra-op thread, bench/embedder_bench.py) goes to the model's query lane
+# (.query_lane): a thread of its own, so the event loop serves other conversations while
+# the model runs (it releases the GIL), and queries that arrive meanwhile are embedded
+# together. Anything larger (several texts, or one over _LANE_MAX_CHARS: 256 tokens take
+# ~75 ms, an ingest batch far more) is bulk work (asyncio.to_thread here), so that a batch
+# never holds a query up.
 _LANE_MAX_CHARS: Final = 200
 _OUTPUT: Final = "last_hidden_state"
 # The vectors of the last texts embedded are kept: a turn's words are embedded by the run
@@ -80,7 +81,11 @@ class MiniLMEmbedder:
     go 4 at a time at most. The vectors of the last ``recent_texts`` texts are kept and
     reused (0: none).
 
-    The model loads on first use (in a worker thread) or on :meth:`load`.
+    ``own_process`` (``MEM01_EMBEDDING_PROCESS``, on by default) runs the model in a process
+    of its own (:mod:`.model_process`), one per model and batching, shared by the embedders
+    of this process: its CPU time is then not taken from the conversations of this one
+    (``python -m bench load``). The model loads on first use or on :meth:`load`, in that
+    process or (``own_process=False``) in a worker thread of this one.
     """
 
     def __init__(
@@ -92,6 +97,7 @@ class MiniLMEmbedder:
         batch_size: int = 32,
         max_batch_tokens: int = 1024,
         recent_texts: int = RECENT_TEXTS,
+        own_process: bool = True,
     ) -> None:
         check_positive_int("intra_op_threads", intra_op_threads)
         check_positive_int("recent_texts", recent_texts, minimum=0)
@@ -103,7 +109,12 @@ class MiniLMEmbedder:
         self._keep = recent_texts
         self._recent: OrderedDict[str, Float32Array] = OrderedDict()
         self._recent_lock = threading.Lock()  # the caller's loop and the memory's embed
-        self._lane = _lane(self._key, self._batching)
+        self._process: ModelProcess | None = None
+        self._lane: QueryLane | None = None
+        if own_process:
+            self._process = model_process(self._key, self._batching)
+        else:
+            self._lane = _lane(self._key, self._batching)
 
     @property
     def name(self) -> str:
@@ -114,12 +125,20 @@ class MiniLMEmbedder:
     def dim(self) -> int:
         return DIM
 
+    @property
+    def own_process(self) -> bool:
+        """Whether the model runs in a process of its own (:mod:`.model_process`)."""
+        return self._process is not None
+
     def load(self) -> float:
         """Load (or reuse) the shared model now; returns the seconds the first load took.
 
         Blocks: call it from a worker thread in async code. Raises :class:`EmbeddingError`
-        when the model file or the tokenizer is missing, altered or unreadable.
+        when the model file or the tokenizer is missing, altered or unreadable, or when the
+        embedding process cannot start.
         """
+        if self._process is not None:
+            return self._process.load()
         return runtime(self._key).load_seconds
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -131,7 +150,15 @@ class MiniLMEmbedder:
         known, missing = self._known(items)
         if not missing:
             return _as_lists(np.stack([known[t] for t in items]))
-        if len(missing) == 1 and len(missing[0]) <= _LANE_MAX_CHARS:
+        query = len(missing) == 1 and len(missing[0]) <= _LANE_MAX_CHARS
+        if self._process is not None:
+            if query:
+                future = self._process.submit(missing, query=True)
+            else:  # a large write to its stdin waits for the child to read it
+                future = await asyncio.to_thread(self._process.submit, missing, query=False)
+            vectors = await asyncio.wrap_future(future)
+        elif query:
+            assert self._lane is not None
             vectors = await self._lane.embed(missing)
         else:
             vectors = await asyncio.to_thread(self._embed_sync, missing)
@@ -189,14 +216,16 @@ class MiniLMEmbedder:
         return _as_lists(np.stack([known[t] for t in items]))
 
     def _embed_sync(self, items: list[str]) -> Float32Array:
-        return _embed(self._key, self._batching, items)
+        if self._process is not None:
+            return self._process.embed(items)
+        return embed_texts(self._key, self._batching, items)
 
     def __repr__(self) -> str:
         source = self._key.model_path or f"{MODEL_PACKAGE}/{MODEL_FILE}"
         return (
             f"MiniLMEmbedder(model={source!r}, intra_op_threads={self._key.intra_op_threads}, "
             f"batch_size={self._batching[0]}, max_batch_tokens={self._batching[1]}, "
-            f"verify_sha256={self._key.verify})"
+            f"verify_sha256={self._key.verify}, own_process={self.own_process})"
         )
 
 
@@ -213,12 +242,13 @@ def _lane(key: ModelKey, batching: tuple[int, int]) -> QueryLane:
     with _lanes_lock:
         lane = _lanes.get((key, batching))
         if lane is None:
-            infer = functools.partial(_embed, key, batching)
+            infer = functools.partial(embed_texts, key, batching)
             lane = _lanes[(key, batching)] = QueryLane(infer, max_texts=batching[0])
         return lane
 
 
-def _embed(key: ModelKey, batching: tuple[int, int], items: list[str]) -> Float32Array:
+def embed_texts(key: ModelKey, batching: tuple[int, int], items: list[str]) -> Float32Array:
+    """Embed ``items`` with the model ``key`` in this process (loading it if needed)."""
     loaded = runtime(key)
     return _run(loaded, _encode(loaded.tokenizer, items), *batching)
 

@@ -49,10 +49,14 @@ class QueryLane:
 
     async def embed(self, texts: Sequence[str]) -> Float32Array:
         """One row per text, in order."""
+        return await asyncio.wrap_future(self.submit(texts))
+
+    def submit(self, texts: Sequence[str]) -> concurrent.futures.Future[Float32Array]:
+        """Queue ``texts``; the future gets one row per text, in order."""
         request = _Request(list(texts))
         self._start()
         self._queue.put(request)
-        return await asyncio.wrap_future(request.future)
+        return request.future
 
     def _start(self) -> None:
         if self._thread is not None:

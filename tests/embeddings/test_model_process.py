@@ -1,0 +1,186 @@
+"""The embedding process: the model's vectors from a process of its own, and its lifecycle.
+
+Real child processes throughout (``python -m mem01session.embeddings.model_child``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mem01session import Settings
+from mem01session.embeddings import default_embedder, model_process
+from mem01session.embeddings.minilm import MiniLMEmbedder
+from mem01session.embeddings.minilm_model import ModelKey
+from mem01session.embeddings.model_process import ModelProcess
+from mem01session.errors import ConfigError, EmbeddingError
+
+TEXTS = ["Do I have a dog?", "I moved to SF on Wednesday.", "", "rent " * 300, "naïve café ☕"]
+BATCHING = (32, 1024)
+
+
+@pytest.fixture
+def process() -> Iterator[ModelProcess]:
+    """A process of the test's own (not the one the embedders share)."""
+    proc = ModelProcess(ModelKey(None, True, 1), BATCHING)
+    yield proc
+    proc.close()
+
+
+def _wait_gone(pid: int, timeout: float = 60) -> bool:
+    """True once ``pid`` has exited (a pidfd: woken by its exit, not polled)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+async def test_vectors_equal_the_models_in_this_process() -> None:
+    here = MiniLMEmbedder(own_process=False, recent_texts=0)
+    there = MiniLMEmbedder(recent_texts=0)
+    assert np.array_equal(np.array(await there.embed(TEXTS)), np.array(await here.embed(TEXTS)))
+    # one short text is a query (the child's lane); the same vector as in a batch
+    [query] = await there.embed([TEXTS[0]])
+    assert np.array_equal(np.array(query), np.array((await here.embed(TEXTS[:1]))[0]))
+    assert there.embed_sync(TEXTS[1:2]) == await here.embed(TEXTS[1:2])
+
+
+def test_one_process_serves_every_event_loop_and_embedder() -> None:
+    a, b = MiniLMEmbedder(recent_texts=0), MiniLMEmbedder(recent_texts=0)
+    first = asyncio.run(a.embed(["Where do I live?"]))
+    second = asyncio.run(b.embed(["Where do I live?"]))  # another loop, another embedder
+    assert first == second
+    assert a._process is b._process and a._process is not None
+    assert a._process.pid is not None and a._process.pid != os.getpid()
+
+
+async def test_many_concurrent_queries_each_get_their_own_vector(
+    process: ModelProcess,
+) -> None:
+    texts = [f"question number {i} about my dog" for i in range(40)]
+    futures = [process.submit([t], query=True) for t in texts]
+    got = await asyncio.gather(*map(asyncio.wrap_future, futures))
+    expected = process.embed(texts)
+    assert np.allclose(np.vstack(got), expected, atol=1e-6)
+
+
+async def test_the_model_never_loads_in_the_parent(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import asyncio, sys
+        from mem01session.embeddings.minilm import MiniLMEmbedder
+        emb = MiniLMEmbedder()
+        print(emb.load() > 0, len(asyncio.run(emb.embed(["hello"]))[0]))
+        print("onnxruntime" in sys.modules)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["True", "384", "False"]
+
+
+def test_a_child_killed_mid_request_fails_that_request_and_the_next_one_restarts(
+    process: ModelProcess,
+) -> None:
+    process.load()
+    pid = process.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # holds the request below in flight
+    future = process.submit(["hello"], query=True)
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(EmbeddingError, match=rf"embedding process \(pid {pid}\) exited"):
+        future.result(timeout=60)
+    vectors = process.embed(["hello", "again"])  # a new child
+    assert vectors.shape == (2, 384) and process.pid not in (None, pid)
+
+
+def test_a_child_that_cannot_start_says_so_and_is_not_restarted_at_once(
+    process: ModelProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # not Python: exits at once
+    with pytest.raises(EmbeddingError, match=r"before answering anything.*EMBEDDING_PROCESS=0"):
+        process.embed(["hello"])
+    spawned: list[int] = []
+    monkeypatch.setattr(process, "_spawn", lambda: spawned.append(1))
+    with pytest.raises(EmbeddingError, match="before answering anything"):
+        process.embed(["hello"])
+    assert spawned == []  # within the pause: the cause is still there, no new process
+
+
+def test_a_missing_interpreter_is_a_clear_error(
+    process: ModelProcess, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(EmbeddingError, match="could not start the embedding process"):
+        process.embed(["hello"])
+
+
+def test_a_bad_model_file_is_reported_from_the_child(tmp_path: Path) -> None:
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"not a model")
+    emb = MiniLMEmbedder(model_path=bad)
+    with pytest.raises(EmbeddingError, match="sha256 expected"):
+        emb.load()
+    with pytest.raises(EmbeddingError, match="sha256 expected"):
+        emb.embed_sync(["hello"])  # the child is still there, and says it again
+    assert emb._process is not None and emb._process.pid is not None
+
+
+def test_close_stops_the_child(process: ModelProcess) -> None:
+    process.load()
+    pid = process.pid
+    assert pid is not None
+    process.close()
+    assert _wait_gone(pid, timeout=0)  # close waits for it to exit
+
+
+def test_the_child_ends_when_its_parent_is_killed() -> None:
+    script = textwrap.dedent(
+        """
+        import os, signal
+        from mem01session.embeddings.minilm import MiniLMEmbedder
+        emb = MiniLMEmbedder()
+        emb.embed_sync(["hello"])
+        print(emb._process.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == -signal.SIGKILL
+    child = int(out.stdout.strip())
+    assert _wait_gone(child)  # its stdin ended with the parent
+
+
+def test_the_setting_chooses_where_the_model_runs() -> None:
+    own = default_embedder(Settings.from_env({}))
+    here = default_embedder(Settings.from_env({"MEM01_EMBEDDING_PROCESS": "0"}))
+    assert isinstance(own, MiniLMEmbedder) and isinstance(here, MiniLMEmbedder)
+    assert "own_process=True" in repr(own) and "own_process=False" in repr(here)
+    with pytest.raises(ConfigError, match="MEM01_EMBEDDING_PROCESS must be 1 or 0, got 'x'"):
+        Settings.from_env({"MEM01_EMBEDDING_PROCESS": "x"})
+
+
+def test_embedders_with_the_same_options_share_one_process() -> None:
+    key = ModelKey(None, True, 1)
+    assert model_process.model_process(key, BATCHING) is model_process.model_process(key, BATCHING)
+    assert model_process.model_process(key, (8, 1024)) is not model_process.model_process(
+        key, BATCHING
+    )
