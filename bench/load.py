@@ -274,6 +274,11 @@ async def _mem(
     server: Server, embedder: Embedder, convs: Sequence[Conversation], phase: Phase, name: str
 ) -> None:
     url = server.database(name)
+    # Each phase says the same texts: without this, the vectors the embedder kept of the
+    # previous phase's would spare this one's queries the model (users say new things).
+    forget = getattr(embedder, "forget_texts", None)
+    if callable(forget):
+        forget()
     memory = await open_memory(url, embedder, run_worker=not phase.separate)
     await memory.ready()
     worker = _start_worker(url, embedder) if phase.separate else None
@@ -730,7 +735,9 @@ def note(r: LoadResult) -> str:
         "conversations first, then through Mem01Session ones (fresh transcripts, a fresh "
         "database per machine state); added = Mem01Session minus bare, per percentile. "
         "Rule extractor; every recall embeds its query with the library's embedder (in the "
-        f"figures), {_model_where(r)}. Worker 'in the runs' process': the memory's "
+        f"figures), {_model_where(r)}; the vectors it keeps of recent texts are dropped "
+        "before each row's runs (each row says the same texts, and a user says new ones). "
+        "Worker 'in the runs' process': the memory's "
         "background worker, as by default; 'own process': `Memory(run_worker=False)` in "
         "the runs' process and one "
         "`mem01session worker` process beside it (same database, embedding model and "

@@ -184,3 +184,27 @@ def test_embedders_with_the_same_options_share_one_process() -> None:
     assert model_process.model_process(key, (8, 1024)) is not model_process.model_process(
         key, BATCHING
     )
+
+
+def test_a_forked_process_starts_its_own_and_leaves_the_parents_alone(
+    process: ModelProcess,
+) -> None:
+    process.load()
+    parent_child = process.pid
+    assert parent_child is not None
+    pid = os.fork()
+    if pid == 0:  # the forked process: only this thread; exits without pytest's cleanup
+        code = 1
+        try:
+            vectors = process.embed(["from the fork"])
+            mine = process.pid
+            code = 0 if vectors.shape == (1, 384) and mine not in (None, parent_child) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # the parent's child still answers, and is still the same process
+    assert process.embed(["from the parent"]).shape == (1, 384)
+    assert process.pid == parent_child
+    process.close()
+    assert _wait_gone(parent_child)  # no copy of its stdin left open anywhere

@@ -12,13 +12,15 @@ One embedding process per model and batching, shared by the embedders that use t
 starts on first use, is started again on the next request after it died (its requests in
 flight fail with :class:`EmbeddingError`), and ends when this process closes its stdin (at
 exit, or however this process ends: the child sees its stdin end). After a fork the child
-belongs to the parent: the forked process starts its own.
+belongs to the parent: the forked process closes its copy of the pipes (the child must
+still see its stdin end when the parent goes) and starts its own.
 """
 
 from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import os
@@ -119,6 +121,17 @@ class ModelProcess:
         if child is not None and child.owner == os.getpid():
             _stop(child)
 
+    def _forget_after_fork(self) -> None:
+        """In a forked process: the child is the parent's. Close this copy of its pipes
+        (so that it still sees its stdin end when the parent exits) and start afresh."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        child, self._child = self._child, None
+        if child is not None:
+            for stream in (child.proc.stdin, child.proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+
     def _request(self, kind: int, texts: Sequence[str]) -> concurrent.futures.Future[object]:
         future: concurrent.futures.Future[object] = concurrent.futures.Future()
         payload = pack_texts(texts) if kind != LOAD else b""
@@ -130,8 +143,7 @@ class ModelProcess:
                 stdin = child.proc.stdin
                 assert stdin is not None
                 try:
-                    stdin.write(frame(request_id, kind, payload))
-                    stdin.flush()
+                    _write_all(stdin, frame(request_id, kind, payload))
                     break
                 except OSError:  # it died since: once more with a new one, if it had run
                     del child.pending[request_id]
@@ -180,6 +192,9 @@ class ModelProcess:
                 [sys.executable, "-m", "mem01session.embeddings.model_child", self._options],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                # Unbuffered: a buffered stream's lock, held by the reader thread at a fork,
+                # would never be released in the forked process.
+                bufsize=0,
                 env=env,
                 close_fds=True,
             )
@@ -231,6 +246,12 @@ class ModelProcess:
                 future.set_exception(EmbeddingError(why))
 
 
+def _write_all(stream: IO[bytes], data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[stream.write(view) or 0 :]  # a pipe may take part of it
+
+
 def _why(child: _Child, code: int | None) -> str:
     why = (
         f"the embedding process (pid {child.pid}) exited with code {code}"
@@ -280,6 +301,17 @@ def model_process(key: ModelKey, batching: tuple[int, int]) -> ModelProcess:
         if found is None:
             found = _processes[(key, batching)] = ModelProcess(key, batching)
         return found
+
+
+def _after_fork() -> None:
+    global _processes_lock
+    _processes_lock = threading.Lock()
+    for process in _processes.values():
+        process._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 @atexit.register
