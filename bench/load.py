@@ -694,7 +694,9 @@ def capacity(r: LoadResult) -> str:
     return (
         f"Capacity: idle, one turn cost this process {per_turn:.1f} ms of CPU with memory "
         f"({memory:.1f} ms more than bare: the recall, the enqueue and the turn's extraction "
-        "in the background worker), so one process can take at most "
+        "in the background worker"
+        + ("; the model's time is the embedding process's" if r.embedding_process else "")
+        + "), so one process can take at most "
         f"{1000.0 / per_turn:.0f} turns / s if it had a whole core to itself (Python runs one "
         f"thread at a time); the scenario offered about {_rate(idle.bare):.0f} turns / s "
         "(bare). Past that the runs queue for the CPU, and the added latency is that queue, "
