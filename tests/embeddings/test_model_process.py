@@ -208,3 +208,19 @@ def test_a_forked_process_starts_its_own_and_leaves_the_parents_alone(
     assert process.pid == parent_child
     process.close()
     assert _wait_gone(parent_child)  # no copy of its stdin left open anywhere
+
+
+def test_a_child_that_never_loads_the_model_is_a_clear_error_not_a_hang(
+    process: ModelProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(model_process, "LOAD_TIMEOUT", 0.5)
+    process.load()
+    pid = process.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # stuck, as on a hung file system
+    try:
+        with pytest.raises(EmbeddingError, match=r"did not load the model within 0\.5 s"):
+            process.load()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert process.load() >= 0  # it answers again once it runs

@@ -57,6 +57,9 @@ log = get_logger(__name__)
 # again for this long: each run would pay a process start for nothing.
 RESTART_PAUSE: Final = 5.0
 _STOP_WAIT: Final = 5.0
+# Loading takes about a second here (bench/embedder_bench.py); a child that has not loaded
+# the model after this long is stuck (a hung file system, say), not slow.
+LOAD_TIMEOUT: Final = 120.0
 
 
 class _Child:
@@ -109,8 +112,15 @@ class ModelProcess:
         return self.submit(texts, query=False).result()
 
     def load(self) -> float:
-        """Have the child load the model now; the seconds its first load took. Blocks."""
-        seconds = self._request(LOAD, ()).result()
+        """Have the child load the model now; the seconds its first load took. Blocks, at
+        most :data:`LOAD_TIMEOUT` seconds."""
+        try:
+            seconds = self._request(LOAD, ()).result(timeout=LOAD_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            raise EmbeddingError(
+                f"the embedding process (pid {self.pid}) did not load the model within "
+                f"{LOAD_TIMEOUT:g} s"
+            ) from None
         assert isinstance(seconds, float)
         return seconds
 
