@@ -213,8 +213,8 @@ def test_a_forked_process_starts_its_own_and_leaves_the_parents_alone(
 def test_a_child_that_never_loads_the_model_is_a_clear_error_not_a_hang(
     process: ModelProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(model_process, "LOAD_TIMEOUT", 0.5)
     process.load()
+    monkeypatch.setattr(model_process, "LOAD_TIMEOUT", 0.5)
     pid = process.pid
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)  # stuck, as on a hung file system
@@ -223,4 +223,27 @@ def test_a_child_that_never_loads_the_model_is_a_clear_error_not_a_hang(
             process.load()
     finally:
         os.kill(pid, signal.SIGCONT)
+    monkeypatch.undo()
     assert process.load() >= 0  # it answers again once it runs
+
+
+async def test_a_vector_comes_back_to_the_cache_after_its_caller_gave_up() -> None:
+    """A run whose recall ran out of time stops waiting for its query's vector; the vector
+    is kept when it comes, so the worker does not embed the same words again."""
+    emb = MiniLMEmbedder(batch_size=27)  # a process of this test's own
+    emb.load()
+    assert emb._process is not None and emb._process.pid is not None
+    pid = emb._process.pid
+    os.kill(pid, signal.SIGSTOP)  # the answer cannot come before the caller gives up
+    try:
+        waiting = asyncio.ensure_future(emb.embed(["I moved to Porto."]))
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waiting), 0.01)
+        waiting.cancel()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert emb.recent_vector("I moved to Porto.") is None
+    await emb.embed(["a later query"])  # answered after the first: its vector is kept by now
+    kept = emb.recent_vector("I moved to Porto.")
+    assert kept is not None
+    assert kept == (await MiniLMEmbedder(recent_texts=0).embed(["I moved to Porto."]))[0]

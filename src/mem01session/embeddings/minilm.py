@@ -13,6 +13,7 @@ the fp32 torch model the cosine is 0.9993 or more on ordinary sentences, lower (
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import os
 import threading
@@ -151,18 +152,25 @@ class MiniLMEmbedder:
         if not missing:
             return _as_lists(np.stack([known[t] for t in items]))
         query = len(missing) == 1 and len(missing[0]) <= _LANE_MAX_CHARS
+        future: concurrent.futures.Future[Float32Array] | None = None
         if self._process is not None:
             if query:
                 future = self._process.submit(missing, query=True)
             else:  # a large write to its stdin waits for the child to read it
                 future = await asyncio.to_thread(self._process.submit, missing, query=False)
-            vectors = await asyncio.wrap_future(future)
         elif query:
             assert self._lane is not None
-            vectors = await self._lane.embed(missing)
-        else:
+            future = self._lane.submit(missing)
+        if future is None:
             vectors = await asyncio.to_thread(self._embed_sync, missing)
-        return self._merged(items, known, missing, vectors)
+            self._remember(missing, vectors)
+        else:
+            # Kept when they come, even if this caller stopped waiting (a run whose recall
+            # ran out of time): the worker embeds the same words next, and finds them. So
+            # the caller's cancellation does not reach the request (shield).
+            future.add_done_callback(functools.partial(self._remember_done, missing))
+            vectors = await asyncio.shield(asyncio.wrap_future(future))
+        return _in_order(items, known, missing, vectors)
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         """:meth:`embed` for synchronous code (blocks the calling thread)."""
@@ -171,7 +179,8 @@ class MiniLMEmbedder:
             return []
         known, missing = self._known(items)
         vectors = self._embed_sync(missing) if missing else np.empty((0, DIM), np.float32)
-        return self._merged(items, known, missing, vectors)
+        self._remember(missing, vectors)
+        return _in_order(items, known, missing, vectors)
 
     def recent_vector(self, text: str) -> list[float] | None:
         """The vector of ``text`` if it was embedded lately (:data:`RECENT_TEXTS`); never
@@ -197,23 +206,23 @@ class MiniLMEmbedder:
                     known[text] = vector
         return known, [t for t in dict.fromkeys(items) if t not in known]
 
-    def _merged(
-        self,
-        items: list[str],
-        known: dict[str, Float32Array],
-        missing: list[str],
-        vectors: Float32Array,
-    ) -> list[list[float]]:
-        """Every item's vector, in order; the new ones kept."""
+    def _remember(self, texts: list[str], vectors: Float32Array) -> None:
+        """Keep the vectors of ``texts`` just embedded (the newest :data:`RECENT_TEXTS`)."""
+        if not self._keep:
+            return
         with self._recent_lock:
-            for text, vector in zip(missing, vectors, strict=True):
-                known[text] = vector
-                if self._keep and len(text) <= _RECENT_MAX_CHARS:
+            for text, vector in zip(texts, vectors, strict=True):
+                if len(text) <= _RECENT_MAX_CHARS:
                     self._recent[text] = vector.copy()  # not a view of the whole batch
                     self._recent.move_to_end(text)
             while len(self._recent) > self._keep:
                 self._recent.popitem(last=False)
-        return _as_lists(np.stack([known[t] for t in items]))
+
+    def _remember_done(
+        self, texts: list[str], done: concurrent.futures.Future[Float32Array]
+    ) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._remember(texts, done.result())
 
     def _embed_sync(self, items: list[str]) -> Float32Array:
         if self._process is not None:
@@ -251,6 +260,15 @@ def embed_texts(key: ModelKey, batching: tuple[int, int], items: list[str]) -> F
     """Embed ``items`` with the model ``key`` in this process (loading it if needed)."""
     loaded = runtime(key)
     return _run(loaded, _encode(loaded.tokenizer, items), *batching)
+
+
+def _in_order(
+    items: list[str], known: dict[str, Float32Array], missing: list[str], vectors: Float32Array
+) -> list[list[float]]:
+    """Every item's vector, in order: the known ones and those just embedded."""
+    found = dict(known)
+    found.update(zip(missing, vectors, strict=True))
+    return _as_lists(np.stack([found[t] for t in items]))
 
 
 def _as_lists(vectors: Float32Array) -> list[list[float]]:
