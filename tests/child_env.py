@@ -1,4 +1,4 @@
-"""The PYTHONPATH of the Python processes tests start."""
+"""The PYTHONPATH of the Python processes tests start, and a stand-in that is not Python."""
 
 from __future__ import annotations
 
@@ -12,3 +12,12 @@ def pythonpath(root: Path | str) -> str:
     copy of the library is installed (an editable install of another checkout, say)."""
     own = os.environ.get("PYTHONPATH", "")
     return os.pathsep.join(p for p in (str(Path(root) / "src"), str(root), own) if p)
+
+
+def not_python(folder: Path) -> str:
+    """An executable that is not Python (as ``sys.executable`` is under some application
+    servers): it exits at once with code 3."""
+    path = folder / "not-python"
+    path.write_text("#!/bin/sh\nexit 3\n")
+    path.chmod(0o755)
+    return str(path)

@@ -24,6 +24,7 @@ from mem01session.embeddings.minilm import MiniLMEmbedder
 from mem01session.embeddings.minilm_model import ModelKey
 from mem01session.embeddings.model_process import ModelProcess
 from mem01session.errors import ConfigError, EmbeddingError
+from tests.child_env import not_python
 
 TEXTS = ["Do I have a dog?", "I moved to SF on Wednesday.", "", "rent " * 300, "naïve café ☕"]
 BATCHING = (32, 1024)
@@ -111,10 +112,11 @@ def test_a_child_killed_mid_request_fails_that_request_and_the_next_one_restarts
 
 
 def test_a_child_that_cannot_start_says_so_and_is_not_restarted_at_once(
-    process: ModelProcess, monkeypatch: pytest.MonkeyPatch
+    process: ModelProcess, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(sys, "executable", "/bin/false")  # not Python: exits at once
-    with pytest.raises(EmbeddingError, match=r"before answering anything.*EMBEDDING_PROCESS=0"):
+    monkeypatch.setattr(sys, "executable", not_python(tmp_path))
+    cannot = r"exited with code 3 before answering anything.*EMBEDDING_PROCESS=0"
+    with pytest.raises(EmbeddingError, match=cannot):
         process.embed(["hello"])
     spawned: list[int] = []
     monkeypatch.setattr(process, "_spawn", lambda: spawned.append(1))

@@ -13,6 +13,7 @@ from agents.memory import SQLiteSession
 
 from mem01session import Mem01Session, Memory, Settings
 from mem01session.embeddings import MiniLMEmbedder
+from tests.child_env import not_python
 from tests.reliability.harness import say
 
 
@@ -54,7 +55,7 @@ async def test_a_run_whose_embedding_process_cannot_start_answers_without_memory
 ) -> None:
     embedder = MiniLMEmbedder(batch_size=29)  # never started: its first start fails
     settings = Settings(database_url=db_url, home=tmp_path)
-    monkeypatch.setattr(sys, "executable", "/bin/false")
+    monkeypatch.setattr(sys, "executable", not_python(tmp_path))
     async with Memory(settings, embedder=embedder) as memory:
         session = Mem01Session(
             "s", "lea", inner=SQLiteSession("s", tmp_path / "t.sqlite"), memory=memory
