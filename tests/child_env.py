@@ -1,8 +1,10 @@
-"""The PYTHONPATH of the Python processes tests start, and a stand-in that is not Python."""
+"""The PYTHONPATH of the Python processes tests start; a stand-in that is not Python; waiting
+for a process that is not the test's child to end."""
 
 from __future__ import annotations
 
 import os
+import select
 from pathlib import Path
 
 
@@ -21,3 +23,16 @@ def not_python(folder: Path) -> str:
     path.write_text("#!/bin/sh\nexit 3\n")
     path.chmod(0o755)
     return str(path)
+
+
+def ended(pid: int, timeout: float = 60) -> bool:
+    """True once process ``pid`` has exited (a pidfd: woken by its exit, not polled)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(fd)

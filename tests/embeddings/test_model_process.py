@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from mem01session.embeddings.minilm import MiniLMEmbedder
 from mem01session.embeddings.minilm_model import ModelKey
 from mem01session.embeddings.model_process import ModelProcess
 from mem01session.errors import ConfigError, EmbeddingError
-from tests.child_env import not_python
+from tests.child_env import ended, not_python
 
 TEXTS = ["Do I have a dog?", "I moved to SF on Wednesday.", "", "rent " * 300, "naïve café ☕"]
 BATCHING = (32, 1024)
@@ -36,19 +35,6 @@ def process() -> Iterator[ModelProcess]:
     proc = ModelProcess(ModelKey(None, True, 1), BATCHING)
     yield proc
     proc.close()
-
-
-def _wait_gone(pid: int, timeout: float = 60) -> bool:
-    """True once ``pid`` has exited (a pidfd: woken by its exit, not polled)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], timeout)
-        return bool(readable)
-    finally:
-        os.close(fd)
 
 
 async def test_vectors_equal_the_models_in_this_process() -> None:
@@ -149,7 +135,7 @@ def test_close_stops_the_child(process: ModelProcess) -> None:
     pid = process.pid
     assert pid is not None
     process.close()
-    assert _wait_gone(pid, timeout=0)  # close waits for it to exit
+    assert ended(pid, timeout=0)  # close waits for it to exit
 
 
 def test_the_child_ends_when_its_parent_is_killed() -> None:
@@ -168,7 +154,7 @@ def test_the_child_ends_when_its_parent_is_killed() -> None:
     )
     assert out.returncode == -signal.SIGKILL
     child = int(out.stdout.strip())
-    assert _wait_gone(child)  # its stdin ended with the parent
+    assert ended(child)  # its stdin ended with the parent
 
 
 def test_the_setting_chooses_where_the_model_runs() -> None:
@@ -209,7 +195,7 @@ def test_a_forked_process_starts_its_own_and_leaves_the_parents_alone(
     assert process.embed(["from the parent"]).shape == (1, 384)
     assert process.pid == parent_child
     process.close()
-    assert _wait_gone(parent_child)  # no copy of its stdin left open anywhere
+    assert ended(parent_child)  # no copy of its stdin left open anywhere
 
 
 def test_a_child_that_never_loads_the_model_is_a_clear_error_not_a_hang(

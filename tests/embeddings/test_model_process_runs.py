@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import signal
 import sys
 from pathlib import Path
@@ -13,16 +12,8 @@ from agents.memory import SQLiteSession
 
 from mem01session import Mem01Session, Memory, Settings
 from mem01session.embeddings import MiniLMEmbedder
-from tests.child_env import not_python
+from tests.child_env import ended, not_python
 from tests.reliability.harness import say
-
-
-def _wait_gone(pid: int) -> None:
-    fd = os.pidfd_open(pid)
-    try:
-        assert select.select([fd], [], [], 60)[0], f"pid {pid} still runs"
-    finally:
-        os.close(fd)
 
 
 async def test_a_run_after_the_embedding_process_was_killed_still_gets_memory(
@@ -39,7 +30,7 @@ async def test_a_run_after_the_embedding_process_was_killed_still_gets_memory(
         pid = embedder._process.pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        _wait_gone(pid)
+        assert ended(pid)
 
         friday = Mem01Session(
             "fri", "kai", inner=SQLiteSession("fri", store), memory=memory, recall_wait=60
