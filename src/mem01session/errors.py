@@ -26,7 +26,15 @@ class DatabaseError(Mem01Error):
 
 class EmbeddingError(Mem01Error):
     """An embedder could not produce vectors: a model that cannot be loaded or was altered,
-    or a server that answered in a shape other than one vector per text."""
+    or a server that answered in a shape other than one vector per text.
+
+    ``retryable`` is true when a later try may get past it (the embedding process died and
+    the next request starts another); false when the same request would fail the same way.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        self.retryable = retryable
+        super().__init__(message)
 
 
 class MigrationRequiredError(Mem01Error):

@@ -91,8 +91,9 @@ def test_a_child_killed_mid_request_fails_that_request_and_the_next_one_restarts
     os.kill(pid, signal.SIGSTOP)  # holds the request below in flight
     future = process.submit(["hello"], query=True)
     os.kill(pid, signal.SIGKILL)
-    with pytest.raises(EmbeddingError, match=rf"embedding process \(pid {pid}\) exited"):
+    with pytest.raises(EmbeddingError, match=rf"embedding process \(pid {pid}\) exited") as died:
         future.result(timeout=60)
+    assert died.value.retryable  # the worker tries the turn again, with a new process
     vectors = process.embed(["hello", "again"])  # a new child
     assert vectors.shape == (2, 384) and process.pid not in (None, pid)
 
@@ -123,8 +124,9 @@ def test_a_bad_model_file_is_reported_from_the_child(tmp_path: Path) -> None:
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"not a model")
     emb = MiniLMEmbedder(model_path=bad)
-    with pytest.raises(EmbeddingError, match="sha256 expected"):
+    with pytest.raises(EmbeddingError, match="sha256 expected") as refused:
         emb.load()
+    assert not refused.value.retryable  # the same file fails the same way
     with pytest.raises(EmbeddingError, match="sha256 expected"):
         emb.embed_sync(["hello"])  # the child is still there, and says it again
     assert emb._process is not None and emb._process.pid is not None

@@ -16,8 +16,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from mem01session import Memory, Settings
+from mem01session.embeddings import Embedder, Vector
 from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op
+from mem01session.errors import EmbeddingError
 from mem01session.extraction import Candidate, Extraction, Turn, TurnMessage
 from mem01session.queue import JobStore, MemoryWorker, WorkerPolicy
 from mem01session.queue.owners import gone, new_worker_id, parse
@@ -155,3 +157,38 @@ async def test_claims_of_a_dead_process_are_taken_back_when_a_worker_starts(
         assert await store.release(owner, now=now) == [ids[owner]]
     while await worker.run_once():
         pass
+
+
+class BrokenEmbedder:
+    """The module's embedder, failing with ``error`` (the embedding boundary)."""
+
+    def __init__(self, inner: Embedder, error: EmbeddingError) -> None:
+        self.name, self.dim, self.error = inner.name, inner.dim, error
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("retryable", "status"), [(True, "pending"), (False, "failed")], ids=["died", "refused"]
+)
+async def test_a_turn_whose_embedding_process_died_is_tried_again_not_parked(
+    module_engine: BeliefEngine, uid: str, retryable: bool, status: str
+) -> None:
+    error = EmbeddingError("the embedding process (pid 1) exited", retryable=retryable)
+    engine = BeliefEngine(module_engine.db, BrokenEmbedder(module_engine.embedder, error))
+    store = JobStore(module_engine.db)
+    job_id = await enqueue(store, uid, "I live in Oslo.", module_engine.clock())
+    worker = MemoryWorker(engine, Recording(), policy=WorkerPolicy(max_attempts=3))
+    assert await worker.run_once() == 1
+    (job,) = (await store.statuses(uid, [job_id])).values()
+    assert job.status == status and job.attempts == 1  # died: retried after its backoff
+    if retryable:  # its next try, after the backoff, by a worker whose embedder works
+        later = BeliefEngine(
+            module_engine.db,
+            module_engine.embedder,
+            clock=lambda: module_engine.clock() + timedelta(minutes=1),
+        )
+        assert await MemoryWorker(later, Recording()).run_once() == 1
+        (job,) = (await store.statuses(uid, [job_id])).values()
+        assert job.status == "done" and job.attempts == 2

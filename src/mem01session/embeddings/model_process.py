@@ -119,7 +119,8 @@ class ModelProcess:
         except concurrent.futures.TimeoutError:
             raise EmbeddingError(
                 f"the embedding process (pid {self.pid}) did not load the model within "
-                f"{LOAD_TIMEOUT:g} s"
+                f"{LOAD_TIMEOUT:g} s",
+                retryable=True,
             ) from None
         assert isinstance(seconds, float)
         return seconds
@@ -163,7 +164,7 @@ class ModelProcess:
                     why = _why(child, _exit_code(child.proc))
                     if not child.answered:
                         self._failed_start = (time.monotonic(), why)
-                    raise EmbeddingError(why) from None
+                    raise EmbeddingError(why, retryable=True) from None
         return future
 
     def _running(self) -> _Child:
@@ -183,7 +184,7 @@ class ModelProcess:
         if self._failed_start is not None:
             when, why = self._failed_start
             if time.monotonic() - when < RESTART_PAUSE:
-                raise EmbeddingError(why)
+                raise EmbeddingError(why, retryable=True)
         child = self._child = _Child(self._spawn())
         threading.Thread(
             target=self._read, args=(child,), name=f"mem01-embed-{child.pid}", daemon=True
@@ -215,7 +216,7 @@ class ModelProcess:
                 "process instead"
             )
             self._failed_start = (time.monotonic(), why)
-            raise EmbeddingError(why) from exc
+            raise EmbeddingError(why, retryable=True) from exc
 
     def _read(self, child: _Child) -> None:
         stdout = child.proc.stdout
@@ -253,7 +254,7 @@ class ModelProcess:
             log.warning("%s; %d request(s) failed", why, len(owed))
         for future in owed.values():
             if future.set_running_or_notify_cancel():
-                future.set_exception(EmbeddingError(why))
+                future.set_exception(EmbeddingError(why, retryable=True))
 
 
 def _write_all(stream: IO[bytes], data: bytes) -> None:

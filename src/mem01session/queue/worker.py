@@ -373,8 +373,9 @@ class MemoryWorker:
         message = describe(exc)
         erased = isinstance(exc, UserErasedError)
         # An embedding server that answers in the wrong shape does so again next time: the
-        # job waits for the operator (jobs retry, once the setting is fixed).
-        permanent = erased or isinstance(exc, EmbeddingError)
+        # job waits for the operator (jobs retry, once the setting is fixed). An embedding
+        # process that died is another matter: the next try starts a new one.
+        permanent = erased or (isinstance(exc, EmbeddingError) and not exc.retryable)
         retry_at = None
         if not permanent and job.attempts < self.policy.max_attempts:
             delay = self.policy.backoff(job.attempts)
