@@ -18,8 +18,8 @@ users' turns in one transaction with their jobs' completion (:mod:`.group_commit
 the user's later turns wait behind it, their order kept; after
 :attr:`WorkerPolicy.max_attempts` tries (3) the turn is parked: ``failed``, its words kept
 as episodes, visible in ``jobs list`` and the memory browser, retryable, and the user's
-later turns go on. So a failing turn holds the ones behind it at most ``max_attempts``
-extraction timeouts plus the backoffs. One extraction may take
+later turns go on (:mod:`.failures`). So a failing turn holds the ones behind it at most
+``max_attempts`` extraction timeouts plus the backoffs. One extraction may take
 :attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).
 
 **Claims of dead processes.** A worker's id names its process (:mod:`.owners`). Jobs left
@@ -37,23 +37,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from datetime import datetime, timedelta
 
 from ..config import DEFAULT_LLM_TIMEOUT
 from ..embeddings import Vector
 from ..engine import BeliefEngine
-from ..engine.episodes import Utterance
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
-from ..errors import EmbeddingError, InvalidOpError, UserErasedError
-from ..extraction.base import Candidate, Extractor, Turn
+from ..extraction.base import Candidate, Extractor
 from ..extraction.hygiene import screen
 from ..logs import describe, get_logger
 from ..loops import elsewhere, run_on, running_loop
-from ..redaction import redact
 from ..spans import job_note, job_trace, op_kinds
 from .carried import carried
 from .completion import JobLostError
+from .failures import Failures, utterances
 from .group_commit import GroupCommit, Ready
 from .job_records import Job
 from .jobs import JobStore
@@ -63,11 +60,6 @@ from .policy import DEFAULT_CONCURRENCY, WorkerPolicy, declared_concurrency, dec
 from .vectors import VectorBatch
 
 log = get_logger(__name__)
-
-
-def utterances(turn: Turn) -> list[Utterance]:
-    """The turn's messages as the engine keeps them as episodes (it applies its policy)."""
-    return [Utterance(index, m.role, m.text, m.item_ref) for index, m in enumerate(turn.messages)]
 
 
 class MemoryWorker:
@@ -103,16 +95,19 @@ class MemoryWorker:
         self._home: asyncio.AbstractEventLoop | None = None  # the loop it was started on
         self._stopping = False
         self._next_reap = 0.0  # time.monotonic() of the next look for dead owners' claims
-        self.last_error: str | None = None
         self.processed = 0
         self.taken_back: list[int] = []  # jobs taken back from dead processes
-        # Failed jobs whose failure could not be recorded (the database was gone): they
-        # are still ``running`` under this worker's lease and are released first thing
-        # once the database answers again, instead of waiting for the lease to expire.
-        self._unreleased: dict[int, tuple[Job, str, datetime | None, bool]] = {}
+        self._failures = Failures(
+            engine, self.jobs, self.policy, self.worker_id, extractor.name, self.wake
+        )
 
     def __repr__(self) -> str:
         return f"MemoryWorker(id={self.worker_id!r}, extractor={self.extractor.name!r})"
+
+    @property
+    def last_error(self) -> str | None:
+        """The last failure this worker logged (redacted), if any."""
+        return self._failures.last_error
 
     @property
     def transactions(self) -> int:
@@ -178,10 +173,10 @@ class MemoryWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         try:
-            await self._release_failed()
+            await self._failures.flush()
             released = await self.jobs.release(self.worker_id, now=self.engine.clock())
         except Exception as exc:
-            self._record(f"worker: could not release claimed jobs at stop: {exc}")
+            self._failures.record(f"worker: could not release claimed jobs at stop: {exc}")
             return []
         if released:
             log.info("worker %s released %d claimed job(s) at stop", self.worker_id, len(released))
@@ -248,7 +243,7 @@ class MemoryWorker:
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:  # database down: keep trying, never crash
-                        self._record(f"worker: {describe(exc)}")
+                        self._failures.record(f"worker: {describe(exc)}")
                         with contextlib.suppress(Exception):
                             await self.engine.db.revive()  # an embedded server that stopped
                         claimed = []
@@ -338,7 +333,7 @@ class MemoryWorker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            await self._fail(job, exc)
+            await self._failures.fail(job, exc)
 
     def _carried(self, job: Job, texts: list[str]) -> dict[str, Vector]:
         """The vectors of ``texts`` the job carries from its run (:mod:`.carried`)."""
@@ -369,58 +364,10 @@ class MemoryWorker:
         ]
         return candidates, {c.alias: b.id for c, b in zip(candidates, found, strict=True)}
 
-    async def _fail(self, job: Job, exc: BaseException) -> None:
-        message = describe(exc)
-        erased = isinstance(exc, UserErasedError)
-        # An embedding server that answers in the wrong shape does so again next time: the
-        # job waits for the operator (jobs retry, once the setting is fixed). An embedding
-        # process that died is another matter: the next try starts a new one.
-        permanent = erased or (isinstance(exc, EmbeddingError) and not exc.retryable)
-        retry_at = None
-        if not permanent and job.attempts < self.policy.max_attempts:
-            delay = self.policy.backoff(job.attempts)
-            retry_at = self.engine.clock() + timedelta(seconds=delay)
-            self.wake(after=delay)  # the user's later turns wait for this retry
-        kind = "invalid ops" if isinstance(exc, InvalidOpError) else type(exc).__name__
-        job_note(outcome="failed", error=kind)
-        self._record(f"job {job.id} failed ({kind}): {message}")
-        if retry_at is None and not permanent and await self._keep_words(job, message):
-            return
-        self._unreleased[job.id] = (job, message, retry_at, erased)
-        with contextlib.suppress(Exception):
-            await self._release_failed()
-
-    async def _keep_words(self, job: Job, message: str) -> bool:
-        """A turn that will not be extracted again (unless someone retries its job) keeps
-        its words as episodes: marked failed in the transaction that stores them, so that
-        what was said is never lost to a failing extractor. False if that failed too."""
-        try:
-            turn = job.turn()
-            said = utterances(turn)
-            if not any(self.engine.episode_policy.keeps(u.role) for u in said):
-                return False
-            await self.engine.apply(
-                job.user_id,
-                [],
-                provenance=Provenance(
-                    session_id=job.session_id,
-                    observed_at=turn.observed_at,
-                    extractor=self.extractor.name,
-                    job_id=job.id,
-                ),
-                hook=self.jobs.fail_hook(job, self.worker_id, message, now=self.engine.clock()),
-                utterances=said,
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            return False
-        return True
-
     async def _housekeeping(self) -> None:
         """Before a claim: record the failures not yet recorded, and (at start, then at
         most once per poll interval) take back the claims of dead processes."""
-        await self._release_failed()
+        await self._failures.flush()
         if time.monotonic() < self._next_reap:
             return
         self._next_reap = time.monotonic() + self.policy.poll_interval
@@ -435,35 +382,6 @@ class MemoryWorker:
                 ", ".join(f"#{i}" for i in taken),
                 names,
             )
-
-    async def _release_failed(self) -> None:
-        """Record the failures not yet recorded (raises while the database is down).
-
-        Each is taken out before it is recorded, so that two callers at once (a job's
-        failure, the loop's housekeeping) never record one twice."""
-        for job_id in list(self._unreleased):
-            entry = self._unreleased.pop(job_id, None)
-            if entry is None:
-                continue
-            job, message, retry_at, erased = entry
-            try:
-                await self.jobs.fail(
-                    job,
-                    self.worker_id,
-                    message,
-                    now=self.engine.clock(),
-                    retry_at=retry_at,
-                    forget_text=erased,  # an erased user's words are not kept, even failed
-                )
-            except BaseException:
-                self._unreleased.setdefault(job_id, entry)
-                raise
-
-    def _record(self, message: str) -> None:
-        message = redact(message)
-        if message != self.last_error:
-            log.warning("%s", message)
-        self.last_error = message
 
 
 def _process_of(owner_id: str) -> str:
