@@ -17,8 +17,10 @@ import os
 import signal
 import sys
 import threading
-from typing import IO
+from collections.abc import Callable
+from typing import IO, TypeVar
 
+from ..errors import EmbeddingError
 from .minilm import Float32Array, embed_texts
 from .minilm_model import ModelKey, runtime
 from .model_wire import (
@@ -33,6 +35,8 @@ from .model_wire import (
     unpack_texts,
 )
 from .query_lane import QueryLane
+
+T = TypeVar("T")
 
 
 class _Answers:
@@ -50,29 +54,28 @@ class _Answers:
             except OSError:  # the parent is gone: stdin's end stops the process
                 pass
 
-    def vectors(self, request_id: int, done: concurrent.futures.Future[Float32Array]) -> None:
+    def answer(
+        self,
+        request_id: int,
+        status: int,
+        encode: Callable[[T], bytes],
+        done: concurrent.futures.Future[T],
+    ) -> None:
+        """``done``'s result as a ``status`` frame, or its error as an ERROR frame (the
+        caller hears of it as an EmbeddingError)."""
         try:
-            vectors = done.result()
-        except Exception as exc:  # the caller hears of it as an EmbeddingError
-            self.send(request_id, ERROR, _message(exc).encode("utf-8", "replace"))
-        else:
-            self.send(request_id, VECTORS, vectors.astype("<f4", copy=False).tobytes())
-
-    def loaded(self, request_id: int, done: concurrent.futures.Future[float]) -> None:
-        try:
-            seconds = done.result()
+            payload = encode(done.result())
         except Exception as exc:
-            self.send(request_id, ERROR, _message(exc).encode("utf-8", "replace"))
+            message = str(exc)
+            if not isinstance(exc, EmbeddingError):
+                message = f"{type(exc).__name__}: {message}"
+            self.send(request_id, ERROR, message.encode("utf-8", "replace"))
         else:
-            self.send(request_id, LOADED, pack_seconds(seconds))
+            self.send(request_id, status, payload)
 
 
-def _message(exc: BaseException) -> str:
-    from ..errors import EmbeddingError
-
-    if isinstance(exc, EmbeddingError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+def _vector_bytes(vectors: Float32Array) -> bytes:
+    return vectors.astype("<f4", copy=False).tobytes()
 
 
 def serve(options: dict[str, object], requests: IO[bytes], out: IO[bytes]) -> None:
@@ -91,7 +94,9 @@ def serve(options: dict[str, object], requests: IO[bytes], out: IO[bytes]) -> No
         request_id, kind, payload = request
         if kind == LOAD:
             loading = bulk.submit(lambda: runtime(key).load_seconds)
-            loading.add_done_callback(functools.partial(answers.loaded, request_id))
+            loading.add_done_callback(
+                functools.partial(answers.answer, request_id, LOADED, pack_seconds)
+            )
             continue
         try:
             texts = unpack_texts(payload)
@@ -99,7 +104,9 @@ def serve(options: dict[str, object], requests: IO[bytes], out: IO[bytes]) -> No
             answers.send(request_id, ERROR, f"a malformed request: {exc}".encode())
             continue
         done = lane.submit(texts) if kind == EMBED_QUERY else bulk.submit(infer, texts)
-        done.add_done_callback(functools.partial(answers.vectors, request_id))
+        done.add_done_callback(
+            functools.partial(answers.answer, request_id, VECTORS, _vector_bytes)
+        )
 
 
 def _str_or_none(value: object) -> str | None:

@@ -158,12 +158,9 @@ class ModelProcess:
                     break
                 except OSError:  # it died since: once more with a new one, if it had run
                     del child.pending[request_id]
-                    child.gone = True
+                    why = self._ended(child, _exit_code(child.proc))
                     if child.answered and attempt == 1:
                         continue
-                    why = _why(child, _exit_code(child.proc))
-                    if not child.answered:
-                        self._failed_start = (time.monotonic(), why)
                     raise EmbeddingError(why, retryable=True) from None
         return future
 
@@ -176,11 +173,10 @@ class ModelProcess:
             and child.proc.poll() is None  # it died and its reader has not seen it yet
         ):
             return child
-        if child is not None and child.owner == os.getpid() and not child.answered:
+        if child is not None and not child.gone and child.owner == os.getpid():
             code = child.proc.poll()
-            if code is not None:  # it could not start, and its reader has not said so yet
-                child.gone = True
-                self._failed_start = (time.monotonic(), _why(child, code))
+            if code is not None:  # it died, and its reader has not said so yet
+                self._ended(child, code)
         if self._failed_start is not None:
             when, why = self._failed_start
             if time.monotonic() - when < RESTART_PAUSE:
@@ -241,15 +237,20 @@ class ModelProcess:
             pass
         self._gone(child, _exit_code(child.proc))
 
-    def _gone(self, child: _Child, code: int | None) -> None:
+    def _ended(self, child: _Child, code: int | None) -> str:
+        """Mark ``child`` gone (the lock held); why it went. The current child gone before
+        answering anything could not start: the next start waits :data:`RESTART_PAUSE`
+        (one :meth:`close` stopped is not counted)."""
         why = _why(child, code)
+        child.gone = True
+        if self._child is child:
+            self._failed_start = None if child.answered else (time.monotonic(), why)
+        return why
+
+    def _gone(self, child: _Child, code: int | None) -> None:
         with self._lock:
-            child.gone = True
+            why = self._ended(child, code)
             owed, child.pending = child.pending, {}
-            if not child.answered and owed:
-                self._failed_start = (time.monotonic(), why)
-            elif child.answered:
-                self._failed_start = None
         if owed:
             log.warning("%s; %d request(s) failed", why, len(owed))
         for future in owed.values():
@@ -289,16 +290,10 @@ def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
 
 def _stop(child: _Child) -> None:
     stdin: IO[bytes] | None = child.proc.stdin
-    try:
-        if stdin is not None:
+    if stdin is not None:
+        with contextlib.suppress(OSError):
             stdin.close()
-    except OSError:
-        pass
-    try:
-        child.proc.wait(timeout=_STOP_WAIT)
-    except subprocess.TimeoutExpired:
-        child.proc.kill()
-        child.proc.wait()
+    _exit_code(child.proc)
 
 
 # One embedding process per model and batching, shared by the embedders that use them.
