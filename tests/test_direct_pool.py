@@ -178,3 +178,30 @@ async def test_statements_are_prepared_at_once_with_a_generic_plan(db_url: str) 
         assert seen["n"] == 1  # prepared at its first execution
     finally:
         await pool.close()
+
+
+async def test_fill_opens_the_connections_kept_idle_and_they_serve_statements(
+    db_url: str,
+) -> None:
+    pool = DirectPool(db_url, max_open=4, max_idle=3)
+    try:
+        assert await pool.fill() == 3
+        assert pool.idle == 3
+        with psycopg.connect(db_url) as other:  # three backends of this pool wait idle
+            (count,) = other.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone() or (0,)
+        assert count == 3
+        assert await pool.fill() == 0  # full already
+        await pool.fetch(BACKEND, {})
+        assert pool.idle == 3  # the statement took one of them and gave it back
+    finally:
+        await pool.close()
+    assert await pool.fill() == 0  # a closed pool opens nothing
+
+
+async def test_fill_raises_nothing_when_the_server_is_unreachable() -> None:
+    pool = DirectPool("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert await pool.fill() == 0
+    assert pool.idle == 0

@@ -177,15 +177,19 @@ class Memory:
     async def ready(self) -> BeliefEngine:
         """:meth:`engine`, and what every run needs made ready with it: the worker started,
         the embedder's model loaded (the local one takes a second or two, once per
-        process) and the engine's token counter (the default BPE takes about as long, and
-        is otherwise loaded by the first recall). Sessions call it before a run's budgeted
-        memory work, so that what is paid once is not taken for a stalled database."""
+        process), the engine's token counter (the default BPE takes about as long, and
+        is otherwise loaded by the first recall) and the connections the per-run path keeps
+        idle (15), opened at once rather than one by one by the first burst of runs.
+        Sessions call it before a run's budgeted memory work, so that what is paid once is
+        not taken for a stalled database."""
         engine = await self.engine()
         await self.worker()
         if not self._ready:
             load = getattr(engine.embedder, "load", None)
             if callable(load):
-                await asyncio.to_thread(load)
+                await asyncio.gather(asyncio.to_thread(load), engine.db.direct.fill())
+            else:
+                await engine.db.direct.fill()
             await asyncio.to_thread(lambda: engine.token_counter)
             self._ready = True
         return engine

@@ -165,3 +165,17 @@ def test_city_ops_helper_still_matches_the_tagged_message() -> None:
         datetime.now(),
     )
     assert [op.content for op in city_ops(turn, [])] == ["Lives in Tallinn"]
+
+
+async def test_ready_opens_the_connections_the_per_run_path_keeps(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    memory = Memory(
+        engine=BeliefEngine(db, embedder), extractor=ScriptedExtractor(), run_worker=False
+    )  # no worker: nothing else takes a connection meanwhile
+    try:
+        await memory.ready()
+        # A burst of runs right after start-up finds them open: none waits on a connect.
+        assert db.direct.idle == 15
+    finally:
+        await memory.aclose()
