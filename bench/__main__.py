@@ -227,7 +227,6 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                     users=args.users,
                     turns=args.turns,
                     calls=args.calls,
-                    gc_freeze=args.gc_freeze,
                 )
             )
             lr = await load.run(server, emb.inner, sizes)
@@ -235,8 +234,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             sections["Under load"] = _section(
                 "Under load",
                 f"python -m bench load --sessions {lr.sessions} --users {lr.users} "
-                f"--turns {lr.turns} --calls {lr.scale.calls if lr.scale else 0}"
-                + (" --gc-freeze" if lr.gc_freeze else ""),
+                f"--turns {lr.turns} --calls {lr.scale.calls if lr.scale else 0}",
                 facts.replace("(precomputed, shared by every system)", "(computed in the run)"),
                 load.table(lr) + "\n\n" + load.note(lr),
             )  # fmt: skip
@@ -297,9 +295,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument(
         "--quick", action="store_true", help="load: a smoke run at small sizes (implies --no-doc)"
-    )
-    parser.add_argument(
-        "--gc-freeze", action="store_true", help="load: gc.freeze() after the warm-up"
     )
     parser.add_argument("--skip-setup", action="store_true")
     parser.add_argument("--cli-runs", type=int, default=5)

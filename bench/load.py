@@ -95,7 +95,6 @@ class Sizes:
     turns: int = 10
     calls: int = 200  # timed recalls per scale and machine state
     scales: tuple[int, ...] = SCALES
-    gc_freeze: bool = False  # gc.freeze() after the warm-up, as a server may at start-up
 
 
 QUICK = Sizes(sessions=6, users=2, turns=2, calls=10, scales=(100, 300))
@@ -178,6 +177,7 @@ class Phase:
 
     loaded: bool
     separate: bool = False  # the worker in a process of its own (mem01session worker)
+    frozen: bool = False  # gc.freeze() before the phase, as a server may after start-up
     bare: Runs = field(default_factory=Runs)
     mem: Runs = field(default_factory=Runs)
     backlog: list[tuple[float, int]] = field(default_factory=list)  # (s since start, jobs)
@@ -406,6 +406,20 @@ async def _warm(server: Server, embedder: Embedder, store: Path) -> None:
 
 # -- background load ---------------------------------------------------------------------
 
+# (busy processes running, start-up frozen) for each machine state, in this order
+MACHINE_STATES = ((False, False), (True, False), (True, True))
+
+
+@contextlib.contextmanager
+def startup_frozen() -> Iterator[None]:
+    """What the process holds now left out of garbage collections meanwhile."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
 
 @contextlib.contextmanager
 def busy(processes: int = HOGS, limit: float = HOG_LIMIT_SECONDS) -> Iterator[None]:
@@ -561,35 +575,35 @@ class LoadResult:
     phases: list[Phase]
     scale: ScaleResult | None
     seconds: float = 0.0
-    gc_freeze: bool = False
     cpu_ms: float = 0.0  # common.cpu_reference_ms() at the start, the machine idle
     embedding_process: bool = False  # the model in a process of its own
 
 
 async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:
-    """The scenario idle and beside the busy processes (bare, then Mem01Session, in each
-    machine state), then recall at ``sizes.scales``."""
+    """The scenario idle, beside the busy processes, and beside them with the start-up
+    frozen (bare, then Mem01Session, in each machine state), then recall at
+    ``sizes.scales``."""
     set_tracing_disabled(True)
     started = time.perf_counter()
     cpu_ms = cpu_reference_ms()
     convs = plan(sizes.sessions, sizes.users, sizes.turns)
     await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
-    if sizes.gc_freeze:
-        gc.freeze()  # what start-up made leaves later collections (both sides alike)
     phases: list[Phase] = []
-    for loaded in (False, True):
-        here, apart = Phase(loaded=loaded), Phase(loaded=loaded, separate=True)
-        with busy() if loaded else contextlib.nullcontext():
+    for loaded, frozen in MACHINE_STATES:
+        here = Phase(loaded=loaded, frozen=frozen)
+        apart = Phase(loaded=loaded, separate=True, frozen=frozen)
+        with (
+            busy() if loaded else contextlib.nullcontext(),
+            startup_frozen() if frozen else contextlib.nullcontext(),
+        ):
             bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
             await _bare(convs, bare, here.bare)
             apart.bare = here.bare  # one bare side per machine state, against both
-            state = "busy" if loaded else "idle"
+            state = ("busy" if loaded else "idle") + ("_frozen" if frozen else "")
             await _mem(server, embedder, convs, here, f"load_{state}")
             await _mem(server, embedder, convs, apart, f"load_{state}_apart")
         phases += [here, apart]
-    result = LoadResult(
-        sizes.sessions, sizes.users, sizes.turns, phases, None, gc_freeze=sizes.gc_freeze
-    )
+    result = LoadResult(sizes.sessions, sizes.users, sizes.turns, phases, None)
     result.cpu_ms = cpu_ms
     result.embedding_process = isinstance(embedder, MiniLMEmbedder) and embedder.own_process
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
@@ -605,8 +619,12 @@ def _worker(p: Phase) -> str:
     return "own process" if p.separate else "in the runs' process"
 
 
+def _machine(p: Phase) -> str:
+    return _where(p.loaded) + (", start-up frozen" if p.frozen else "")
+
+
 def _name(p: Phase) -> str:
-    return f"{_where(p.loaded)}, worker {_worker(p)}"
+    return f"{_machine(p)}, worker {_worker(p)}"
 
 
 def _ms(values: Sequence[float], digits: int = 1) -> str:
@@ -630,7 +648,7 @@ def table(r: LoadResult) -> str:
         full = sum(1 for w in waits if w >= p.recall_wait * 1000 * 0.95)
         apart = "" if p.worker_cpu_s is None else f" (+ {_cpu_ms(p.mem, p.worker_cpu_s):.1f})"
         rows.append(
-            f"| {_where(p.loaded)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
+            f"| {_machine(p)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
             f"| {p.mem.quoting} | {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
             f"| {_cpu_ms(p.bare):.1f}; {_cpu_ms(p.mem):.1f} + "
@@ -646,7 +664,7 @@ def table(r: LoadResult) -> str:
     for p in r.phases:
         drained = f"{p.drained_s:.1f}" if p.drained_s is not None else "not drained"
         rows.append(
-            f"| {_where(p.loaded)} | {_worker(p)} | {p.jobs} | {_count(p.done_at_turns_end)} "
+            f"| {_machine(p)} | {_worker(p)} | {p.jobs} | {_count(p.done_at_turns_end)} "
             f"| {_count(p.backlog_at_turns_end)} | {max((n for _, n in p.backlog), default=0)} "
             f"| {drained} | {p.jobs_per_s:.1f} | {p.lost} | {p.duplicated} | {p.failed_jobs} |"
         )
@@ -764,8 +782,11 @@ def note(r: LoadResult) -> str:
         "embedding process's over the same span (the model's time on the queries and on the "
         "worker's texts); the PostgreSQL server's is not counted. Full GCs: the runs' "
         "process's full garbage collections while the conversations ran, and the longest "
-        "(each stops every conversation of the process while it runs)"
-        + ("; `gc.freeze()` called after the warm-up (`--gc-freeze`). " if r.gc_freeze else ". ")
+        "(each stops every conversation of the process while it runs). 'Start-up frozen': "
+        "the same busy machine, `gc.collect()` then `gc.freeze()` called before the "
+        "state's runs (both sides alike), as the README suggests a server do once its "
+        "start-up is done: what the process held then is left out of later collections "
+        "(`gc.unfreeze()` after). "
         + capacity(r)
         + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
         "benchmark; " + at_scale + "Memory "
