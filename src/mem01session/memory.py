@@ -186,10 +186,8 @@ class Memory:
         await self.worker()
         if not self._ready:
             load = getattr(engine.embedder, "load", None)
-            if callable(load):
-                await asyncio.gather(asyncio.to_thread(load), engine.db.direct.fill())
-            else:
-                await engine.db.direct.fill()
+            loading = asyncio.to_thread(load) if callable(load) else asyncio.sleep(0)
+            await asyncio.gather(loading, engine.db.direct.fill())
             await asyncio.to_thread(lambda: engine.token_counter)
             self._ready = True
         return engine

@@ -129,10 +129,10 @@ class DirectPool:
         return len(self._idle)
 
     async def fill(self) -> int:
-        """Open connections, all at once, until ``max_idle`` wait idle; how many were
-        opened. A start-up step: a burst of runs then finds them ready. Opened one by one
-        as the first runs ask, under load each took 15-90 ms, and the runs waiting on them
-        made the slowest of a loaded benchmark's (``python -m bench load``). A connection
+        """Open connections, all at once, until ``max_idle`` wait idle; how many it added.
+        A start-up step, so that a burst of runs finds them ready: opened one by one as
+        the first runs asked, each connect on a busy machine held up the runs waiting on
+        it (they were the slowest of ``python -m bench load``'s loaded rows). A connection
         that fails to open is left for a later statement to try: this raises nothing."""
         if self._closed:
             return 0
