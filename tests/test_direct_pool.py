@@ -201,6 +201,26 @@ async def test_fill_opens_the_connections_kept_idle_and_they_serve_statements(
     assert await pool.fill() == 0  # a closed pool opens nothing
 
 
+class CountingPool(DirectPool):
+    """A pool that counts the connections it opens."""
+
+    opened = 0
+
+    async def _open(self) -> psycopg.AsyncConnection[Any]:
+        self.opened += 1
+        return await super()._open()
+
+
+async def test_fills_at_once_open_max_idle_connections_in_all(db_url: str) -> None:
+    pool = CountingPool(db_url, max_open=8, max_idle=4)
+    try:
+        added = await asyncio.gather(*(pool.fill() for _ in range(5)))  # five first runs
+        assert sum(added) == 4 and pool.idle == 4
+        assert pool.opened == 4  # none opened only to be closed again
+    finally:
+        await pool.close()
+
+
 async def test_fill_raises_nothing_when_the_server_is_unreachable() -> None:
     pool = DirectPool("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
     assert await pool.fill() == 0

@@ -23,6 +23,7 @@ bound to a loop, the limit on connections open at once, is kept per loop.
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -64,6 +65,8 @@ class DirectPool:
         self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._slots = weakref.WeakKeyDictionary()
         self._closed = False
+        self._filling = 0  # connections fill() is opening
+        self._filling_lock = threading.Lock()
         # pgvector's type, looked up on the first connection that finds it: later ones
         # learn it without a round trip.
         self._vector_dumpers: list[tuple[type, type[Dumper]]] | None = None
@@ -134,12 +137,20 @@ class DirectPool:
         the first runs asked, each connect on a busy machine held up the runs waiting on
         it (they were the slowest of ``python -m bench load``'s loaded rows). A connection
         that fails to open is left for a later statement to try: this raises nothing."""
-        if self._closed:
-            return 0
-        wanted = self._max_idle - len(self._idle)
-        opened = await asyncio.gather(
-            *(self._open() for _ in range(wanted)), return_exceptions=True
-        )
+        # Sessions' first runs call it at once (Memory.ready), from any loop or thread: the
+        # connections other calls are opening count as idle already.
+        with self._filling_lock:
+            wanted = 0 if self._closed else self._max_idle - len(self._idle) - self._filling
+            if wanted <= 0:
+                return 0
+            self._filling += wanted
+        try:
+            opened = await asyncio.gather(
+                *(self._open() for _ in range(wanted)), return_exceptions=True
+            )
+        finally:
+            with self._filling_lock:
+                self._filling -= wanted
         kept = 0
         for conn in opened:
             if isinstance(conn, psycopg.AsyncConnection):
