@@ -87,7 +87,7 @@ def _error_text(context: RetryPolicyContext) -> str:
 class _Call:
     """One model call of a run that goes through the memory filter."""
 
-    owner: BlockFallback
+    owner: object  # the BlockFallback's token (the fallback itself would make a cycle)
     caller_retry: ModelRetrySettings | None
     data: ModelInputData | None = None  # what the filter returned, when it held a block
     instructions: str | None = None  # the instructions before the block
@@ -126,18 +126,24 @@ class BlockFallback:
         strict: Callable[[], bool],
         rejected: Callable[[str], None],
     ) -> None:
+        self._base = base
         self._base_retry = base.retry if base is not None else None
         self._strict = strict
         self._rejected = rejected
+        self._token = object()
+
+    def model_settings(self) -> ModelSettings:
+        """The base settings with this retry policy installed, for the run's ``RunConfig``
+        (made here, not kept: kept, they would hold this policy that holds them)."""
         ours = ModelRetrySettings(max_retries=ATTEMPT_CEILING, policy=self._policy)
-        self.model_settings = (base or ModelSettings()).resolve(ModelSettings(retry=ours))
+        return (self._base or ModelSettings()).resolve(ModelSettings(retry=ours))
 
     def begin(self, agent: Agent[Any]) -> None:
         """A model call for ``agent`` is being prepared (no block yet)."""
         merged = ModelSettings(retry=agent.model_settings.retry).resolve(
             ModelSettings(retry=self._base_retry)
         )
-        _CALL.set(_Call(self, merged.retry))
+        _CALL.set(_Call(self._token, merged.retry))
 
     def carried(
         self, data: ModelInputData, instructions: str | None, where: Placement, model: str
@@ -145,14 +151,14 @@ class BlockFallback:
         """The call about to be made, to ``model`` (its key), carries the block (``data``
         as handed to the SDK)."""
         call = _CALL.get()
-        if call is not None and call.owner is self:
+        if call is not None and call.owner is self._token:
             call.data, call.instructions, call.placement = data, instructions, where
             call.model = model
 
     async def _policy(self, context: RetryPolicyContext) -> bool | RetryDecision:
         call = _CALL.get()
-        if call is None or call.owner is not self:
-            call = _Call(self, self._base_retry)
+        if call is None or call.owner is not self._token:
+            call = _Call(self._token, self._base_retry)
         if call.data is not None and not call.retried and rejects_placement(context):
             later = _remember(call, context)
             if self._strict():

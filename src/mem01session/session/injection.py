@@ -13,6 +13,11 @@ every run, a cost that grows with the transcript. A caller's own callback is kep
 A run is recognised by the session's run counter (the SDK reads the history once at
 the start of each run) together with the query, so a reused ``RunConfig`` never serves
 an earlier run's block.
+
+Nothing a run's ``RunConfig`` holds refers back to it (the filter reaches the config
+through a weak reference, the retry policy's calls name their policy by a token): a run's
+objects are then freed as soon as the run lets go of them, not left as cycles for the
+garbage collector, whose collections stop every conversation of the process.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -128,6 +134,7 @@ def memory_run_config(
     fallback = BlockFallback(
         base.model_settings if base else None, strict=strict, rejected=refused_run
     )
+    config_ref: weakref.ref[RunConfig]
 
     async def on_model_input(data: CallModelData[Any]) -> ModelInputData:
         fallback.begin(data.agent)  # a new call: nothing of an earlier one can be retried
@@ -138,7 +145,8 @@ def memory_run_config(
         block = await memory.block(query)
         if not block:
             return model_data
-        model = model_of(data.agent, config)
+        run_config = config_ref()
+        model = None if run_config is None else model_of(data.agent, run_config)
         key = model_key(model)
         api = None if model is None else model_api_of(model)
         where = choose(placement, api, refused(key))
@@ -157,5 +165,6 @@ def memory_run_config(
     # the two fields set here already have their declared types.
     config = copy.copy(base) if base is not None else RunConfig()
     config.call_model_input_filter = on_model_input
-    config.model_settings = fallback.model_settings
+    config.model_settings = fallback.model_settings()
+    config_ref = weakref.ref(config)
     return config
