@@ -30,6 +30,7 @@ from . import (
     fusion,
     latency,
     load,
+    load_report,
     notes,
     overhead,
     quality,
@@ -230,13 +231,13 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 )
             )
             lr = await load.run(server, emb.inner, sizes)
-            charts["load"] = load.chart_data(lr)
+            charts["load"] = load_report.chart_data(lr)
             sections["Under load"] = _section(
                 "Under load",
                 f"python -m bench load --sessions {lr.sessions} --users {lr.users} "
                 f"--turns {lr.turns} --calls {lr.scale.calls if lr.scale else 0}",
                 facts.replace("(precomputed, shared by every system)", "(computed in the run)"),
-                load.table(lr) + "\n\n" + load.note(lr),
+                load_report.table(lr) + "\n\n" + load_report.note(lr),
             )  # fmt: skip
         if "write" in which:
             w = await write_bench.run(server, emb)

@@ -17,18 +17,22 @@ database, the same embedding model and the rule extractor); that process's CPU t
 reported apart.
 
 **Background load.** Two busy-looping processes started by the bench, each bounded in time
-(``HOG_LIMIT_SECONDS``) and ended by the bench when the loaded phase ends.
+and ended by the bench when the loaded phase ends (:mod:`bench.busy`).
 
 **Queue.** The backlog (jobs pending or running) is sampled every ``SAMPLE_SECONDS`` from
 the first turn until it is empty (or ``DRAIN_LIMIT_SECONDS`` after the last turn); jobs
 per second are the jobs done over that span. Afterwards every turn is checked: its words
 stored as exactly one episode, its job done exactly once (lost and duplicated counts).
 
-**Recall at scale.** One user with 1,000 beliefs and one with 10,000 (COPY'd, as the
-latency benchmark loads them); sequential ``BeliefEngine.recall`` calls (800 tokens) with
-the library's embedder, every query a different text (so no cache of query vectors can
-help), idle and under the same background load, the scales alternating. The query's
-embedding and the near-duplicate step are timed inside those same recalls.
+**Recall at scale** (:mod:`bench.load_scale`). One user with 1,000 beliefs and one with
+10,000 (COPY'd, as the latency benchmark loads them); sequential ``BeliefEngine.recall``
+calls (800 tokens) with the library's embedder, every query a different text (so no cache
+of query vectors can help), idle and under the same background load, the scales
+alternating. The query's embedding and the near-duplicate step are timed inside those same
+recalls.
+
+The report (tables, note, chart) is :mod:`bench.load_report`; the worker process beside
+the runs and the CPU accounting, :mod:`bench.load_processes`.
 
 Flags (``python -m bench load``): ``--sessions 50 --users 10 --turns 10 --calls 200`` are
 the defaults the report uses; ``--quick`` is a smoke run (6 conversations over 2 users, 2
@@ -40,50 +44,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import random
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import psutil
 import psycopg
 from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.memory import Session, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
 from mem01session import Mem01Session, Memory
-from mem01session.db import Database, migrate
-from mem01session.embeddings import Embedder, MiniLMEmbedder, Vector
-from mem01session.engine import BeliefEngine, RecallRequest
-from mem01session.engine import candidates as candidates_module
-from mem01session.engine.near import Twin
+from mem01session.embeddings import Embedder, MiniLMEmbedder
 
-from .common import (
-    PrecomputedEmbedder,
-    Server,
-    cpu_reference_ms,
-    nproc,
-    open_memory,
-    percentiles,
-)
-from .synthetic import MODIFIERS, OBJECTS, copy_rows, queries, synthetic_rows
+from .busy import busy
+from .common import Server, cpu_reference_ms, open_memory
+from .load_processes import helpers_cpu_s, start_worker, stop_worker, tree_cpu_s
+from .load_scale import SCALES, ScaleResult, scale
+from .synthetic import MODIFIERS, OBJECTS
 
 THINK = (0.5, 1.5)  # seconds the user takes to reply, drawn uniformly per turn
 SAMPLE_SECONDS = 0.25
 DRAIN_LIMIT_SECONDS = 180.0
-HOGS = 2
-EMBEDDING_PROCESS = "mem01session.embeddings.model_child"
-HOG_LIMIT_SECONDS = 900.0  # a busy process ends by itself after this, whatever happens
-SCALES = (1000, 10000)
 CITIES = ("Lisbon", "Porto", "Oslo", "Kyoto", "Lima", "Hanoi", "Montreal", "Nairobi")
-
-HOG = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"  # noqa: E501
 
 
 @dataclass(frozen=True)
@@ -281,12 +267,12 @@ async def _mem(
         forget()
     memory = await open_memory(url, embedder, run_worker=not phase.separate)
     await memory.ready()
-    worker = _start_worker(url, embedder) if phase.separate else None
+    worker = start_worker(url, embedder) if phase.separate else None
     try:
         span = await _converse(url, memory, worker, convs, phase)
     finally:
         if worker is not None:
-            _stop_worker(worker)
+            stop_worker(worker)
     await memory.aclose()
     await _check(url, convs, phase)
     phase.jobs_per_s = phase.done_jobs / span
@@ -310,8 +296,8 @@ async def _converse(
     stop = asyncio.Event()
     cpu, started = time.process_time(), time.perf_counter()
     worker_pid = worker.pid if worker is not None else None
-    helpers_cpu = _helpers_cpu_s()
-    worker_cpu = _tree_cpu_s(worker_pid) if worker_pid is not None else 0.0  # not its start
+    helpers_cpu = helpers_cpu_s()
+    worker_cpu = tree_cpu_s(worker_pid) if worker_pid is not None else 0.0  # not its start
     sampler = asyncio.create_task(_sample(url, phase, started, stop))
     try:
         with full_collections(phase.mem.full_gcs):
@@ -329,72 +315,13 @@ async def _converse(
         stop.set()
         await sampler
     phase.mem.cpu_s = time.process_time() - cpu  # the backlog's extraction included
-    phase.helpers_cpu_s = _helpers_cpu_s() - helpers_cpu
+    phase.helpers_cpu_s = helpers_cpu_s() - helpers_cpu
     if worker_pid is not None:
-        phase.worker_cpu_s = _tree_cpu_s(worker_pid) - worker_cpu
+        phase.worker_cpu_s = tree_cpu_s(worker_pid) - worker_cpu
     span = (phase.drained_s or time.perf_counter() - started) or 1.0
     for s in sessions:
         await s.aclose(flush_timeout=60)
     return span
-
-
-def _start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
-    """``mem01session worker`` on ``url``, extracting with the rule extractor and
-    embedding with ``embedder``'s model, once it says it runs."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "DATABASE_URL")}
-    env.update(
-        MEM01_DATABASE_URL=url,
-        MEM01_EMBEDDING_MODEL=embedder.name,
-        MEM01_HOME=tempfile.mkdtemp(prefix="mem01-load-worker-"),
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mem01session", "worker"],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("worker "):
-        proc.kill()
-        raise RuntimeError(f"mem01session worker did not start: {line!r}")
-    return proc
-
-
-def _tree_cpu_s(pid: int) -> float:
-    """CPU seconds of process ``pid`` and of the processes it started (alive now)."""
-    try:
-        root = psutil.Process(pid)
-        tree = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
-    for proc in tree:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            times = proc.cpu_times()
-            total += times.user + times.system
-    return total
-
-
-def _helpers_cpu_s() -> float:
-    """CPU seconds of this process's embedding process (the busy processes and the worker
-    process are children too, and not counted)."""
-    total = 0.0
-    for child in psutil.Process().children():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if EMBEDDING_PROCESS in child.cmdline():
-                total += _tree_cpu_s(child.pid)
-    return total
-
-
-def _stop_worker(proc: subprocess.Popen[str]) -> None:
-    """Stop the worker process (SIGTERM: it hands back what it holds)."""
-    proc.terminate()
-    try:
-        proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
 
 
 async def _warm(server: Server, embedder: Embedder, store: Path) -> None:
@@ -419,149 +346,6 @@ def startup_frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
-
-
-@contextlib.contextmanager
-def busy(processes: int = HOGS, limit: float = HOG_LIMIT_SECONDS) -> Iterator[None]:
-    """``processes`` busy loops, each ending by itself after ``limit`` seconds at most and
-    ended (by its own pid) when the block ends."""
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(limit)]) for _ in range(processes)]
-    try:
-        time.sleep(0.5)  # they are spinning before anything is timed
-        yield
-    finally:
-        for hog in hogs:
-            hog.kill()
-        for hog in hogs:
-            hog.wait(30)
-
-
-# -- recall at scale ---------------------------------------------------------------------
-
-
-class TimedEmbedder:
-    """The library's embedder, each call's wall time kept (ms)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.samples: list[float] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        started = time.perf_counter()
-        try:
-            return await self.inner.embed(texts)
-        finally:
-            self.samples.append((time.perf_counter() - started) * 1000.0)
-
-
-@dataclass
-class ScaleTimes:
-    recall: list[float] = field(default_factory=list)
-    embed: list[float] = field(default_factory=list)
-    near: list[float] = field(default_factory=list)
-
-
-@dataclass
-class ScaleResult:
-    scales: tuple[int, ...]
-    calls: int
-    warmup: int
-    times: dict[tuple[int, bool], ScaleTimes] = field(default_factory=dict)  # (scale, loaded)
-
-
-@contextlib.contextmanager
-def _timing_near(into: list[float]) -> Iterator[None]:
-    """Time the near-duplicate step of every recall (the engine's own function, wrapped)."""
-    names = vars(candidates_module)  # where the recall looks the function up
-    original: Callable[[Sequence[Twin]], dict[int, list[int]]] = names["near_duplicates"]
-
-    def timed(twins: Sequence[Twin]) -> dict[int, list[int]]:
-        started = time.perf_counter()
-        try:
-            return original(twins)
-        finally:
-            into.append((time.perf_counter() - started) * 1000.0)
-
-    names["near_duplicates"] = timed
-    try:
-        yield
-    finally:
-        names["near_duplicates"] = original
-
-
-async def _recalls(
-    engine: BeliefEngine,
-    timed: TimedEmbedder,
-    user: str,
-    texts: Sequence[str],
-    warmup: int,
-    into: ScaleTimes,
-) -> None:
-    near: list[float] = []
-    with _timing_near(near):
-        for i, query in enumerate(texts):
-            timed.samples.clear()
-            near.clear()
-            started = time.perf_counter()
-            await engine.recall(user, RecallRequest(query, max_tokens=800))
-            elapsed = (time.perf_counter() - started) * 1000.0
-            if i >= warmup:
-                into.recall.append(elapsed)
-                into.embed.extend(timed.samples)
-                into.near.extend(near)
-
-
-async def scale(
-    server: Server,
-    embedder: Embedder,
-    calls: int,
-    scales: Sequence[int] = SCALES,
-    warmup: int = 20,
-    rounds: int = 5,
-) -> ScaleResult:
-    """``calls`` timed recalls per scale and machine state (after ``warmup``), the scales
-    alternating over ``rounds`` rounds, idle first, then beside the busy processes."""
-    url = server.database("load_scale")
-    loader = PrecomputedEmbedder(embedder)
-    migrate.upgrade(url, embedding_dim=loader.dim, embedding_model=loader.name)
-    users = {n: f"scale-{n}" for n in scales}
-    rows = synthetic_rows([(u, n) for n, u in users.items()], seed=23)
-    await loader.aprefill([row[1] for row in rows])  # in batches: embedding is not loading
-    copy_rows(url, loader, rows)
-    # Every timed query a different text, idle and loaded alike.
-    need = 2 * len(scales) * (calls + warmup)
-    texts = list(dict.fromkeys(queries(random.Random(29), 4 * need)))
-    if len(texts) < need:
-        raise RuntimeError(f"only {len(texts)} distinct queries for {need} recalls")
-    out = ScaleResult(tuple(scales), calls, warmup)
-    timed = TimedEmbedder(embedder)
-    db = await Database.open(url=url, embedding_model=loader.name, embedding_dim=loader.dim)
-    try:
-        engine = BeliefEngine(db, timed)
-        at = 0
-        per_round = -(-calls // rounds)
-        for loaded in (False, True):
-            with busy() if loaded else contextlib.nullcontext():
-                for r in range(rounds):
-                    timed_now = min(per_round, calls - r * per_round)
-                    if timed_now <= 0:
-                        break
-                    warm = warmup if r == 0 else 0
-                    for n in scales if r % 2 == 0 else tuple(reversed(scales)):
-                        times = out.times.setdefault((n, loaded), ScaleTimes())
-                        chunk, at = texts[at : at + warm + timed_now], at + warm + timed_now
-                        await _recalls(engine, timed, users[n], chunk, warm, times)
-    finally:
-        await db.close()
-    return out
 
 
 # -- the whole benchmark -----------------------------------------------------------------
@@ -609,198 +393,3 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _where(loaded: bool) -> str:
-    return f"{HOGS} busy processes" if loaded else "idle"
-
-
-def _worker(p: Phase) -> str:
-    return "own process" if p.separate else "in the runs' process"
-
-
-def _machine(p: Phase) -> str:
-    return _where(p.loaded) + (", start-up frozen" if p.frozen else "")
-
-
-def _name(p: Phase) -> str:
-    return f"{_machine(p)}, worker {_worker(p)}"
-
-
-def _ms(values: Sequence[float], digits: int = 1) -> str:
-    return " / ".join(f"{v:.{digits}f}" for v in values)
-
-
-def table(r: LoadResult) -> str:
-    rows = [
-        "| machine | worker | runs | bare p50 / p95 / p99 ms | Mem01Session p50 / p95 / p99 ms "
-        "| added p50 / p95 / p99 ms | runs that waited | longest wait ms "
-        "| waits of a full `recall_wait` | blocks quoting queued turns | stale blocks "
-        "| runs without memory "
-        "| turns / s | CPU ms / turn: bare; Mem01Session + embedding process (+ worker process) "
-        "| full GCs (longest ms): bare, Mem01Session |",
-        "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
-    for p in r.phases:
-        bare, mem = percentiles(p.bare.ms), percentiles(p.mem.ms)
-        added = tuple(m - b for m, b in zip(mem, bare, strict=True))
-        waits = [w for w in p.mem.waited_ms if w > 0]
-        full = sum(1 for w in waits if w >= p.recall_wait * 1000 * 0.95)
-        apart = "" if p.worker_cpu_s is None else f" (+ {_cpu_ms(p.mem, p.worker_cpu_s):.1f})"
-        rows.append(
-            f"| {_machine(p)} | {_worker(p)} | {len(p.mem.ms)} | {_ms(bare)} | {_ms(mem)} "
-            f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
-            f"| {p.mem.quoting} | {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
-            f"| {_cpu_ms(p.bare):.1f}; {_cpu_ms(p.mem):.1f} + "
-            f"{_cpu_ms(p.mem, p.helpers_cpu_s):.1f}{apart} "
-            f"| {_gcs(p.bare)}, {_gcs(p.mem)} |"
-        )
-    rows += [
-        "",
-        "| machine | worker | jobs | done when the turns ended | backlog then | largest backlog "
-        "| drained after s | jobs / s | lost | duplicated | failed |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for p in r.phases:
-        drained = f"{p.drained_s:.1f}" if p.drained_s is not None else "not drained"
-        rows.append(
-            f"| {_machine(p)} | {_worker(p)} | {p.jobs} | {_count(p.done_at_turns_end)} "
-            f"| {_count(p.backlog_at_turns_end)} | {max((n for _, n in p.backlog), default=0)} "
-            f"| {drained} | {p.jobs_per_s:.1f} | {p.lost} | {p.duplicated} | {p.failed_jobs} |"
-        )
-    if r.scale is not None:
-        rows += [
-            "",
-            "| beliefs of the user | machine | recall p50 / p95 / p99 ms | p95 against idle "
-            "| query embedding p50 / p95 ms | near-duplicate step p50 / p95 ms |",
-            "|---:|---|---|---:|---|---|",
-        ]
-        for n in r.scale.scales:
-            idle_p95 = percentiles(r.scale.times[(n, False)].recall)[1]
-            for loaded in (False, True):
-                t = r.scale.times[(n, loaded)]
-                recall = percentiles(t.recall)
-                rows.append(
-                    f"| {n:,} | {_where(loaded)} | {_ms(recall)} | {recall[1] / idle_p95:.2f}x "
-                    f"| {_ms(percentiles(t.embed)[:2])} | {_ms(percentiles(t.near)[:2], 2)} |"
-                )
-    return "\n".join(rows)
-
-
-def _gcs(runs: Runs) -> str:
-    return f"{len(runs.full_gcs)} ({max(runs.full_gcs, default=0.0):.0f})"
-
-
-def _rate(runs: Runs) -> float:
-    """Turns answered per second over the side's runs."""
-    return len(runs.ms) / runs.wall_s if runs.wall_s else 0.0
-
-
-def _cpu_ms(runs: Runs, cpu_s: float | None = None) -> float:
-    """This process's CPU time per turn (ms), or ``cpu_s``'s over the same turns."""
-    spent = runs.cpu_s if cpu_s is None else cpu_s
-    return spent * 1000.0 / len(runs.ms) if runs.ms else 0.0
-
-
-def capacity(r: LoadResult) -> str:
-    """What the CPU figures say of this machine's capacity (generated from them)."""
-    idle = next((p for p in r.phases if not p.loaded and not p.separate), None)
-    if idle is None or not idle.mem.ms:
-        return ""
-    per_turn = _cpu_ms(idle.mem)
-    memory = per_turn - _cpu_ms(idle.bare)
-    return (
-        f"Capacity: idle, one turn cost this process {per_turn:.1f} ms of CPU with memory "
-        f"({memory:.1f} ms more than bare: the recall, the enqueue and the turn's extraction "
-        "in the background worker"
-        + ("; the model's time is the embedding process's" if r.embedding_process else "")
-        + "), so one process can take at most "
-        f"{1000.0 / per_turn:.0f} turns / s if it had a whole core to itself (Python runs one "
-        f"thread at a time); the scenario offered about {_rate(idle.bare):.0f} turns / s "
-        "(bare). Past that the runs queue for the CPU, and the added latency is that queue, "
-        "not a wait for memory (see 'runs that waited')."
-    )
-
-
-def _model_where(r: LoadResult) -> str:
-    if r.embedding_process:
-        return (
-            "which runs the model in a process of its own (the default; "
-            "`MEM01_EMBEDDING_PROCESS=0` runs it in the runs' process)"
-        )
-    return "which runs the model in the runs' process (`MEM01_EMBEDDING_PROCESS=0`)"
-
-
-def _count(value: int | None) -> str:
-    return "?" if value is None else str(value)
-
-
-def note(r: LoadResult) -> str:
-    scale = r.scale
-    recall_wait = r.phases[0].recall_wait if r.phases else 0.0
-    at_scale = (
-        f"{scale.calls} timed recalls (800 tokens) per scale and machine state, after "
-        f"{scale.warmup} untimed, the scales alternating; every query a different text, so "
-        "that no vector kept of a recent text can serve it; the query's embedding and the "
-        "near-duplicate step are timed inside those same recalls. "
-        if scale is not None
-        else ""
-    )
-    errors = sorted({e for p in r.phases for e in p.mem.errors})
-    return (
-        f"{r.sessions} conversations over {r.users} users (up to "
-        f"{-(-r.sessions // r.users)} at once per user), {r.turns} turns each, concurrent on "
-        f"one event loop; the user replies {THINK[0]:g}-{THINK[1]:g} s after each answer "
-        "(seeded). The same texts and think times through bare `SQLiteSession` "
-        "conversations first, then through Mem01Session ones (fresh transcripts, a fresh "
-        "database per machine state); added = Mem01Session minus bare, per percentile. "
-        "Rule extractor; every recall embeds its query with the library's embedder (in the "
-        f"figures), {_model_where(r)}; the vectors it keeps of recent texts are dropped "
-        "before each row's runs (each row says the same texts, and a user says new ones). "
-        "Worker 'in the runs' process': the memory's "
-        "background worker, as by default; 'own process': `Memory(run_worker=False)` in "
-        "the runs' process and one "
-        "`mem01session worker` process beside it (same database, embedding model and "
-        "extractor), whose CPU time over the same span (its embedding process's included) "
-        "is the '(+ ...)' figure. "
-        f"Busy: {HOGS} processes spinning in a "
-        f"loop on this {nproc()}-core machine, started by the benchmark before the bare runs "
-        f"and ended after the Mem01Session runs (each ends by itself after "
-        f"{HOG_LIMIT_SECONDS:.0f} s whatever happens). 'Runs that waited': recalls that "
-        "waited for turns of the user's other conversations (`RecallResult.waited_ms`; a "
-        "run waits for none: their words close its block instead); 'waits of a full "
-        f"`recall_wait`': at least 95% of it ({recall_wait:g} s); blocks quoting queued "
-        "turns: blocks that close with the words of the user's turns still queued elsewhere "
-        "(`RecallResult.pending_quoted`); stale blocks: turns of the user still queued that "
-        "the block neither reflects nor quotes, counted in its header. Backlog: jobs "
-        f"pending or running, sampled every {SAMPLE_SECONDS:g} s from the first turn until "
-        f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
-        "over that span. Lost and duplicated: each turn's words must be stored as exactly "
-        "one episode, and no more jobs done than turns. Turns / s: answered per second while "
-        "the conversations ran. CPU: the runs' process's CPU time, all threads, over "
-        "each side's runs (with memory: until the backlog was drained), per turn, then its "
-        "embedding process's over the same span (the model's time on the queries and on the "
-        "worker's texts); the PostgreSQL server's is not counted. Full GCs: the runs' "
-        "process's full garbage collections while the conversations ran, and the longest "
-        "(each stops every conversation of the process while it runs). 'Start-up frozen': "
-        "the same busy machine, `gc.collect()` then `gc.freeze()` called before the "
-        "state's runs (both sides alike), as the README suggests a server do once its "
-        "start-up is done: what the process held then is left out of later collections "
-        "(`gc.unfreeze()` after). "
-        + capacity(r)
-        + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
-        "benchmark; " + at_scale + "Memory "
-        f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s. CPU reference of "
-        f"this run: {r.cpu_ms:.0f} ms (a fixed Python loop, best of 3, idle; this shared "
-        "VM's speed drifts between runs, and the figures with it)."
-        "\n\n![backlog over time](img/bench-load.png)"
-    )
-
-
-def chart_data(r: LoadResult) -> dict[str, Any]:
-    return {
-        "title": f"Extraction backlog under {r.sessions} concurrent conversations",
-        "phases": {
-            _name(p): {"backlog": p.backlog, "turns_end_s": p.turns_end_s} for p in r.phases
-        },
-    }

@@ -1,0 +1,75 @@
+"""The processes beside the runs of ``python -m bench load``: a ``mem01session worker``
+process, and the CPU time of a process tree."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+
+import psutil
+
+from mem01session.embeddings import Embedder
+
+EMBEDDING_PROCESS = "mem01session.embeddings.model_child"
+
+
+def start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
+    """``mem01session worker`` on ``url``, extracting with the rule extractor and
+    embedding with ``embedder``'s model, once it says it runs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "DATABASE_URL")}
+    env.update(
+        MEM01_DATABASE_URL=url,
+        MEM01_EMBEDDING_MODEL=embedder.name,
+        MEM01_HOME=tempfile.mkdtemp(prefix="mem01-load-worker-"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mem01session", "worker"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("worker "):
+        proc.kill()
+        raise RuntimeError(f"mem01session worker did not start: {line!r}")
+    return proc
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of process ``pid`` and of the processes it started (alive now)."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def helpers_cpu_s() -> float:
+    """CPU seconds of this process's embedding process (the busy processes and the worker
+    process are children too, and not counted)."""
+    total = 0.0
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if EMBEDDING_PROCESS in child.cmdline():
+                total += tree_cpu_s(child.pid)
+    return total
+
+
+def stop_worker(proc: subprocess.Popen[str]) -> None:
+    """Stop the worker process (SIGTERM: it hands back what it holds)."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
