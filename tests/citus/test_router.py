@@ -22,6 +22,7 @@ from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, RecallRequest, Utterance
 from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
+from mem01session.queue.progress import progress_probe, run_probe
 from mem01session.queue.turns import TurnMessage
 from tests.citus.cluster import SHARDS, require_cluster
 from tests.engine.conftest import START, TickingClock
@@ -124,11 +125,9 @@ async def test_recall_of_one_user_runs_on_one_worker(
             for request in REQUESTS.values():
                 result = await engine.recall(user, request)
                 assert result.candidates > 0
-                await engine.recall_probed(user, request, JobStore.progress_probe([job]))
+                await engine.recall_probed(user, request, progress_probe([job]))
                 # A run's probe: also the words of the user's queued turns, on that worker.
-                _, progress = await engine.recall_probed(
-                    user, request, JobStore.run_probe([job], set(), 3)
-                )
+                _, progress = await engine.recall_probed(user, request, run_probe([job], set(), 3))
                 assert progress.said == ("I moved",) and progress.unfinished == {job}
         assert len(seen) == 3 * (len(REQUESTS) + len(QUOTING))
         assert sum("FROM episodes" in query for query, _ in seen) == 3 * len(QUOTING)

@@ -15,7 +15,7 @@ from mem01session.engine.render import CLOSE, OPEN
 from mem01session.engine.scoring import drop_near_duplicates
 from mem01session.errors import ConfigError
 from mem01session.queue import JobStore
-from mem01session.queue.jobs import SAID_CHARS
+from mem01session.queue.progress import SAID_CHARS, progress_probe, run_probe
 from mem01session.queue.turns import TurnMessage
 from mem01session.tokens import byte_bound_counter
 from tests.engine.seed import NOW, make_engine, seed_belief
@@ -362,7 +362,7 @@ async def test_the_job_probe_reads_in_the_recall_snapshot(
     elsewhere = await store.enqueue("u2", "c", turn, now=NOW)
 
     result, progress = await engine.recall_probed(
-        "u1", RecallRequest("where do I live"), JobStore.progress_probe([done])
+        "u1", RecallRequest("where do I live"), progress_probe([done])
     )
 
     assert claimed.id == done
@@ -394,7 +394,7 @@ async def test_a_runs_probe_reads_the_words_of_the_newest_queued_turns_it_does_n
     read = await turn("u1", "I adopted a cat")  # in the asking conversation's transcript
     await turn("u2", "I live in Oslo")
 
-    probe = JobStore.run_probe([done], {read}, 3)
+    probe = run_probe([done], {read}, 3)
     _, progress = await engine.recall_probed("u1", RecallRequest("where do I live"), probe)
 
     assert claimed.id == done and progress.watched == {done: ("done", None)}
@@ -404,7 +404,7 @@ async def test_a_runs_probe_reads_the_words_of_the_newest_queued_turns_it_does_n
     assert "hunter2" not in middle and middle.endswith(" and I like figs")
     assert third == "I moved to Porto"
     assert not any("Oslo" in s or "Noted" in s or "cat" in s for s in progress.said)
-    assert JobStore.run_probe([], set(), 1).parse([[], []]).said == ()
+    assert run_probe([], set(), 1).parse([[], []]).said == ()
 
 
 async def test_the_job_probe_answers_for_a_user_without_beliefs(
@@ -412,7 +412,7 @@ async def test_the_job_probe_answers_for_a_user_without_beliefs(
 ) -> None:
     job = await JobStore(db).enqueue("new", "c", [TurnMessage("user", "hi")], now=NOW)
     result, progress = await engine.recall_probed(
-        "new", RecallRequest("anything"), JobStore.progress_probe([job, 999])
+        "new", RecallRequest("anything"), progress_probe([job, 999])
     )
     assert result.empty and result.text == ""
     assert progress.unfinished == {job}
@@ -440,7 +440,7 @@ async def test_a_probed_recall_serves_every_kind_of_recall(
     job = await JobStore(db).enqueue("u1", "c", [TurnMessage("user", "hi")], now=NOW)
     request = RecallRequest(query, **options)
     plain = await engine.recall("u1", request)
-    result, progress = await engine.recall_probed("u1", request, JobStore.progress_probe([job]))
+    result, progress = await engine.recall_probed("u1", request, progress_probe([job]))
     assert [b.belief.id for b in result.beliefs] == [b.belief.id for b in plain.beliefs]
     assert result.text == plain.text
     assert progress.unfinished == {job}

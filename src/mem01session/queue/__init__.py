@@ -1,8 +1,9 @@
 """The durable queue: turns on their way to extraction.
 
 :mod:`.turns` (what a job carries), :mod:`.buffer` (turns held in memory until their
-answer, or while the database is away), :mod:`.jobs` (the job table, every statement on
-it) and :mod:`.worker` (job -> extractor -> engine). What the worker asks of an
+answer, or while the database is away), :mod:`.jobs` (the job table's statements),
+:mod:`.progress` (what is left of a user's queue, as the conversations read it) and
+:mod:`.worker` (job -> extractor -> engine). What the worker asks of an
 extractor, and what a turn is, live in :mod:`mem01session.extraction.base`; they are
 named here too.
 """

@@ -59,7 +59,7 @@ class JobProgress:
     """``last_error`` of the user's jobs that failed since the time asked about."""
     said: tuple[str, ...] = ()
     """The user's words in the newest unfinished turns, newest first (a run's probe
-    reads them: :meth:`~.jobs.JobStore.run_probe`)."""
+    reads them: :func:`~.progress.run_probe`)."""
 
     @classmethod
     def from_rows(

@@ -8,17 +8,18 @@ A job is claimed under a lease (``FOR UPDATE SKIP LOCKED``, one user at a time: 
 of one user are processed in order: only the oldest unfinished job of a user can be
 claimed.
 
-Two statements elsewhere touch the table, through documented interfaces: the engine's
-recall runs :meth:`JobStore.progress_probe` in its own snapshot (a barrier that finds
-nothing pending costs no extra round trip), and erasing a user deletes their rows from
-every user-scoped table of the schema, this one included.
+Statements elsewhere read or touch the table, through documented interfaces: what is left
+of a user's queue, as the conversations read it (:mod:`.progress`: the engine's recall
+runs its probe in its own snapshot, so a barrier that finds nothing pending costs no extra
+round trip), and erasing a user deletes their rows from every user-scoped table of the
+schema, this one included.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import text
@@ -26,7 +27,6 @@ from sqlalchemy import text
 from ..checks import check_filter
 from ..db import Database
 from ..engine.group import GroupHook
-from ..engine.read import SnapshotProbe
 from ..engine.tx import Tx, transaction
 from ..engine.write import TransactionHook, TxHook
 from ..errors import UserErasedError
@@ -43,7 +43,6 @@ from .job_records import (
     REFUSED,
     Job,
     JobCounts,
-    JobProgress,
     job_from_row,
     list_jobs,
     payload_for,
@@ -87,32 +86,6 @@ INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, status, 
 VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, 'failed', %(err)s, %(now)s, %(now)s, %(now)s)
 ON CONFLICT (user_id, idempotency_key) DO UPDATE SET updated_at = EXCLUDED.updated_at
 RETURNING id"""
-_PROGRESS = (
-    "SELECT id, status, last_error, "
-    "(status = 'failed' AND updated_at >= %(since)s) AS failed_since "
-    "FROM memory_jobs WHERE user_id = %(user_id)s "
-    "AND (status IN ('pending', 'running') OR id = ANY(%(job_watch)s) "
-    "     OR (status = 'failed' AND updated_at >= %(since)s))"
-)
-# The same rows, aggregated into one value, for the recall's snapshot.
-_PROGRESS_PROBE = (
-    "SELECT coalesce(json_agg(json_build_array(j.id, j.status, j.last_error)), '[]') "
-    "FROM memory_jobs j WHERE j.user_id = %(user_id)s "
-    "AND (j.status IN ('pending', 'running') OR j.id = ANY(%(job_watch)s))"
-)
-# A run's: those rows, and the user's words in the newest queued turns it does not read
-# (each cut to SAID_CHARS: the block quotes less), newest first.
-SAID_CHARS = 1000
-_RUN_PROBE = f"""SELECT json_build_array(({_PROGRESS_PROBE}), (
-  SELECT coalesce(json_agg(w.said ORDER BY w.id DESC), '[]') FROM (
-    SELECT j.id, (SELECT string_agg(left(m.value ->> 'text', {SAID_CHARS}), ' ')
-                  FROM jsonb_array_elements(j.payload -> 'messages') m
-                  WHERE m.value ->> 'role' = 'user') AS said
-    FROM memory_jobs j
-    WHERE j.user_id = %(user_id)s AND j.status IN ('pending', 'running')
-      AND NOT j.id = ANY(%(job_read)s)
-    ORDER BY j.id DESC LIMIT %(said_turns)s) w
-  WHERE w.said <> ''))"""
 _CLAIM = (claim_statement(JOB_COLUMNS), claim_many_statement(JOB_COLUMNS))
 
 
@@ -320,43 +293,6 @@ class JobStore:
             {"owners": list(owners), "now": now},
         )
         return sorted(int(r["id"]) for r in rows)
-
-    # -- barriers ----------------------------------------------------------------------
-
-    async def progress(
-        self, user_id: str, watch: Sequence[int], *, failed_since: datetime | None = None
-    ) -> JobProgress:
-        """In one round trip: the user's unfinished jobs, the state of those in ``watch``,
-        and (with ``failed_since``) the user's jobs that failed since then."""
-        params = {"user_id": user_id, "job_watch": list(watch), "since": failed_since}
-        rows = await self.db.direct.fetch(_PROGRESS, params)
-        return JobProgress.from_rows(
-            ((r["id"], r["status"], r["last_error"], r["failed_since"]) for r in rows), watch
-        )
-
-    @staticmethod
-    def progress_probe(watch: Sequence[int]) -> SnapshotProbe[JobProgress]:
-        """:meth:`progress` as a probe the engine's recall reads in its own snapshot."""
-        watched = list(watch)
-        return SnapshotProbe(
-            _PROGRESS_PROBE,
-            {"job_watch": watched},
-            lambda value: JobProgress.from_rows(value, watched),
-        )
-
-    @staticmethod
-    def run_probe(
-        watch: Sequence[int], read: Collection[int], said_turns: int
-    ) -> SnapshotProbe[JobProgress]:
-        """:meth:`progress_probe` for a run: also the user's words (``JobProgress.said``)
-        in the ``said_turns`` newest queued turns, but those of ``read`` (the model reads
-        them in its transcript)."""
-        watched = list(watch)
-        return SnapshotProbe(
-            _RUN_PROBE,
-            {"job_watch": watched, "job_read": sorted(read), "said_turns": said_turns},
-            lambda value: JobProgress.from_rows(value[0], watched, said=value[1]),
-        )
 
     async def statuses(self, user_id: str, ids: Sequence[int]) -> dict[int, Job]:
         """The user's jobs among ``ids`` (erased or unknown ids are absent)."""

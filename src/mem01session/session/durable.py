@@ -20,9 +20,10 @@ from ..engine.records import EraseReceipt, RecallRequest, RecallResult
 from ..errors import ConfigError, DatabaseError, Mem01MemoryError
 from ..logs import describe, get_logger
 from ..memory import Memory
-from ..queue import JobStore, MemoryWorker
+from ..queue import MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.carried import Known
+from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
 from .barrier import SAID_TURNS, budget
 from .items import user_texts_newest_first
@@ -272,9 +273,9 @@ class DurableTier:
         self._step = "reading"
         began = time.monotonic()
         probe = (
-            JobStore.run_probe(self._watched, visible, SAID_TURNS)
+            run_probe(self._watched, visible, SAID_TURNS)
             if during_run
-            else JobStore.progress_probe(self._watched)
+            else progress_probe(self._watched)
         )
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         reading = time.monotonic() - began
@@ -291,7 +292,7 @@ class DurableTier:
             await worker.wait_until_done(self.user_id, set(waiting), timeout)
         self.waited_ms = (time.monotonic() - began) * 1000
         self._step = "reading after the wait"
-        probe = JobStore.progress_probe(self._watched)  # memory changed meanwhile
+        probe = progress_probe(self._watched)  # memory changed meanwhile
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         self._report(progress.watched)
         return _noted(engine, result, request, len(progress.unfinished - visible))
@@ -377,23 +378,23 @@ class DurableTier:
 
     async def _unapplied(self) -> int:
         """How many of this session's jobs are still pending or running."""
-        jobs = await self.memory.jobs()
-        progress = await jobs.progress(self.user_id, self._watched)
+        db = (await self.memory.engine()).db
+        progress = await fetch_progress(db, self.user_id, self._watched)
         return sum(status in ("pending", "running") for status, _ in progress.watched.values())
 
     async def _barrier(self, timeout: float | None, *, report: bool = False) -> bool:
         """Wait for the user's jobs accepted before now (True: none left). With ``report``,
         surface failed jobs: this session's, and the user's since the last flush (strict:
         raise)."""
-        jobs = await self.memory.jobs()
+        db = (await self.memory.engine()).db
         since = self._flushed_at if report else None
-        progress = await jobs.progress(self.user_id, self._watched, failed_since=since)
+        progress = await fetch_progress(db, self.user_id, self._watched, failed_since=since)
         done = True
         if progress.unfinished:
             worker: MemoryWorker = await self.memory.worker()
             done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
             if report:
-                progress = await jobs.progress(self.user_id, self._watched, failed_since=since)
+                progress = await fetch_progress(db, self.user_id, self._watched, failed_since=since)
         if report:
             self._report(progress.watched, progress.failed)
         return done
