@@ -3,9 +3,9 @@
 :class:`DurableTier` holds what a :class:`~mem01session.session.Mem01Session` needs of
 the shared :class:`~mem01session.memory.Memory`: the turns on their way to the job table
 (:class:`~mem01session.queue.buffer.TurnBuffer`), the jobs this session is still waiting
-for, barriers, and the failure policy. By default a failure is recorded (``last_error``,
-one warning per kind) and the conversation goes on; with ``strict`` it raises
-:class:`~mem01session.errors.Mem01MemoryError`.
+for, barriers, and the failure policy (:class:`~.failures.FailurePolicy`): by default a
+failure is recorded (``last_error``, one warning per kind) and the conversation goes on;
+with ``strict`` it raises :class:`~mem01session.errors.Mem01MemoryError`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..queue.carried import Known
 from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
 from .barrier import SAID_TURNS, budget
+from .failures import FailurePolicy
 from .items import user_texts_newest_first
 
 log = get_logger(__name__)
@@ -51,18 +52,14 @@ class DurableTier:
         self.memory = memory
         self.user_id = user_id
         self.session_id = session_id
-        self.strict = strict
+        self.failures = FailurePolicy(strict)
         self.recall_wait = recall_wait
-        self.last_error: str | None = None
         self.last_recall: RecallResult | None = None
         self.waited_ms = 0.0  # how long the last recall waited for the user's turns
         self.last_jobs: list[int] = []  # the jobs the last enqueue made
         self._buffer = TurnBuffer(user_id, session_id)
         self._watched: list[int] = []  # this session's jobs not yet seen done
         self._reported: set[int] = set()
-        self._warned: set[str] = set()
-        self._failures = 0  # failures recorded so far (to tell whether an operation had one)
-        self._failed_kind = ""  # the kind of the last failure recorded
         self._failed_since_flush: list[str] = []
         self._flushed_at = memory.now()
         # This session's unfinished turns (job id -> first user message), and those the
@@ -101,7 +98,7 @@ class DurableTier:
         stays here and is sent with the next one."""
         if not self._buffer.add(messages, self.memory.now()):
             return
-        mark = self._failures
+        mark = self.failures.count
         # This run's recall failed: its failure stays the news, with the enqueue's after it.
         recall_failure, self._recall_failure = self._recall_failure, None
         limit = budget(self.recall_wait)
@@ -111,17 +108,21 @@ class DurableTier:
             async with within:
                 await self._send()
         except Exception as exc:
-            if self.strict:  # the caller hears of it: nothing is kept behind its back
+            if self.failures.strict:  # the caller hears of it: nothing is kept behind its back
                 self._buffer.discard()
             if isinstance(exc, TimeoutError) and within.expired():
-                kept = "dropped (strict)" if self.strict else "kept and sent with the next one"
+                kept = (
+                    "dropped (strict)"
+                    if self.failures.strict
+                    else "kept and sent with the next one"
+                )
                 message = f"enqueue {self._gave_up(limit)}; the turn is {kept}"
             else:
                 message = f"enqueue failed: {describe(exc)}"
             before = f"{recall_failure}; then " if recall_failure is not None else ""
-            self._record(before + message, "enqueue")
+            self.failures.record(before + message, "enqueue")
         else:
-            self._recovered(mark, "enqueue")
+            self.failures.recovered(mark, "enqueue")
 
     async def _open(self) -> BeliefEngine:
         """The memory's engine, outside any budget: opening the memory (about a second for
@@ -157,7 +158,9 @@ class DurableTier:
                 notify=not self.memory.run_worker,  # a worker elsewhere is told at once
             )
         except Exception:
-            if self.strict:  # the caller hears of the failure: nothing is kept behind its back
+            if (
+                self.failures.strict
+            ):  # the caller hears of the failure: nothing is kept behind its back
                 self._buffer.discard()
             raise
         finally:
@@ -171,7 +174,7 @@ class DurableTier:
             if refused is not None:
                 self._reported.add(refused)  # reported here, not again as a failed job
             self._failed_since_flush.append(reason)
-            self._record(f"enqueue failed: {reason}", "enqueue")
+            self.failures.record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
         await self.memory.turns_queued(after=ANSWER_GRACE_SECONDS)
@@ -212,7 +215,7 @@ class DurableTier:
         """Recall within the run's budget: a run waits for none of the user's queued turns
         (their words are quoted, see :mod:`.barrier`), an explicit recall for all of them,
         at most ``recall_wait``; None when memory is unavailable (strict: raises)."""
-        mark = self._failures
+        mark = self.failures.count
         # In a run, turns of this conversation that the model reads anyway are not waited
         # for; the block says that many turns may be newer than its records.
         visible = self._visible.intersection(self._watched) if during_run else frozenset()
@@ -239,11 +242,11 @@ class DurableTier:
             if not cut_short or self._read is None:
                 what = self._gave_up(limit) if cut_short else f"failed: {describe(exc)}"
                 without = "; this run answered without memory" if during_run else ""
-                self._record(f"recall {what}{without}", "recall")
-                self._recall_failure = self.last_error if during_run else None
+                self.failures.record(f"recall {what}{without}", "recall")
+                self._recall_failure = self.failures.last_error if during_run else None
                 return None
             result = self._read  # the read after the wait was cut short: the one before
-        self._recovered(mark, "recall", "enqueue")
+        self.failures.recovered(mark, "recall", "enqueue")
         # Turns still queued (not waited for, or not done in time) whose words the block
         # does not quote are missing from it.
         stale = result.pending_turns > result.pending_quoted
@@ -304,7 +307,7 @@ class DurableTier:
         on timeout, when one failed, or when memory is unavailable (``last_error`` says
         which). With ``strict`` the failures raise :class:`Mem01MemoryError` instead.
         """
-        mark = self._failures
+        mark = self.failures.count
         try:
             await self.memory.engine()
             await self._send(release=True)
@@ -312,16 +315,17 @@ class DurableTier:
         except Mem01MemoryError:
             raise
         except Exception as exc:
-            self.failed("flush", exc)
+            self.failures.failed("flush", exc)
             return False
         failed, self._failed_since_flush = self._failed_since_flush, []
         self._flushed_at = self.memory.now()
         if failed:
-            self.last_error = f"{len(failed)} accepted turn(s) failed since the last flush; " + (
-                "; ".join(failed[-3:])
+            self.failures.last_error = (
+                f"{len(failed)} accepted turn(s) failed since the last flush; "
+                + ("; ".join(failed[-3:]))
             )
         elif done:
-            self._recovered(mark)
+            self.failures.recovered(mark)
         else:  # not a failure: the turns stay queued and are applied later
             waited = "" if timeout is None else f" after {timeout:g} s"
             elsewhere = (
@@ -330,7 +334,7 @@ class DurableTier:
                 else "; this process runs no worker (run_worker=False): is a "
                 "`mem01session worker` running on this database?"
             )
-            self.last_error = (
+            self.failures.last_error = (
                 f"flush timed out{waited}: turns of this user are still waiting for "
                 f"extraction (they stay queued and are applied later){elsewhere}"
             )
@@ -366,7 +370,7 @@ class DurableTier:
                         left = await self._unapplied()
                 except Exception as exc:
                     left = len(self._watched)
-                    self.failed("flush", exc)
+                    self.failures.failed("flush", exc)
         finally:
             if self._buffer.unsent:
                 lost = self._buffer.discard()
@@ -417,34 +421,7 @@ class DurableTier:
             self._reported.add(job_id)
             message = f"job {job_id}: {last_error}"
             self._failed_since_flush.append(message)
-            self._record(f"extraction failed: {message}", "extraction")
-
-    # -- the failure policy --------------------------------------------------------------
-
-    def failed(self, kind: str, exc: BaseException) -> None:
-        """Record a failure (strict: raise it as :class:`Mem01MemoryError`)."""
-        self._record(f"{kind} failed: {describe(exc)}", kind)
-
-    def record(self, message: str, kind: str) -> None:
-        """Record a failure described by ``message`` (strict: raise it)."""
-        self._record(message, kind)
-
-    def _record(self, message: str, kind: str) -> None:
-        self._failures += 1
-        self._failed_kind = kind
-        self.last_error = message
-        if self.strict:
-            raise Mem01MemoryError(message) from None
-        if kind not in self._warned:
-            self._warned.add(kind)
-            log.warning("memory %s; the conversation continues without it", message)
-
-    def _recovered(self, mark: int, *kinds: str) -> None:
-        """An operation that began at failure count ``mark`` went through without a failure:
-        if the last failure was of one of ``kinds`` (what this operation does), it is over.
-        No kinds: the operation exercised everything (a flush)."""
-        if self._failures == mark and (not kinds or self._failed_kind in kinds):
-            self.last_error = None
+            self.failures.record(f"extraction failed: {message}", "extraction")
 
 
 def _noted(

@@ -130,11 +130,11 @@ class Mem01Session:
     @property
     def strict(self) -> bool:
         """Raise :class:`Mem01MemoryError` on memory failures instead of going on without."""
-        return self._tier.strict
+        return self._tier.failures.strict
 
     @strict.setter
     def strict(self, value: bool) -> None:
-        self._tier.strict = value
+        self._tier.failures.strict = value
 
     @property
     def recall_wait(self) -> float:
@@ -150,11 +150,11 @@ class Mem01Session:
     @property
     def last_memory_error(self) -> str | None:
         """What went wrong last in the memory tier (sanitized), or None."""
-        return self._tier.last_error
+        return self._tier.failures.last_error
 
     @last_memory_error.setter
     def last_memory_error(self, value: str | None) -> None:
-        self._tier.last_error = value
+        self._tier.failures.last_error = value
 
     @property
     def last_recall(self) -> RecallResult | None:
@@ -217,7 +217,7 @@ class Mem01Session:
                 span.update(job_ids=self._tier.last_jobs, unsent_turns=self._tier.unsent)
         if self._refusal is not None and any(m.role == "assistant" for m in messages):
             # Still the news of this run, whatever storing its turn went through.
-            self._tier.last_error, self._refusal = self._refusal, None
+            self._tier.failures.last_error, self._refusal = self._refusal, None
 
     @property
     def unsent_turns(self) -> int:
@@ -261,7 +261,7 @@ class Mem01Session:
         """A model call of this run was refused because of the block (it is made again
         without it): recorded now, and kept as the run's news when its answer is stored."""
         self._refusal = reason
-        self._tier.record(reason, "injection")
+        self._tier.failures.record(reason, "injection")
 
     def _check_filter_ran(self) -> None:
         """Warn, once, when a run answered without passing through the memory filter."""
