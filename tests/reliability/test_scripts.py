@@ -105,7 +105,9 @@ from agents.testing import ScriptedModel, assistant_message
 from mem01session import Mem01Session
 
 model = ScriptedModel([[assistant_message("Noted.")]])
-session = Mem01Session("reader", user_id=sys.argv[1])
+# A generous budget, as the writers': on a busy machine this process's first read (the
+# embedding model loading) can take longer than the default 2 s.
+session = Mem01Session("reader", user_id=sys.argv[1], recall_wait=30)
 # The user's turns still queued (none, unless a writer left some) are extracted first: a
 # run would quote their words rather than wait.
 assert asyncio.run(session.flush_memory(timeout=120))
