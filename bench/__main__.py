@@ -228,6 +228,7 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                     users=args.users,
                     turns=args.turns,
                     calls=args.calls,
+                    rounds=args.rounds,
                 )
             )
             lr = await load.run(server, emb.inner, sizes)
@@ -235,7 +236,8 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
             sections["Under load"] = _section(
                 "Under load",
                 f"python -m bench load --sessions {lr.sessions} --users {lr.users} "
-                f"--turns {lr.turns} --calls {lr.scale.calls if lr.scale else 0}",
+                f"--turns {lr.turns} --calls {lr.scale.calls if lr.scale else 0} "
+                f"--rounds {lr.rounds}",
                 facts.replace("(precomputed, shared by every system)", "(computed in the run)"),
                 load_report.table(lr) + "\n\n" + load_report.note(lr),
             )  # fmt: skip
@@ -295,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument(
+        "--rounds", type=int, default=2, help="load: how many times each machine state runs"
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="load: a smoke run at small sizes (implies --no-doc)"
     )
     parser.add_argument("--skip-setup", action="store_true")
@@ -302,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tests", action="store_true", help="cli: time pytest -m 'not slow'")
     parser.add_argument("--full-suite", action="store_true", help="cli: time the whole suite")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1 (got {args.rounds})")
     args.no_doc = args.no_doc or args.quick
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):

@@ -34,9 +34,14 @@ recalls.
 The report (tables, note, chart) is :mod:`bench.load_report`; the worker process beside
 the runs and the CPU accounting, :mod:`bench.load_processes`.
 
-Flags (``python -m bench load``): ``--sessions 50 --users 10 --turns 10 --calls 200`` are
-the defaults the report uses; ``--quick`` is a smoke run (6 conversations over 2 users, 2
-turns, 10 recalls at 100 and 300 beliefs) that writes nothing into the docs.
+**Rounds.** Every machine state runs ``rounds`` times, the states taking turns (idle,
+busy, busy with the start-up frozen, then again): on a shared machine one run's tail
+moves a lot between runs minutes apart, and the report shows each round's.
+
+Flags (``python -m bench load``): ``--sessions 50 --users 10 --turns 10 --calls 200
+--rounds 2`` are the defaults the report uses; ``--quick`` is a smoke run (6
+conversations over 2 users, 2 turns, one round, 10 recalls at 100 and 300 beliefs) that
+writes nothing into the docs.
 """
 
 from __future__ import annotations
@@ -80,10 +85,11 @@ class Sizes:
     users: int = 10
     turns: int = 10
     calls: int = 200  # timed recalls per scale and machine state
+    rounds: int = 2  # every machine state this many times, the states taking turns
     scales: tuple[int, ...] = SCALES
 
 
-QUICK = Sizes(sessions=6, users=2, turns=2, calls=10, scales=(100, 300))
+QUICK = Sizes(sessions=6, users=2, turns=2, calls=10, scales=(100, 300), rounds=1)
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,7 @@ class Phase:
     loaded: bool
     separate: bool = False  # the worker in a process of its own (mem01session worker)
     frozen: bool = False  # gc.freeze() before the phase, as a server may after start-up
+    round: int = 1  # which time this machine state runs (Sizes.rounds)
     bare: Runs = field(default_factory=Runs)
     mem: Runs = field(default_factory=Runs)
     backlog: list[tuple[float, int]] = field(default_factory=list)  # (s since start, jobs)
@@ -358,36 +365,51 @@ class LoadResult:
     turns: int
     phases: list[Phase]
     scale: ScaleResult | None
+    rounds: int = 1
     seconds: float = 0.0
     cpu_ms: float = 0.0  # common.cpu_reference_ms() at the start, the machine idle
     embedding_process: bool = False  # the model in a process of its own
 
 
+async def _state(
+    server: Server,
+    embedder: Embedder,
+    convs: Sequence[Conversation],
+    loaded: bool,
+    frozen: bool,
+    round_: int,
+) -> list[Phase]:
+    """One machine state: bare, then Mem01Session with the worker in the runs' process,
+    then with the worker in its own."""
+    here = Phase(loaded=loaded, frozen=frozen, round=round_)
+    apart = Phase(loaded=loaded, separate=True, frozen=frozen, round=round_)
+    with (
+        busy() if loaded else contextlib.nullcontext(),
+        startup_frozen() if frozen else contextlib.nullcontext(),
+    ):
+        bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
+        await _bare(convs, bare, here.bare)
+        apart.bare = here.bare  # one bare side per machine state, against both
+        state = ("busy" if loaded else "idle") + ("_frozen" if frozen else "")
+        await _mem(server, embedder, convs, here, f"load_{state}")
+        await _mem(server, embedder, convs, apart, f"load_{state}_apart")
+    return [here, apart]
+
+
 async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:
     """The scenario idle, beside the busy processes, and beside them with the start-up
-    frozen (bare, then Mem01Session, in each machine state), then recall at
-    ``sizes.scales``."""
+    frozen (bare, then Mem01Session, in each machine state), ``sizes.rounds`` times over,
+    then recall at ``sizes.scales``."""
     set_tracing_disabled(True)
     started = time.perf_counter()
     cpu_ms = cpu_reference_ms()
     convs = plan(sizes.sessions, sizes.users, sizes.turns)
     await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
     phases: list[Phase] = []
-    for loaded, frozen in MACHINE_STATES:
-        here = Phase(loaded=loaded, frozen=frozen)
-        apart = Phase(loaded=loaded, separate=True, frozen=frozen)
-        with (
-            busy() if loaded else contextlib.nullcontext(),
-            startup_frozen() if frozen else contextlib.nullcontext(),
-        ):
-            bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
-            await _bare(convs, bare, here.bare)
-            apart.bare = here.bare  # one bare side per machine state, against both
-            state = ("busy" if loaded else "idle") + ("_frozen" if frozen else "")
-            await _mem(server, embedder, convs, here, f"load_{state}")
-            await _mem(server, embedder, convs, apart, f"load_{state}_apart")
-        phases += [here, apart]
-    result = LoadResult(sizes.sessions, sizes.users, sizes.turns, phases, None)
+    for round_ in range(1, sizes.rounds + 1):
+        for loaded, frozen in MACHINE_STATES:
+            phases += await _state(server, embedder, convs, loaded, frozen, round_)
+    result = LoadResult(sizes.sessions, sizes.users, sizes.turns, phases, None, sizes.rounds)
     result.cpu_ms = cpu_ms
     result.embedding_process = isinstance(embedder, MiniLMEmbedder) and embedder.own_process
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)

@@ -1,0 +1,40 @@
+"""The load report shows every round of every machine state, and the worst added p95."""
+
+from __future__ import annotations
+
+from bench.load import MACHINE_STATES, LoadResult, Phase, Runs
+from bench.load_report import chart_data, spread, table
+
+
+def phases(rounds: int, extra: float) -> list[Phase]:
+    """Each state twice (worker here, apart); Mem01Session runs ``extra`` ms slower per
+    round number (bare: 10 ms a run)."""
+    out: list[Phase] = []
+    for round_ in range(1, rounds + 1):
+        for loaded, frozen in MACHINE_STATES:
+            for separate in (False, True):
+                p = Phase(loaded=loaded, separate=separate, frozen=frozen, round=round_)
+                p.bare = Runs(ms=[10.0] * 100, wall_s=1.0)
+                p.mem = Runs(ms=[10.0 + extra * round_] * 100, wall_s=1.0)
+                out.append(p)
+    return out
+
+
+def test_two_rounds_show_each_round_and_the_worst() -> None:
+    r = LoadResult(50, 10, 10, phases(2, 40.0), None, rounds=2)
+    summary = spread(r).strip().splitlines()
+    assert summary[0] == "| machine | worker | added p95 ms, rounds 1-2 | worst |"
+    assert len(summary) == 2 + len(MACHINE_STATES) * 2
+    assert summary[2] == "| idle | in the runs' process | 40.0 / 80.0 | **80.0** |"
+    text = table(r)
+    assert text.startswith(spread(r))
+    runs_rows = [line for line in text.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert len(runs_rows) == 2 * 2 * len(MACHINE_STATES) * 2  # both tables, every phase
+    assert len(chart_data(r)["phases"]) == len(MACHINE_STATES) * 2  # the first round's
+
+
+def test_one_round_has_no_round_column_and_no_summary() -> None:
+    r = LoadResult(50, 10, 10, phases(1, 40.0), None, rounds=1)
+    assert spread(r) == ""
+    header = table(r).splitlines()[0]
+    assert header.startswith("| machine | worker | runs |")
