@@ -145,7 +145,7 @@ def memory_run_config(
         block = await memory.block(query)
         if not block:
             return model_data
-        run_config = config_ref()
+        run_config = config_ref()  # alive: the run calling this filter holds it
         model = None if run_config is None else model_of(data.agent, run_config)
         key = model_key(model)
         api = None if model is None else model_api_of(model)
