@@ -108,7 +108,8 @@ class DurableTier:
             async with within:
                 await self._send()
         except Exception as exc:
-            if self.failures.strict:  # the caller hears of it: nothing is kept behind its back
+            # Strict: the caller hears of it, so nothing is kept behind its back.
+            if self.failures.strict:
                 self._buffer.discard()
             if isinstance(exc, TimeoutError) and within.expired():
                 kept = (
@@ -158,9 +159,8 @@ class DurableTier:
                 notify=not self.memory.run_worker,  # a worker elsewhere is told at once
             )
         except Exception:
-            if (
-                self.failures.strict
-            ):  # the caller hears of the failure: nothing is kept behind its back
+            # Strict: the caller hears of the failure, so nothing is kept behind its back.
+            if self.failures.strict:
                 self._buffer.discard()
             raise
         finally:
