@@ -134,7 +134,11 @@ def memory_run_config(
     fallback = BlockFallback(
         base.model_settings if base else None, strict=strict, rejected=refused_run
     )
-    config_ref: weakref.ref[RunConfig]
+    # A shallow copy, not ``dataclasses.replace``: replace runs RunConfig's validation
+    # again, whose model-settings coercion resolves type hints (1.5 ms of CPU per run);
+    # the two fields set below already have their declared types.
+    config = copy.copy(base) if base is not None else RunConfig()
+    config_ref = weakref.ref(config)
 
     async def on_model_input(data: CallModelData[Any]) -> ModelInputData:
         fallback.begin(data.agent)  # a new call: nothing of an earlier one can be retried
@@ -160,11 +164,6 @@ def memory_run_config(
         fallback.carried(placed, model_data.instructions, where, key)
         return placed
 
-    # A shallow copy, not ``dataclasses.replace``: replace runs RunConfig's validation
-    # again, whose model-settings coercion resolves type hints (1.5 ms of CPU per run);
-    # the two fields set here already have their declared types.
-    config = copy.copy(base) if base is not None else RunConfig()
     config.call_model_input_filter = on_model_input
     config.model_settings = fallback.model_settings()
-    config_ref = weakref.ref(config)
     return config
