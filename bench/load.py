@@ -67,7 +67,14 @@ from mem01session.embeddings import Embedder, MiniLMEmbedder
 
 from .busy import busy
 from .common import Server, cpu_reference_ms, open_memory
-from .load_processes import helpers_cpu_s, start_worker, stop_worker, tree_cpu_s
+from .load_processes import (
+    helpers_cpu_s,
+    server_cpu_s,
+    server_pid,
+    start_worker,
+    stop_worker,
+    tree_cpu_s,
+)
 from .load_scale import SCALES, ScaleResult, scale
 from .synthetic import MODIFIERS, OBJECTS
 
@@ -187,6 +194,7 @@ class Phase:
     recall_wait: float = 2.0
     worker_cpu_s: float | None = None  # the worker process's (and its helpers'), when separate
     helpers_cpu_s: float = 0.0  # the runs' process's helper processes (its embedding process)
+    server_cpu_s: float | None = None  # the PostgreSQL server's, when it runs on this machine
 
 
 async def _talk(
@@ -301,9 +309,11 @@ async def _converse(
     ]  # fmt: skip
     phase.jobs = sum(len(c.texts) for c in convs)
     stop = asyncio.Event()
+    server = server_pid(url)  # None: the server runs on another machine
     cpu, started = time.process_time(), time.perf_counter()
     worker_pid = worker.pid if worker is not None else None
     helpers_cpu = helpers_cpu_s()
+    server_cpu = server_cpu_s(server) if server is not None else 0.0
     worker_cpu = tree_cpu_s(worker_pid) if worker_pid is not None else 0.0  # not its start
     sampler = asyncio.create_task(_sample(url, phase, started, stop))
     try:
@@ -323,6 +333,8 @@ async def _converse(
         await sampler
     phase.mem.cpu_s = time.process_time() - cpu  # the backlog's extraction included
     phase.helpers_cpu_s = helpers_cpu_s() - helpers_cpu
+    if server is not None:
+        phase.server_cpu_s = server_cpu_s(server) - server_cpu
     if worker_pid is not None:
         phase.worker_cpu_s = tree_cpu_s(worker_pid) - worker_cpu
     span = (phase.drained_s or time.perf_counter() - started) or 1.0

@@ -1,5 +1,5 @@
 """The processes beside the runs of ``python -m bench load``: a ``mem01session worker``
-process, and the CPU time of a process tree."""
+process, the CPU time of a process tree, and the PostgreSQL server's."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 import tempfile
 
 import psutil
+import psycopg
 
 from mem01session.embeddings import Embedder
 
@@ -62,6 +63,35 @@ def helpers_cpu_s() -> float:
         with contextlib.suppress(psutil.NoSuchProcess):
             if EMBEDDING_PROCESS in child.cmdline():
                 total += tree_cpu_s(child.pid)
+    return total
+
+
+def server_pid(url: str) -> int | None:
+    """The PostgreSQL server's main process (the postmaster) behind ``url``, if it runs on
+    this machine (the parent of the backend serving this connection)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        try:  # while the connection lives: its backend ends with it
+            return psutil.Process(int(row[0])).ppid() if row is not None else None
+        except psutil.Error:
+            return None
+
+
+def server_cpu_s(pid: int) -> float:
+    """CPU seconds of the server: its main process, the processes it runs now (backends,
+    checkpointer, WAL writer, autovacuum...) and those that ended (a backend ends with its
+    connection; its time is then its parent's children time)."""
+    try:
+        main = psutil.Process(pid)
+        times = main.cpu_times()
+        children = main.children()
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = float(times.user + times.system + times.children_user + times.children_system)
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            spent = child.cpu_times()
+            total += spent.user + spent.system
     return total
 
 

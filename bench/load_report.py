@@ -3,6 +3,7 @@ a :class:`~bench.load.LoadResult`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,7 +71,7 @@ def table(r: LoadResult) -> str:
         "| waits of a full `recall_wait` | blocks quoting queued turns | stale blocks "
         "| runs without memory "
         "| turns / s | CPU ms / turn: bare; Mem01Session + embedding process (+ worker process) "
-        "| full GCs (longest ms): bare, Mem01Session |",
+        "+ server | full GCs (longest ms): bare, Mem01Session |",
         f"{rule}|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for p in r.phases:
@@ -84,7 +85,7 @@ def table(r: LoadResult) -> str:
             f"| **{_ms(added)}** | {len(waits)} | {max(waits, default=0.0):.0f} | {full} "
             f"| {p.mem.quoting} | {p.mem.stale} | {p.mem.without_memory} | {_rate(p.mem):.1f} "
             f"| {_cpu_ms(p.bare):.1f}; {_cpu_ms(p.mem):.1f} + "
-            f"{_cpu_ms(p.mem, p.helpers_cpu_s):.1f}{apart} "
+            f"{_cpu_ms(p.mem, p.helpers_cpu_s):.1f}{apart} + {_server_ms(p)} "
             f"| {_gcs(p.bare)}, {_gcs(p.mem)} |"
         )
     rows += [
@@ -135,6 +136,20 @@ def _cpu_ms(runs: Runs, cpu_s: float | None = None) -> float:
     return spent * 1000.0 / len(runs.ms) if runs.ms else 0.0
 
 
+def _server_ms(p: Phase) -> str:
+    return "?" if p.server_cpu_s is None else f"{_cpu_ms(p.mem, p.server_cpu_s):.1f}"
+
+
+def whole_ms(p: Phase) -> float | None:
+    """CPU time per turn with memory over every process the turns kept busy: the runs',
+    its embedding process, the worker process (if apart) and the PostgreSQL server; None
+    when the server's could not be read (it runs elsewhere)."""
+    if p.server_cpu_s is None:
+        return None
+    spent = p.mem.cpu_s + p.helpers_cpu_s + (p.worker_cpu_s or 0.0) + p.server_cpu_s
+    return _cpu_ms(p.mem, spent)
+
+
 def capacity(r: LoadResult) -> str:
     """What the CPU figures say of this machine's capacity (generated from them)."""
     idle = next((p for p in r.phases if not p.loaded and not p.separate), None)
@@ -151,7 +166,21 @@ def capacity(r: LoadResult) -> str:
         f"{1000.0 / per_turn:.0f} turns / s if it had a whole core to itself (Python runs one "
         f"thread at a time); the scenario offered about {_rate(idle.bare):.0f} turns / s "
         "(bare). Past that the runs queue for the CPU, and the added latency is that queue, "
-        "not a wait for memory (see 'runs that waited')."
+        "not a wait for memory (see 'runs that waited')." + _machine_capacity(idle)
+    )
+
+
+def _machine_capacity(idle: Phase) -> str:
+    """The same for the whole machine: every process a turn kept busy, on every core."""
+    whole, cores = whole_ms(idle), os.cpu_count() or 1
+    if whole is None or whole <= 0:
+        return ""
+    return (
+        f" Over every process a turn kept busy (this one, its embedding process and the "
+        f"PostgreSQL server) one turn with memory cost {whole:.1f} ms of CPU against "
+        f"{_cpu_ms(idle.bare):.1f} bare, so this {cores}-core machine could answer at most "
+        f"{cores * 1000.0 / whole:.0f} turns / s with memory if nothing else ran, a share "
+        "the busy processes cut into."
     )
 
 
@@ -220,7 +249,9 @@ def note(r: LoadResult) -> str:
         "the conversations ran. CPU: the runs' process's CPU time, all threads, over "
         "each side's runs (with memory: until the backlog was drained), per turn, then its "
         "embedding process's over the same span (the model's time on the queries and on the "
-        "worker's texts); the PostgreSQL server's is not counted. Full GCs: the runs' "
+        "worker's texts), then the worker process's (apart), then the PostgreSQL server's (its "
+        "processes' CPU time over the same span: backends, checkpointer, WAL writer, "
+        "autovacuum). Full GCs: the runs' "
         "process's full garbage collections while the conversations ran, and the longest "
         "(each stops every conversation of the process while it runs). 'Start-up frozen': "
         "the same busy machine, `gc.collect()` then `gc.freeze()` called before the "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.load import MACHINE_STATES, LoadResult, Phase, Runs
-from bench.load_report import chart_data, spread, table
+from bench.load_report import capacity, chart_data, spread, table, whole_ms
 
 
 def phases(rounds: int, extra: float) -> list[Phase]:
@@ -38,3 +38,18 @@ def test_one_round_has_no_round_column_and_no_summary() -> None:
     assert spread(r) == ""
     header = table(r).splitlines()[0]
     assert header.startswith("| machine | worker | runs |")
+
+
+def test_the_servers_cpu_is_in_the_table_and_the_machines_capacity() -> None:
+    ps = phases(1, 40.0)
+    for p in ps:
+        # 100 turns: this process 1.0 s, its embedding process 0.5 s, the server 0.3 s
+        p.bare.cpu_s, p.mem.cpu_s, p.helpers_cpu_s, p.server_cpu_s = 0.4, 1.0, 0.5, 0.3
+    ps[1].server_cpu_s = None  # a server on another machine: not counted, and said so
+    r = LoadResult(50, 10, 10, ps, None, rounds=1)
+    rows = table(r).splitlines()
+    assert "| 4.0; 10.0 + 5.0 + 3.0 |" in rows[2]
+    assert "| 4.0; 10.0 + 5.0 + ? |" in rows[3]
+    assert whole_ms(ps[0]) == 18.0
+    assert whole_ms(ps[1]) is None
+    assert "one turn with memory cost 18.0 ms of CPU against 4.0 bare" in capacity(r)
