@@ -22,6 +22,7 @@ python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
 python -m bench e2e --locomo DIR       # the same dialogues through the real Runner
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead
 python -m bench load --quick           # a smoke run at small sizes; writes nothing
+python -m bench load --rounds 3        # each machine state three times (two by default)
 ```
 
 LoCoMo (Maharana et al., 2024) is not shipped: its data is CC BY-NC 4.0. Get
@@ -89,9 +90,12 @@ CAVEATS = """## Caveats
   dialogue it writes few beliefs; an LLM extractor (with a key) is not measured here. The
   raw-turn rows store every turn, so their blocks are full at every budget: they measure
   ranking over the whole dialogue, not what an extractor kept.
-- **Under load is one run per machine state**, on a machine shared with other work besides
-  the two busy processes the benchmark starts: its percentiles move between runs like the
-  others, and the loaded rows depend on how much of two cores those processes leave.
+- **Under load runs each machine state a few times** (`--rounds`, two by default; its
+  command line says how many), on a machine shared with other work besides the two busy
+  processes the benchmark starts: its tail moves a lot between runs minutes apart, and the
+  loaded rows depend on how much of two cores those processes leave. The added latency is
+  mostly a queue for the CPU (see its capacity note), so a slower spell of this VM (its
+  CPU reference) lengthens it more than in proportion.
 - **Write-path figures are single runs**; ops/s does not scale with users here because
   everything shares one event loop and two cores with the server.
 - **Peers loaded by COPY** for the latency benchmark: their write path is not what is timed
