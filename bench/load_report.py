@@ -172,7 +172,7 @@ def capacity(r: LoadResult) -> str:
 
 def _machine_capacity(idle: Phase) -> str:
     """The same for the whole machine: every process a turn kept busy, on every core."""
-    whole, cores = whole_ms(idle), os.cpu_count() or 1
+    whole, cores = whole_ms(idle), len(os.sched_getaffinity(0))  # the cores nproc counts
     if whole is None or whole <= 0:
         return ""
     return (
