@@ -67,6 +67,8 @@ def test_a_readme_example_runs_and_runs_again_alike(index: int) -> None:
             )
             assert proc.returncode == 0, block + proc.stderr[-3000:]
             assert "Error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+            # Its first run opens the memory (loads the model): never at its memory's cost.
+            assert "without memory" not in proc.stderr, proc.stderr
             runs.append(proc.stdout)
     finally:
         cli("db", "stop")

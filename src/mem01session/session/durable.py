@@ -102,16 +102,17 @@ class DurableTier:
         # This run's recall failed: its failure stays the news, with the enqueue's after it.
         recall_failure, self._recall_failure = self._recall_failure, None
         limit = budget(self.recall_wait)
-        within = asyncio.timeout(limit)
+        within = None
         try:
             await self._open()
+            within = _budget_from_now(limit)
             async with within:
                 await self._send()
         except Exception as exc:
             # Strict: the caller hears of it, so nothing is kept behind its back.
             if self.failures.strict:
                 self._buffer.discard()
-            if isinstance(exc, TimeoutError) and within.expired():
+            if isinstance(exc, TimeoutError) and within is not None and within.expired():
                 kept = (
                     "dropped (strict)"
                     if self.failures.strict
@@ -228,9 +229,10 @@ class DurableTier:
         self.waited_ms = 0.0
         self._step, self._read, self._recall_failure = "", None, None
         limit = budget(self.recall_wait)
-        within = asyncio.timeout(limit)
+        within = None
         try:
             engine = await self._open()
+            within = _budget_from_now(limit)
             async with within:
                 result = await self._recall(
                     engine, request, visible, during_run, time.monotonic() + limit
@@ -238,7 +240,7 @@ class DurableTier:
         except (Mem01MemoryError, ConfigError):  # strict, or a bad argument: the caller's
             raise
         except Exception as exc:
-            cut_short = isinstance(exc, TimeoutError) and within.expired()
+            cut_short = isinstance(exc, TimeoutError) and within is not None and within.expired()
             if not cut_short or self._read is None:
                 what = self._gave_up(limit) if cut_short else f"failed: {describe(exc)}"
                 without = "; this run answered without memory" if during_run else ""
@@ -422,6 +424,14 @@ class DurableTier:
             message = f"job {job_id}: {last_error}"
             self._failed_since_flush.append(message)
             self.failures.record(f"extraction failed: {message}", "extraction")
+
+
+def _budget_from_now(limit: float) -> asyncio.Timeout:
+    """A budget of ``limit`` seconds from now. Made once the memory is open, never before:
+    ``asyncio.timeout`` fixes its deadline when it is made, not when it is entered, and
+    opening (a first run's model and tokenizer loads, seconds on a slow machine) is paid
+    outside the budget."""
+    return asyncio.timeout(limit)
 
 
 def _noted(
