@@ -253,9 +253,8 @@ from mem01session.demo import OfflineAnswerModel
 
 # Its run quotes the user's earlier turn (the dead process's, taken back); its flush waits
 # for that turn at most 60 s: far less than the 120 s lease its claim still holds. The
-# reader's generous budget: this process's first read loads the embedding model, which on a
-# busy machine takes longer than the default 2 s (the run would answer without memory).
-session = Mem01Session("second", user_id=sys.argv[1], recall_wait=30)
+# default budget: this process's first run loads the embedding model outside it.
+session = Mem01Session("second", user_id=sys.argv[1])
 agent = Agent(name="assistant", model=OfflineAnswerModel())
 result = Runner.run_sync(
     agent, "Where do I live?", session=session, run_config=session.run_config()
