@@ -12,14 +12,17 @@ queued turns than that, or words that do not fit the budget) is counted in the b
 header, and the result is ``stale``. An explicit ``Mem01Session.recall`` and
 ``flush_memory`` keep the full barrier: they wait for every queued turn, bounded.
 
-**The budget of a run.** Everything memory does for a run (opening the memory on first
-use, sending held turns, the read) happens within :func:`budget` seconds of its start:
-``recall_wait``, or :data:`MIN_BUDGET_SECONDS` if that is longer (a read on a healthy
-database takes milliseconds). A database restart, a reconnection or a wait for a pooled
-connection that would hold the run longer is abandoned there: the run answers without
-memory, and ``last_memory_error`` says what it was doing. The storing of a turn after the
-answer has the same budget; a turn that could not be stored within it stays with the
-session and is sent with the next one.
+**The budget of a run.** Everything memory does for a run (sending held turns, the read)
+happens within :func:`budget` seconds: ``recall_wait``, or :data:`MIN_BUDGET_SECONDS` if
+that is longer (a read on a healthy database takes milliseconds). The budget starts once
+the memory is open: opening it (the database, the worker, the embedding model and the
+tokenizer: seconds on a slow machine) is paid once per process, by its first run unless
+``Memory.ready`` was awaited at start-up, and a first run that paid it still recalls. A
+database restart, a reconnection or a wait for a pooled connection that would hold the
+run longer is abandoned there: the run answers without memory, and ``last_memory_error``
+says what it was doing. The storing of a turn after the answer has the same budget; a
+turn that could not be stored within it stays with the session and is sent with the next
+one.
 """
 
 from __future__ import annotations
