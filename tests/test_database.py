@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+
 import pytest
 from sqlalchemy import text
 
-from mem01session.db import Database, migrate
+from mem01session.db import Database, migrate, urls
 from mem01session.errors import MigrationRequiredError
 
 
@@ -39,6 +44,56 @@ async def test_unreachable_server_is_a_clean_error() -> None:
     with pytest.raises(DatabaseError) as info:
         await Database.open(url="postgresql://u:pw-sentinel-123@127.0.0.1:1/x")
     assert "pw-sentinel-123" not in str(info.value)
+
+
+@pytest.fixture
+def silent_server() -> Iterator[tuple[int, list[socket.socket]]]:
+    """A port whose server takes connections and never says a word (a hung PostgreSQL, or
+    a proxy in front of one that is down); the connections it took."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    taken: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                taken.append(listener.accept()[0])
+            except OSError:  # closed: the test is over
+                return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1], taken
+    listener.close()
+    thread.join(timeout=5)
+    for conn in taken:
+        conn.close()
+
+
+async def test_a_server_that_never_answers_fails_the_opening_within_the_connect_timeout(
+    silent_server: tuple[int, list[socket.socket]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mem01session.errors import DatabaseError
+
+    port, taken = silent_server
+    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)  # the URL names none: this one
+    url = f"postgresql://u:pw-sentinel-456@127.0.0.1:{port}/x"
+    # Without a connect timeout the opening waited psycopg's 130 s; 60 s ends the test.
+    with pytest.raises(DatabaseError, match="timeout") as info:
+        await asyncio.wait_for(Database.open(url=url), 60)
+    assert taken  # it did try that server
+    assert "pw-sentinel-456" not in str(info.value)
+
+
+def test_a_url_keeps_its_own_connect_timeout_and_gets_one_when_it_names_none() -> None:
+    assert urls.with_connect_timeout("postgresql://h/db?connect_timeout=3") == (
+        "postgresql://h/db?connect_timeout=3"
+    )
+    assert urls.with_connect_timeout("postgresql://u:p@h/db?sslmode=require") == (
+        f"postgresql://u:p@h/db?sslmode=require&connect_timeout={urls.CONNECT_TIMEOUT_SECONDS}"
+    )
+    assert urls.with_connect_timeout("postgresql://h/db") == (
+        f"postgresql://h/db?connect_timeout={urls.CONNECT_TIMEOUT_SECONDS}"
+    )
 
 
 def test_one_database_serves_loop_after_loop_and_gives_back_closed_loops_pools(

@@ -23,7 +23,7 @@ from ..redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
 from .embedded import embedded_url, restart_if_stopped
-from .urls import sqlalchemy_url
+from .urls import sqlalchemy_url, with_connect_timeout
 
 log = get_logger(__name__)
 
@@ -150,6 +150,8 @@ class Database:
             url = await asyncio.to_thread(embedded_url, home)
             if auto_migrate is None:
                 auto_migrate = True
+        else:
+            url = with_connect_timeout(url)
         await asyncio.to_thread(
             prepare_schema,
             url,
