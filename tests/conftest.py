@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -106,3 +108,26 @@ def fresh_placements() -> Iterator[None]:
     forget_refusals()
     yield
     forget_refusals()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[tuple[int, list[socket.socket]]]:
+    """A port whose server takes connections and never says a word (a hung PostgreSQL, or
+    a proxy in front of one that is down); the connections it took."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    taken: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                taken.append(listener.accept()[0])
+            except OSError:  # closed: the test is over
+                return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1], taken
+    listener.close()
+    thread.join(timeout=5)
+    for conn in taken:
+        conn.close()

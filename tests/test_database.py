@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
@@ -44,29 +42,6 @@ async def test_unreachable_server_is_a_clean_error() -> None:
     with pytest.raises(DatabaseError) as info:
         await Database.open(url="postgresql://u:pw-sentinel-123@127.0.0.1:1/x")
     assert "pw-sentinel-123" not in str(info.value)
-
-
-@pytest.fixture
-def silent_server() -> Iterator[tuple[int, list[socket.socket]]]:
-    """A port whose server takes connections and never says a word (a hung PostgreSQL, or
-    a proxy in front of one that is down); the connections it took."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    taken: list[socket.socket] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                taken.append(listener.accept()[0])
-            except OSError:  # closed: the test is over
-                return
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1], taken
-    listener.close()
-    thread.join(timeout=5)
-    for conn in taken:
-        conn.close()
 
 
 async def test_a_server_that_never_answers_fails_the_opening_within_the_connect_timeout(

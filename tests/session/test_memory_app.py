@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -16,10 +17,12 @@ from agents.memory import SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 from sqlalchemy import text
 
-from mem01session import BeliefEngine, Mem01Session, Memory
-from mem01session.db import Database
+import mem01session.memory as memory_module
+from mem01session import BeliefEngine, Mem01Session, Memory, Settings
+from mem01session.db import Database, urls
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine.render import OPEN
+from mem01session.errors import DatabaseError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, last_user_text, turn_messages
 from tests.session.conftest import Gate, ScriptedExtractor, city_ops
@@ -177,5 +180,60 @@ async def test_ready_opens_the_connections_the_per_run_path_keeps(
         await memory.ready()
         # A burst of runs right after start-up finds them open: none waits on a connect.
         assert db.direct.idle == 15
+    finally:
+        await memory.aclose()
+
+
+async def test_a_failed_opening_is_not_tried_again_by_every_caller_at_once(
+    silent_server: tuple[int, list[socket.socket]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A database that never answers costs one connection timeout, not one per run (and
+    per turn stored): for a while after, callers hear of that failure without trying."""
+    port, taken = silent_server
+    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
+    monkeypatch.setattr(memory_module, "OPEN_RETRY_SECONDS", 3600.0)
+    url = f"postgresql://u:pw@127.0.0.1:{port}/x"
+    memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
+    try:
+        with pytest.raises(DatabaseError, match="timeout"):
+            await memory.engine()
+        tried = len(taken)
+        assert tried >= 1
+        session = Mem01Session("c", "u", inner=SQLiteSession("c", tmp_path / "t.sqlite"),
+                               memory=memory)  # fmt: skip
+        await Runner.run(
+            Agent(name="a", model=ScriptedModel([[assistant_message("Hi.")]])),
+            "I live in Oslo",
+            session=session,
+            run_config=session.run_config(),
+        )
+        assert session.last_memory_error is not None and "timeout" in session.last_memory_error
+        assert session.unsent_turns == 1  # kept for when memory is back
+        with pytest.raises(DatabaseError, match="timeout"):
+            await memory.engine()
+        assert len(taken) == tried  # nobody tried that server again
+    finally:
+        await memory.aclose()
+
+
+async def test_after_the_pause_a_failed_opening_is_tried_again(
+    silent_server: tuple[int, list[socket.socket]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    port, taken = silent_server
+    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
+    monkeypatch.setattr(memory_module, "OPEN_RETRY_SECONDS", 0.0)
+    url = f"postgresql://u:pw@127.0.0.1:{port}/x"
+    memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
+    try:
+        with pytest.raises(DatabaseError, match="timeout"):
+            await memory.engine()
+        tried = len(taken)
+        with pytest.raises(DatabaseError, match="timeout"):
+            await memory.engine()
+        assert len(taken) > tried
     finally:
         await memory.aclose()
