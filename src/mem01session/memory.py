@@ -155,9 +155,9 @@ class Memory:
                     and opening.done()
                     and (opening.cancelled() or opening.exception() is not None)
                 )
-                if failed and time.monotonic() < self._open_again_at:
-                    assert opening is not None
-                    raise _again(opening)
+                pausing = failed and time.monotonic() < self._open_again_at
+                if pausing and opening is not None and not opening.cancelled():
+                    raise _again(opening)  # it raised a moment ago
                 if opening is None or failed:
                     opening = self._opening = home.submit(self._open())
             engine = await asyncio.shield(asyncio.wrap_future(opening))
@@ -412,8 +412,6 @@ async def _start(worker: MemoryWorker) -> None:
 def _again(opening: concurrent.futures.Future[BeliefEngine]) -> BaseException:
     """The failure of the last opening, for a caller that comes during the pause after it
     (a copy: the one exception is not raised again and again, its traceback growing)."""
-    if opening.cancelled():
-        return MemoryClosedError("this Memory is closed; open a new one")
     failure = opening.exception()
     assert failure is not None
     try:
