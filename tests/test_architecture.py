@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"_secret_rules"},
     {"secret_scan"},
     {"errors", "logs"},
-    {"checks", "config", "tokens", "loops"},
+    {"checks", "config", "tokens", "loops", "opening"},
     {"db", "embeddings"},
     {"engine"},
     {"spans"},

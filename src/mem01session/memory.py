@@ -20,9 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import copy
 import threading
-import time
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -34,10 +32,11 @@ from .embeddings import Embedder, default_embedder
 from .engine import BeliefEngine
 from .engine.episodes import EpisodePolicy
 from .engine.parts import Clock, utcnow
-from .errors import DatabaseError, MemoryClosedError
+from .errors import MemoryClosedError
 from .extraction import Extractor, default_extractor
-from .logs import describe, get_logger
+from .logs import get_logger
 from .loops import LoopThread, register_exit_hook, unregister_exit_hook
+from .opening import Opening
 from .queue import JobStore, MemoryWorker, WorkerPolicy
 from .queue.policy import declared_timeout
 
@@ -46,10 +45,6 @@ log = get_logger(__name__)
 # At exit, closing (workers stopped, claims handed back, database closed) may take this
 # long beyond ``exit_timeout``; a memory still busy then is left to the lease.
 EXIT_GRACE_SECONDS = 5.0
-# After an opening failed, callers hear of that failure at once for this long: without the
-# pause, every run (and each turn's enqueue) tried again, each paying a whole connection
-# timeout against a database that never answers.
-OPEN_RETRY_SECONDS = 5.0
 
 
 class Attached(Protocol):
@@ -108,8 +103,7 @@ class Memory:
         """Whether this process extracts the turns it records (False: a worker elsewhere)."""
         self._db: Database | None = None  # opened here, so closed here
         self._open_lock = asyncio.Lock()  # used on the memory's own loop only
-        self._opening: concurrent.futures.Future[BeliefEngine] | None = None
-        self._open_again_at = 0.0  # time.monotonic() from which a failed opening is retried
+        self._opening: Opening[BeliefEngine] = Opening()
         self._ready = False  # ready() has loaded what runs need
         self._home: LoopThread | None = None  # that loop, started when first needed
         self._home_lock = threading.Lock()
@@ -138,28 +132,14 @@ class Memory:
 
     async def engine(self) -> BeliefEngine:
         """The belief engine, opened on first use (usable from any event loop). For
-        :data:`OPEN_RETRY_SECONDS` after an opening failed, raises that failure at once
-        instead of trying again."""
+        :data:`~.opening.OPEN_RETRY_SECONDS` after an opening failed, raises that failure
+        at once instead of trying again (:mod:`.opening`)."""
         if self._closed:
             raise MemoryClosedError("this Memory is closed; open a new one")
         engine = self._engine
         if engine is None:
-            # Opened on the memory's own loop: concurrent first uses, from any loops, wait
-            # for one opening, which goes on when one of them gives up waiting (its task
-            # cancelled): the next use finds it done.
-            home = self._start_home()
-            with self._home_lock:
-                opening = self._opening
-                failed = (
-                    opening is not None
-                    and opening.done()
-                    and (opening.cancelled() or opening.exception() is not None)
-                )
-                pausing = failed and time.monotonic() < self._open_again_at
-                if pausing and opening is not None and not opening.cancelled():
-                    raise _again(opening)  # it raised a moment ago
-                if opening is None or failed:
-                    opening = self._opening = home.submit(self._open())
+            home = self._start_home()  # opened on the memory's own loop
+            opening = self._opening.join(lambda: home.submit(self._open()))
             engine = await asyncio.shield(asyncio.wrap_future(opening))
         return engine
 
@@ -167,7 +147,7 @@ class Memory:
         try:
             return await self._open_once()
         except Exception:
-            self._open_again_at = time.monotonic() + OPEN_RETRY_SECONDS
+            self._opening.failed()
             raise
 
     async def _open_once(self) -> BeliefEngine:
@@ -407,17 +387,6 @@ class Memory:
 
 async def _start(worker: MemoryWorker) -> None:
     worker.start()
-
-
-def _again(opening: concurrent.futures.Future[BeliefEngine]) -> BaseException:
-    """The failure of the last opening, for a caller that comes during the pause after it
-    (a copy: the one exception is not raised again and again, its traceback growing)."""
-    failure = opening.exception()
-    assert failure is not None
-    try:
-        return copy.copy(failure).with_traceback(None)
-    except Exception:  # an exception class that cannot be copied: its message, then
-        return DatabaseError(f"memory is unavailable: {describe(failure)}")
 
 
 __all__ = ["Memory"]

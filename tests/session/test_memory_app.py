@@ -17,7 +17,7 @@ from agents.memory import SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 from sqlalchemy import text
 
-import mem01session.memory as memory_module
+import mem01session.opening as opening_module
 from mem01session import BeliefEngine, Mem01Session, Memory, Settings
 from mem01session.db import Database, urls
 from mem01session.embeddings import HashingEmbedder
@@ -193,7 +193,7 @@ async def test_a_failed_opening_is_not_tried_again_by_every_caller_at_once(
     per turn stored): for a while after, callers hear of that failure without trying."""
     port, taken = silent_server
     monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
-    monkeypatch.setattr(memory_module, "OPEN_RETRY_SECONDS", 3600.0)
+    monkeypatch.setattr(opening_module, "OPEN_RETRY_SECONDS", 3600.0)
     url = f"postgresql://u:pw@127.0.0.1:{port}/x"
     memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
     try:
@@ -225,7 +225,7 @@ async def test_after_the_pause_a_failed_opening_is_tried_again(
 ) -> None:
     port, taken = silent_server
     monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
-    monkeypatch.setattr(memory_module, "OPEN_RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(opening_module, "OPEN_RETRY_SECONDS", 0.0)
     url = f"postgresql://u:pw@127.0.0.1:{port}/x"
     memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
     try:
