@@ -7,7 +7,7 @@ import asyncio
 import logging
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -184,56 +184,58 @@ async def test_ready_opens_the_connections_the_per_run_path_keeps(
         await memory.aclose()
 
 
-async def test_a_failed_opening_is_not_tried_again_by_every_caller_at_once(
+@pytest.fixture
+async def silent_memory(
     silent_server: tuple[int, list[socket.socket]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> AsyncIterator[tuple[Memory, list[socket.socket]]]:
+    """A memory on a database that never answers (connection attempts time out after 1 s);
+    the connections that server took."""
+    port, taken = silent_server
+    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
+    url = f"postgresql://u:pw@127.0.0.1:{port}/x"
+    memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
+    yield memory, taken
+    await memory.aclose()
+
+
+async def test_a_failed_opening_is_not_tried_again_by_every_caller_at_once(
+    silent_memory: tuple[Memory, list[socket.socket]],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
     """A database that never answers costs one connection timeout, not one per run (and
     per turn stored): for a while after, callers hear of that failure without trying."""
-    port, taken = silent_server
-    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
+    memory, taken = silent_memory
     monkeypatch.setattr(opening_module, "OPEN_RETRY_SECONDS", 3600.0)
-    url = f"postgresql://u:pw@127.0.0.1:{port}/x"
-    memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
-    try:
-        with pytest.raises(DatabaseError, match="timeout"):
-            await memory.engine()
-        tried = len(taken)
-        assert tried >= 1
-        session = Mem01Session("c", "u", inner=SQLiteSession("c", tmp_path / "t.sqlite"),
-                               memory=memory)  # fmt: skip
-        await Runner.run(
-            Agent(name="a", model=ScriptedModel([[assistant_message("Hi.")]])),
-            "I live in Oslo",
-            session=session,
-            run_config=session.run_config(),
-        )
-        assert session.last_memory_error is not None and "timeout" in session.last_memory_error
-        assert session.unsent_turns == 1  # kept for when memory is back
-        with pytest.raises(DatabaseError, match="timeout"):
-            await memory.engine()
-        assert len(taken) == tried  # nobody tried that server again
-    finally:
-        await memory.aclose()
+    with pytest.raises(DatabaseError, match="timeout"):
+        await memory.engine()
+    tried = len(taken)
+    assert tried >= 1
+    session = Mem01Session("c", "u", inner=SQLiteSession("c", tmp_path / "t.sqlite"),
+                           memory=memory)  # fmt: skip
+    await Runner.run(
+        Agent(name="a", model=ScriptedModel([[assistant_message("Hi.")]])),
+        "I live in Oslo",
+        session=session,
+        run_config=session.run_config(),
+    )
+    assert session.last_memory_error is not None and "timeout" in session.last_memory_error
+    assert session.unsent_turns == 1  # kept for when memory is back
+    with pytest.raises(DatabaseError, match="timeout"):
+        await memory.engine()
+    assert len(taken) == tried  # nobody tried that server again
 
 
 async def test_after_the_pause_a_failed_opening_is_tried_again(
-    silent_server: tuple[int, list[socket.socket]],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    silent_memory: tuple[Memory, list[socket.socket]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    port, taken = silent_server
-    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
+    memory, taken = silent_memory
     monkeypatch.setattr(opening_module, "OPEN_RETRY_SECONDS", 0.0)
-    url = f"postgresql://u:pw@127.0.0.1:{port}/x"
-    memory = Memory(Settings(database_url=url, home=tmp_path), embedder=HashingEmbedder(8))
-    try:
-        with pytest.raises(DatabaseError, match="timeout"):
-            await memory.engine()
-        tried = len(taken)
-        with pytest.raises(DatabaseError, match="timeout"):
-            await memory.engine()
-        assert len(taken) > tried
-    finally:
-        await memory.aclose()
+    with pytest.raises(DatabaseError, match="timeout"):
+        await memory.engine()
+    tried = len(taken)
+    with pytest.raises(DatabaseError, match="timeout"):
+        await memory.engine()
+    assert len(taken) > tried
