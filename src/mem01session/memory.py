@@ -144,13 +144,6 @@ class Memory:
         return engine
 
     async def _open(self) -> BeliefEngine:
-        try:
-            return await self._open_once()
-        except Exception:
-            self._opening.failed()
-            raise
-
-    async def _open_once(self) -> BeliefEngine:
         async with self._open_lock:
             if self._closed:
                 raise MemoryClosedError("this Memory is closed; open a new one")

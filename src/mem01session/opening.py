@@ -53,11 +53,13 @@ class Opening(Generic[T]):
                 raise _again(future)  # it raised a moment ago
             if future is None or failed:
                 future = self._future = start()
+                future.add_done_callback(self._ended)
             return future
 
-    def failed(self) -> None:
-        """The opening under way has just failed (called by it): start the pause."""
-        self._again_at = time.monotonic() + OPEN_RETRY_SECONDS
+    def _ended(self, future: concurrent.futures.Future[T]) -> None:
+        """An opening ended: if it raised, the pause starts now."""
+        if not future.cancelled() and future.exception() is not None:
+            self._again_at = time.monotonic() + OPEN_RETRY_SECONDS
 
 
 def _again(future: concurrent.futures.Future[T]) -> BaseException:

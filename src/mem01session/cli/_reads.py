@@ -27,6 +27,7 @@ import psycopg
 
 from ..db import migrate
 from ..db.direct import DirectPool
+from ..db.urls import with_connect_timeout
 from ..engine.inspection import get_belief, user_version
 from ..engine.records import Belief
 from ..errors import BeliefNotFoundError, DatabaseError
@@ -71,7 +72,11 @@ def with_pool(work: Callable[[DirectPool], Awaitable[T]]) -> T:
         return await asyncio.to_thread(restart_if_stopped, home)
 
     async def run() -> T:
-        pool = DirectPool(url, on_connect_error=revive if embedded else None)
+        # As Database.open: an external server that never answers fails the attempt.
+        pool = DirectPool(
+            url if embedded else with_connect_timeout(url),
+            on_connect_error=revive if embedded else None,
+        )
         try:
             if await _at_head(pool):
                 return await work(pool)
