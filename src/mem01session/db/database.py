@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgvector.psycopg import register_vector_async
+from psycopg.errors import QueryCanceled
 from sqlalchemy import event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -26,6 +27,9 @@ from .embedded import embedded_url, restart_if_stopped
 from .urls import sqlalchemy_url, with_connect_timeout
 
 log = get_logger(__name__)
+
+# Reading the schema's revision at opening waits at most this long (see read_schema_info).
+SCHEMA_READ_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -266,13 +270,19 @@ def _make_engine(url: str, pool_size: int) -> AsyncEngine:
 
 
 def read_schema_info(url: str) -> SchemaInfo:
-    """Revision and embedding contract of the database at ``url``."""
+    """Revision and embedding contract of the database at ``url``. A read that waits
+    longer than :data:`SCHEMA_READ_TIMEOUT_SECONDS` (on a lock held elsewhere, as by a
+    migration running in another process, or on a server that stopped answering) fails
+    with that said, rather than hold whoever is opening the database."""
     from sqlalchemy import create_engine
 
     engine = create_engine(sqlalchemy_url(url))
     failure: str | None = None
+    doing = "connect to"
     try:
         with engine.connect() as conn:
+            ms = int(SCHEMA_READ_TIMEOUT_SECONDS * 1000)
+            conn.execute(text(f"SET LOCAL statement_timeout = {ms}"))
             revision = migrate._current(conn)
             row = None
             if revision is not None:
@@ -280,11 +290,18 @@ def read_schema_info(url: str) -> SchemaInfo:
                     text("SELECT embedding_model, embedding_dim FROM memory_meta WHERE id = 1")
                 ).first()
     except SQLAlchemyError as exc:
-        failure = describe(exc)
+        if isinstance(getattr(exc, "orig", None), QueryCanceled):
+            doing = "open"
+            failure = (
+                f"its schema could not be read within {SCHEMA_READ_TIMEOUT_SECONDS:g} s "
+                "(a migration running elsewhere may hold a lock on it)"
+            )
+        else:
+            failure = describe(exc)
     finally:
         engine.dispose()
     if failure is not None:  # raised outside the except block: no driver error as context
-        raise DatabaseError(f"could not connect to {redact_dsn(url)!r}: {failure}")
+        raise DatabaseError(f"could not {doing} {redact_dsn(url)!r}: {failure}")
     if row is None:
         return SchemaInfo(revision, None, 0)
     return SchemaInfo(revision, row[0], int(row[1]))

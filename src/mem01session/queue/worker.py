@@ -59,6 +59,11 @@ from .owners import gone, new_worker_id, parse
 from .policy import DEFAULT_CONCURRENCY, WorkerPolicy, declared_concurrency, declared_timeout
 from .vectors import VectorBatch
 
+# Stopping hands back the worker's claims within this long; a database that does not
+# answer by then (down, or a lock held elsewhere) leaves them to the next worker of this
+# machine, or to their lease.
+RELEASE_TIMEOUT_SECONDS = 2.0
+
 log = get_logger(__name__)
 
 
@@ -173,10 +178,16 @@ class MemoryWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         try:
-            await self._failures.flush()
-            released = await self.jobs.release(self.worker_id, now=self.engine.clock())
+            async with asyncio.timeout(RELEASE_TIMEOUT_SECONDS):
+                await self._failures.flush()
+                released = await self.jobs.release(self.worker_id, now=self.engine.clock())
         except Exception as exc:
-            self._failures.record(f"worker: could not release claimed jobs at stop: {exc}")
+            why = (
+                f"no answer within {RELEASE_TIMEOUT_SECONDS:g} s"
+                if isinstance(exc, TimeoutError)
+                else describe(exc)
+            )
+            self._failures.record(f"worker: could not release claimed jobs at stop: {why}")
             return []
         if released:
             log.info("worker %s released %d claimed job(s) at stop", self.worker_id, len(released))

@@ -23,14 +23,25 @@ run longer is abandoned there: the run answers without memory, and ``last_memory
 says what it was doing. The storing of a turn after the answer has the same budget; a
 turn that could not be stored within it stays with the session and is sent with the next
 one.
+
+**A flush's bound.** ``flush_memory(timeout)`` and closing a session return within their
+timeout whatever the database does (a lock held elsewhere, a server that stopped
+answering): the whole operation is bounded, not only the wait for extraction. That wait
+ends :func:`read_reserve` seconds early, so that the read after it (which jobs finished,
+which failed) fits in the timeout too.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 # The queued turns of the user whose words a run's block quotes (the newest).
 SAID_TURNS = 3
 # However short ``recall_wait`` is, a run's memory work may take this long.
 MIN_BUDGET_SECONDS = 0.5
+# A flush keeps at most this much of its timeout for the read after its wait.
+READ_RESERVE_SECONDS = 1.0
 
 
 def budget(recall_wait: float) -> float:
@@ -38,4 +49,35 @@ def budget(recall_wait: float) -> float:
     return max(recall_wait, MIN_BUDGET_SECONDS)
 
 
-__all__ = ["MIN_BUDGET_SECONDS", "SAID_TURNS", "budget"]
+def budget_from_now(limit: float) -> asyncio.Timeout:
+    """A budget of ``limit`` seconds from now. Made once the memory is open, never before:
+    ``asyncio.timeout`` fixes its deadline when it is made, not when it is entered, and
+    opening (a first run's model and tokenizer loads, seconds on a slow machine) is paid
+    outside the budget."""
+    return asyncio.timeout(limit)
+
+
+def read_reserve(timeout: float) -> float:
+    """Seconds of a flush's ``timeout`` kept for its read after the wait for extraction:
+    a tenth, at most :data:`READ_RESERVE_SECONDS`."""
+    return min(timeout / 10, READ_RESERVE_SECONDS)
+
+
+def wait_end(timeout: float | None) -> float | None:
+    """When a flush of ``timeout`` seconds starting now stops waiting for extraction
+    (``time.monotonic``; None: never), leaving the read after the wait its
+    :func:`read_reserve`."""
+    if timeout is None:
+        return None
+    return time.monotonic() + timeout - read_reserve(timeout)
+
+
+__all__ = [
+    "MIN_BUDGET_SECONDS",
+    "READ_RESERVE_SECONDS",
+    "SAID_TURNS",
+    "budget",
+    "budget_from_now",
+    "read_reserve",
+    "wait_end",
+]

@@ -25,16 +25,13 @@ from ..queue.buffer import TurnBuffer
 from ..queue.carried import Known
 from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
-from .barrier import SAID_TURNS, budget
+from .barrier import SAID_TURNS, budget, budget_from_now, wait_end
 from .failures import FailurePolicy
-from .items import user_texts_newest_first
+from .watched import WatchedJobs
 
 log = get_logger(__name__)
 
 ANSWER_GRACE_SECONDS = 0.05
-# At most this many of the conversation's latest user messages are checked against the
-# quotes of a recall (older ones may come back quoted: a bound on the per-run cost).
-SEEN_MESSAGES = 500
 
 
 class DurableTier:
@@ -58,17 +55,8 @@ class DurableTier:
         self.waited_ms = 0.0  # how long the last recall waited for the user's turns
         self.last_jobs: list[int] = []  # the jobs the last enqueue made
         self._buffer = TurnBuffer(user_id, session_id)
-        self._watched: list[int] = []  # this session's jobs not yet seen done
-        self._reported: set[int] = set()
-        self._failed_since_flush: list[str] = []
+        self._jobs = WatchedJobs()  # this session's jobs not yet seen done
         self._flushed_at = memory.now()
-        # This session's unfinished turns (job id -> first user message), and those the
-        # current run's model input holds: a run never waits for those to be extracted.
-        self._turn_texts: dict[int, str] = {}
-        self._visible: frozenset[int] = frozenset()
-        # The user messages of this conversation the current run's model reads, whitespace
-        # collapsed: recall does not quote them back (see RecallRequest.conversation_text).
-        self._seen_text = ""
         self._engine: BeliefEngine | None = None  # the memory's engine, once it opened
         self._step = ""  # what the current recall or enqueue is doing (for its error)
         self._read: RecallResult | None = None  # the current recall's last read
@@ -105,7 +93,7 @@ class DurableTier:
         within = None
         try:
             await self._open()
-            within = _budget_from_now(limit)
+            within = budget_from_now(limit)
             async with within:
                 await self._send()
         except Exception as exc:
@@ -167,14 +155,11 @@ class DurableTier:
         finally:
             self.last_jobs = [job_id for job_id, _ in self._buffer.enqueued]
             for job_id, user_text in self._buffer.enqueued:
-                self._watched.append(job_id)
-                self._turn_texts[job_id] = user_text
+                self._jobs.add(job_id, user_text)
             self._buffer.enqueued.clear()
             refusals, self._buffer.refusals = self._buffer.refusals, []
         for refused, reason in refusals:
-            if refused is not None:
-                self._reported.add(refused)  # reported here, not again as a failed job
-            self._failed_since_flush.append(reason)
+            self._jobs.refused(refused, reason)
             self.failures.record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
@@ -192,23 +177,9 @@ class DurableTier:
         return self._engine.embedder.name if self._engine is not None else ""
 
     def see_history(self, items: Sequence[object]) -> None:
-        """The inner session returned ``items`` for a run: note which of this session's
-        turns still being extracted the model will read there (a trimming or summarizing
-        inner session may have dropped some)."""
-        wanted: dict[str, list[int]] = {}
-        for job_id in self._watched:
-            if job_id in self._turn_texts:
-                wanted.setdefault(self._turn_texts[job_id], []).append(job_id)
-        visible: list[int] = []
-        seen: list[str] = []
-        for text in user_texts_newest_first(items):
-            visible += wanted.pop(text, [])
-            if len(seen) < SEEN_MESSAGES:
-                seen.append(" ".join(text.split()))
-            elif not wanted:
-                break
-        self._visible = frozenset(visible)
-        self._seen_text = "\n".join(seen)
+        """The inner session returned ``items`` for a run: its model reads those (a run
+        waits for none of the turns there, see :class:`.watched.WatchedJobs`)."""
+        self._jobs.see_history(items)
 
     # -- reads and barriers --------------------------------------------------------------
 
@@ -219,12 +190,12 @@ class DurableTier:
         mark = self.failures.count
         # In a run, turns of this conversation that the model reads anyway are not waited
         # for; the block says that many turns may be newer than its records.
-        visible = self._visible.intersection(self._watched) if during_run else frozenset()
+        visible = self._jobs.visible() if during_run else frozenset()
         if visible:
             request = dataclasses.replace(request, newer_turns=len(visible))
         if during_run:
             request = dataclasses.replace(
-                request, conversation=self.session_id, conversation_text=self._seen_text
+                request, conversation=self.session_id, conversation_text=self._jobs.seen_text
             )
         self.waited_ms = 0.0
         self._step, self._read, self._recall_failure = "", None, None
@@ -232,7 +203,7 @@ class DurableTier:
         within = None
         try:
             engine = await self._open()
-            within = _budget_from_now(limit)
+            within = budget_from_now(limit)
             async with within:
                 result = await self._recall(
                     engine, request, visible, during_run, time.monotonic() + limit
@@ -278,9 +249,9 @@ class DurableTier:
         self._step = "reading"
         began = time.monotonic()
         probe = (
-            run_probe(self._watched, visible, SAID_TURNS)
+            run_probe(self._jobs.ids, visible, SAID_TURNS)
             if during_run
-            else progress_probe(self._watched)
+            else progress_probe(self._jobs.ids)
         )
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         reading = time.monotonic() - began
@@ -297,29 +268,39 @@ class DurableTier:
             await worker.wait_until_done(self.user_id, set(waiting), timeout)
         self.waited_ms = (time.monotonic() - began) * 1000
         self._step = "reading after the wait"
-        probe = progress_probe(self._watched)  # memory changed meanwhile
+        probe = progress_probe(self._jobs.ids)  # memory changed meanwhile
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         self._report(progress.watched)
         return _noted(engine, result, request, len(progress.unfinished - visible))
 
     async def flush(self, timeout: float | None) -> bool:
-        """Wait for every turn of the user accepted so far (from any session or process).
+        """Wait for every turn of the user accepted so far (from any session or process),
+        at most ``timeout`` seconds in all, whatever the database does (:mod:`.barrier`).
 
         True when all of them are applied and none failed since the previous flush; False
         on timeout, when one failed, or when memory is unavailable (``last_error`` says
         which). With ``strict`` the failures raise :class:`Mem01MemoryError` instead.
         """
         mark = self.failures.count
+        self._step = "opening the memory"
+        within = asyncio.timeout(timeout)
         try:
-            await self.memory.engine()
-            await self._send(release=True)
-            done = await self._barrier(timeout, report=True)
+            async with within:
+                await self.memory.engine()
+                await self._send(release=True)
+                done = await self._barrier(wait_end(timeout), report=True)
         except Mem01MemoryError:
             raise
         except Exception as exc:
-            self.failures.failed("flush", exc)
+            if isinstance(exc, TimeoutError) and within.expired():
+                assert timeout is not None
+                self.failures.record(
+                    f"flush gave up after {timeout:g} s while {self._step}", "flush"
+                )
+            else:
+                self.failures.failed("flush", exc)
             return False
-        failed, self._failed_since_flush = self._failed_since_flush, []
+        failed = self._jobs.take_failed()
         self._flushed_at = self.memory.now()
         if failed:
             self.failures.last_error = (
@@ -346,15 +327,16 @@ class DurableTier:
         """Apply accepted turns, then erase the user; later turns are remembered again."""
         engine = await self.engine_or_raise()
         self._buffer.discard()  # never enqueued, so erased with the rest
-        await self._barrier(timeout)
+        await self._barrier(None if timeout is None else time.monotonic() + timeout)
         receipt = await engine.erase_user(self.user_id)
         await engine.reinstate_user(self.user_id)
-        self._watched.clear()
+        self._jobs.clear()
         return receipt
 
     async def close(self, flush_timeout: float) -> int:
-        """Give accepted turns a bounded chance to be applied; then let go of the memory.
-        Returns how many of this session's accepted turns are still not applied.
+        """Give accepted turns a bounded chance to be applied (``flush_timeout`` seconds in
+        all, whatever the database does); then let go of the memory. Returns how many of
+        this session's accepted turns are still not applied.
 
         Turns that cannot be enqueued are lost (and counted in ``dropped``); enqueued ones
         stay durable and resume at the next start. Without a worker in this process
@@ -363,16 +345,26 @@ class DurableTier:
         self.memory.detach(self)
         self._buffer.release()
         left = 0
+        self._step = "opening the memory"
+        within = asyncio.timeout(flush_timeout)
         try:
-            if self._buffer.unsent or self._watched:
+            if self._buffer.unsent or self._jobs.ids:
                 try:
-                    await self._send()
-                    waits = self.memory.run_worker
-                    if waits and not await self._barrier(flush_timeout):
-                        left = await self._unapplied()
+                    async with within:
+                        await self._send()
+                        waits = self.memory.run_worker
+                        if waits and not await self._barrier(wait_end(flush_timeout)):
+                            self._step = "reading the turns' jobs"
+                            left = await self._unapplied()
                 except Exception as exc:
-                    left = len(self._watched)
-                    self.failures.failed("flush", exc)
+                    left = len(self._jobs.ids)
+                    if isinstance(exc, TimeoutError) and within.expired():
+                        self.failures.record(
+                            f"flush at close gave up after {flush_timeout:g} s while {self._step}",
+                            "flush",
+                        )
+                    else:
+                        self.failures.failed("flush", exc)
         finally:
             if self._buffer.unsent:
                 lost = self._buffer.discard()
@@ -385,53 +377,41 @@ class DurableTier:
     async def _unapplied(self) -> int:
         """How many of this session's jobs are still pending or running."""
         db = (await self.memory.engine()).db
-        progress = await fetch_progress(db, self.user_id, self._watched)
+        progress = await fetch_progress(db, self.user_id, self._jobs.ids)
         return sum(status in ("pending", "running") for status, _ in progress.watched.values())
 
-    async def _barrier(self, timeout: float | None, *, report: bool = False) -> bool:
-        """Wait for the user's jobs accepted before now (True: none left). With ``report``,
-        surface failed jobs: this session's, and the user's since the last flush (strict:
-        raise)."""
+    async def _barrier(self, wait_end: float | None, *, report: bool = False) -> bool:
+        """Wait for the user's jobs accepted before now (True: none left), until
+        ``wait_end`` (``time.monotonic``; None: no end). With ``report``, surface failed
+        jobs: this session's, and the user's since the last flush (strict: raise)."""
         db = (await self.memory.engine()).db
         since = self._flushed_at if report else None
-        progress = await fetch_progress(db, self.user_id, self._watched, failed_since=since)
+        self._step = "reading the user's jobs"
+        progress = await fetch_progress(db, self.user_id, self._jobs.ids, failed_since=since)
         done = True
         if progress.unfinished:
             worker: MemoryWorker = await self.memory.worker()
+            self._step = "waiting for the user's queued turns"
+            timeout = None if wait_end is None else max(0.0, wait_end - time.monotonic())
             done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
             if report:
-                progress = await fetch_progress(db, self.user_id, self._watched, failed_since=since)
+                self._step = "reading the user's jobs after the wait"
+                progress = await fetch_progress(
+                    db, self.user_id, self._jobs.ids, failed_since=since
+                )
         if report:
             self._report(progress.watched, progress.failed)
         return done
 
     def _report(
         self,
-        watched: dict[int, tuple[str, str | None]],
+        statuses: dict[int, tuple[str, str | None]],
         failed: dict[int, str | None] | None = None,
     ) -> None:
         """Forget finished jobs; surface permanent failures, each once (strict: raise)."""
-        failures = dict(failed or {})
-        failures |= {i: err for i, (status, err) in watched.items() if status == "failed"}
-        self._watched = [i for i in self._watched if i in watched and watched[i][0] != "done"]
-        self._watched = [i for i in self._watched if i not in failures]
-        for job_id in set(self._turn_texts).difference(self._watched):
-            del self._turn_texts[job_id]
-        for job_id, last_error in sorted(failures.items()):
-            if job_id in self._reported:
-                continue
-            self._reported.add(job_id)
-            message = f"job {job_id}: {last_error}"
-            self._failed_since_flush.append(message)
+        for job_id, message in self._jobs.settle(statuses, failed):
+            self._jobs.reported(job_id, message)
             self.failures.record(f"extraction failed: {message}", "extraction")
-
-
-def _budget_from_now(limit: float) -> asyncio.Timeout:
-    """A budget of ``limit`` seconds from now. Made once the memory is open, never before:
-    ``asyncio.timeout`` fixes its deadline when it is made, not when it is entered, and
-    opening (a first run's model and tokenizer loads, seconds on a slow machine) is paid
-    outside the budget."""
-    return asyncio.timeout(limit)
 
 
 def _noted(
