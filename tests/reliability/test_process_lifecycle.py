@@ -5,6 +5,8 @@
 * After a process was killed with SIGKILL, the next process to exit normally still stops
   the embedded server: nothing is left running.
 * A process whose embedded server stopped under it starts it again.
+* An embedded server that is alive but does not answer fails the opening within the
+  connection timeout: the run answers without memory instead of waiting for it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from agents.memory import SQLiteSession
 from sqlalchemy import text
 
 from mem01session import BeliefEngine, Mem01Session, Memory, Settings
-from mem01session.db import Database
+from mem01session.db import Database, urls
+from mem01session.db.embedded import embedded_url
 from mem01session.embeddings import HashingEmbedder
 from mem01session.extraction import RuleExtractor
 from mem01session.queue import JobStore, MemoryWorker, TurnMessage
@@ -214,4 +217,27 @@ async def test_a_process_restarts_its_embedded_server_when_it_stopped(
     assert result is not None and "Likes cheese" in result.text and "Lyon" in result.text
     assert session.last_memory_error is None
     await session.aclose()
+    await memory.aclose()
+
+
+async def test_an_embedded_server_that_does_not_answer_fails_the_opening_within_the_timeout(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server stopped by a signal (or stuck on its disk) takes connections and never
+    answers; before, a process's first run waited for it without end."""
+    embedded_url(home)  # started, as by another process
+    server = _server_process(home / "pg")
+    assert server is not None
+    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_SECONDS", 1)
+    memory = Memory(Settings(home=home), embedder=HashingEmbedder(64), extractor=RuleExtractor())
+    session = Mem01Session("c", "remy", inner=SQLiteSession("c", home / "t.sqlite"), memory=memory)
+    server.send_signal(signal.SIGSTOP)
+    try:
+        await asyncio.wait_for(say(session, "I live in Lyon."), 60)  # 60: a hang, not a bound
+        error = session.last_memory_error
+        assert error is not None and "could not connect to the embedded PostgreSQL" in error
+        assert "timeout" in error
+        assert session.unsent_turns == 1  # kept for when the server answers again
+    finally:
+        server.send_signal(signal.SIGCONT)
     await memory.aclose()

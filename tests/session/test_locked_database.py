@@ -75,7 +75,7 @@ async def test_closing_a_session_returns_within_its_timeout_while_the_job_table_
     error = session.last_memory_error
     assert error is not None and "flush at close gave up after 0.5 s while storing turns" in error
     items = await session.inner.get_items()  # the transcript kept the turn
-    assert [i.get("content") for i in items][0] == "I live in Oslo."
+    assert items[0].get("content") == "I live in Oslo."
 
 
 async def test_a_worker_stops_without_handing_back_its_claims_while_the_job_table_is_locked(

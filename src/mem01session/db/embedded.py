@@ -37,7 +37,8 @@ import psutil
 import psycopg
 
 from ..errors import DatabaseError
-from ..logs import get_logger
+from ..logs import describe, get_logger
+from .urls import with_connect_timeout
 
 log = get_logger(__name__)
 
@@ -166,9 +167,21 @@ def embedded_url(home: Path, database: str = DATABASE_NAME) -> str:
                 f"could not start the embedded PostgreSQL in {pgdata}: {exc}. "
                 f"See {pgdata / 'log'} for the server log, or set MEM01_DATABASE_URL."
             ) from exc
-        admin_url: str = server.get_uri()
-        _create_database(admin_url, database)
-    url: str = server.get_uri(database=quote(database))
+        # A connection attempt waits for the server at most CONNECT_TIMEOUT_SECONDS: a
+        # server that is alive but does not answer (stopped by a signal, stuck on its
+        # disk) must not hold whoever opens it, as an external one does not.
+        admin_url = with_connect_timeout(server.get_uri())
+        failure: str | None = None
+        try:
+            _create_database(admin_url, database)
+        except psycopg.OperationalError as exc:
+            failure = describe(exc)  # raised below: no driver error as context
+        if failure is not None:
+            raise DatabaseError(
+                f"could not connect to the embedded PostgreSQL in {pgdata}: {failure}. "
+                f"See {pgdata / 'log'} for the server log."
+            )
+    url = with_connect_timeout(server.get_uri(database=quote(database)))
     log.info("using embedded PostgreSQL in %s (pid %s)", pgdata, os.getpid())
     return url
 
