@@ -6,13 +6,16 @@
   the embedded server: nothing is left running.
 * A process whose embedded server stopped under it starts it again.
 * An embedded server that is alive but does not answer fails the opening within the
-  connection timeout: the run answers without memory instead of waiting for it.
+  connection timeout: the run answers without memory instead of waiting for it; one that
+  stops answering while in use holds a run, a flush and a close no longer than their
+  bounds (not the driver's clean-up after each statement cut short).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import signal
@@ -241,3 +244,45 @@ async def test_an_embedded_server_that_does_not_answer_fails_the_opening_within_
     finally:
         server.send_signal(signal.SIGCONT)
     await memory.aclose()
+
+
+def _freeze(pgdata: Path) -> list[psutil.Process]:
+    """Every process of the server stopped by SIGSTOP (the postmaster and each backend):
+    connections stay open and nothing answers on them."""
+    server = _server_process(pgdata)
+    assert server is not None
+    processes = [server, *server.children(recursive=True)]
+    for process in processes:
+        process.send_signal(signal.SIGSTOP)
+    return processes
+
+
+async def test_a_server_that_stops_answering_mid_use_holds_nothing_past_its_bounds(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cut short, psycopg cancels a statement on the server, waiting up to 5 s for that and
+    5 s more for the statement to end: before, each cut statement held its caller that long
+    past its bound (a run with a 2 s budget took 24 s). The test gives up at 60 s."""
+    memory = Memory(Settings(home=home), embedder=HashingEmbedder(64), extractor=RuleExtractor())
+    session = Mem01Session("c", "remy", inner=SQLiteSession("c", home / "t.sqlite"),
+                           memory=memory, recall_wait=0.5)  # fmt: skip
+    await say(session, "I live in Lyon.")
+    assert await session.flush_memory(timeout=30)
+    frozen = _freeze(home / "pg")
+    try:
+        with caplog.at_level(logging.INFO, logger="psycopg"):
+            await asyncio.wait_for(say(session, "I like cheese."), 60)
+            error = session.last_memory_error
+            assert error is not None and error.startswith("recall gave up after 0.5 s")
+            assert "enqueue gave up after 0.5 s" in error
+            assert await asyncio.wait_for(session.flush_memory(timeout=0.5), 60) is False
+            assert "flush gave up after 0.5 s" in (session.last_memory_error or "")
+            await asyncio.wait_for(session.aclose(flush_timeout=0.5), 60)
+            await asyncio.wait_for(memory.aclose(flush_timeout=0.5), 60)
+        # psycopg's own waits for the server never ran out: they were cut short instead
+        assert "closing connection" in caplog.text
+        assert "cancellation timeout expired" not in caplog.text
+        assert "query not terminated after cancellation" not in caplog.text
+    finally:
+        for process in frozen:
+            process.send_signal(signal.SIGCONT)

@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import time
 
+from ..bounded import Bound, stop
 from ..config import DEFAULT_LLM_TIMEOUT
 from ..embeddings import Vector
 from ..engine import BeliefEngine
@@ -174,13 +175,9 @@ class MemoryWorker:
             # The flag ends the loop even if a cancellation is swallowed mid-await.
             self._stopping = True
             self._wake.set()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop(task)  # bounded: a statement cut short may not wait for the server
         try:
-            async with asyncio.timeout(RELEASE_TIMEOUT_SECONDS):
-                await self._failures.flush()
-                released = await self.jobs.release(self.worker_id, now=self.engine.clock())
+            released = await Bound(RELEASE_TIMEOUT_SECONDS).run(self._release())
         except Exception as exc:
             why = (
                 f"no answer within {RELEASE_TIMEOUT_SECONDS:g} s"
@@ -192,6 +189,10 @@ class MemoryWorker:
         if released:
             log.info("worker %s released %d claimed job(s) at stop", self.worker_id, len(released))
         return released
+
+    async def _release(self) -> list[int]:
+        await self._failures.flush()
+        return await self.jobs.release(self.worker_id, now=self.engine.clock())
 
     async def wait_progress(self, timeout: float) -> None:
         """Return after the next processed job, or after ``timeout`` seconds."""

@@ -33,7 +33,6 @@ which failed) fits in the timeout too.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 # The queued turns of the user whose words a run's block quotes (the newest).
@@ -47,14 +46,6 @@ READ_RESERVE_SECONDS = 1.0
 def budget(recall_wait: float) -> float:
     """Seconds a run's memory work may take (see the module docstring)."""
     return max(recall_wait, MIN_BUDGET_SECONDS)
-
-
-def budget_from_now(limit: float) -> asyncio.Timeout:
-    """A budget of ``limit`` seconds from now. Made once the memory is open, never before:
-    ``asyncio.timeout`` fixes its deadline when it is made, not when it is entered, and
-    opening (a first run's model and tokenizer loads, seconds on a slow machine) is paid
-    outside the budget."""
-    return asyncio.timeout(limit)
 
 
 def read_reserve(timeout: float) -> float:
@@ -77,7 +68,6 @@ __all__ = [
     "READ_RESERVE_SECONDS",
     "SAID_TURNS",
     "budget",
-    "budget_from_now",
     "read_reserve",
     "wait_end",
 ]

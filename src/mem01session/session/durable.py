@@ -10,11 +10,11 @@ with ``strict`` it raises :class:`~mem01session.errors.Mem01MemoryError`.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Sequence
 
+from ..bounded import Bound
 from ..engine import BeliefEngine
 from ..engine.records import EraseReceipt, RecallRequest, RecallResult
 from ..errors import ConfigError, DatabaseError, Mem01MemoryError
@@ -25,7 +25,7 @@ from ..queue.buffer import TurnBuffer
 from ..queue.carried import Known
 from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
-from .barrier import SAID_TURNS, budget, budget_from_now, wait_end
+from .barrier import SAID_TURNS, budget, wait_end
 from .failures import FailurePolicy
 from .watched import WatchedJobs
 
@@ -93,14 +93,13 @@ class DurableTier:
         within = None
         try:
             await self._open()
-            within = budget_from_now(limit)
-            async with within:
-                await self._send()
+            within = Bound(limit)  # made once the memory is open: opening is not budgeted
+            await within.run(self._send())
         except Exception as exc:
             # Strict: the caller hears of it, so nothing is kept behind its back.
             if self.failures.strict:
                 self._buffer.discard()
-            if isinstance(exc, TimeoutError) and within is not None and within.expired():
+            if within is not None and within.expired:
                 kept = (
                     "dropped (strict)"
                     if self.failures.strict
@@ -203,15 +202,14 @@ class DurableTier:
         within = None
         try:
             engine = await self._open()
-            within = budget_from_now(limit)
-            async with within:
-                result = await self._recall(
-                    engine, request, visible, during_run, time.monotonic() + limit
-                )
+            within = Bound(limit)  # made once the memory is open: opening is not budgeted
+            result = await within.run(
+                self._recall(engine, request, visible, during_run, time.monotonic() + limit)
+            )
         except (Mem01MemoryError, ConfigError):  # strict, or a bad argument: the caller's
             raise
         except Exception as exc:
-            cut_short = isinstance(exc, TimeoutError) and within is not None and within.expired()
+            cut_short = within is not None and within.expired
             if not cut_short or self._read is None:
                 what = self._gave_up(limit) if cut_short else f"failed: {describe(exc)}"
                 without = "; this run answered without memory" if during_run else ""
@@ -283,16 +281,19 @@ class DurableTier:
         """
         mark = self.failures.count
         self._step = "opening the memory"
-        within = asyncio.timeout(timeout)
+        within = Bound(timeout)
+
+        async def flushed() -> bool:
+            await self.memory.engine()
+            await self._send(release=True)
+            return await self._barrier(wait_end(timeout), report=True)
+
         try:
-            async with within:
-                await self.memory.engine()
-                await self._send(release=True)
-                done = await self._barrier(wait_end(timeout), report=True)
+            done = await within.run(flushed())
         except Mem01MemoryError:
             raise
         except Exception as exc:
-            if isinstance(exc, TimeoutError) and within.expired():
+            if within.expired:
                 assert timeout is not None
                 self.failures.record(
                     f"flush gave up after {timeout:g} s while {self._step}", "flush"
@@ -346,19 +347,22 @@ class DurableTier:
         self._buffer.release()
         left = 0
         self._step = "opening the memory"
-        within = asyncio.timeout(flush_timeout)
+        within = Bound(flush_timeout)
+
+        async def unapplied() -> int:
+            await self._send()
+            if self.memory.run_worker and not await self._barrier(wait_end(flush_timeout)):
+                self._step = "reading the turns' jobs"
+                return await self._unapplied()
+            return 0
+
         try:
             if self._buffer.unsent or self._jobs.ids:
                 try:
-                    async with within:
-                        await self._send()
-                        waits = self.memory.run_worker
-                        if waits and not await self._barrier(wait_end(flush_timeout)):
-                            self._step = "reading the turns' jobs"
-                            left = await self._unapplied()
+                    left = await within.run(unapplied())
                 except Exception as exc:
                     left = len(self._jobs.ids)
-                    if isinstance(exc, TimeoutError) and within.expired():
+                    if within.expired:
                         self.failures.record(
                             f"flush at close gave up after {flush_timeout:g} s while {self._step}",
                             "flush",
