@@ -80,3 +80,15 @@ def create_database(admin_url: str, *, template: str | None = None) -> str:
 def drop_database(admin_url: str, name: str) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def locked(url: str, table: str) -> Iterator[None]:
+    """``table`` locked against every reader and writer until the block ends (as by a
+    migration running elsewhere, or ``VACUUM FULL``)."""
+    with psycopg.connect(url) as conn:
+        conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            conn.rollback()

@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-import psycopg
 import pytest
 from agents.memory import SQLiteSession
 
@@ -24,6 +22,7 @@ from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.errors import DatabaseError
+from tests.pg import locked
 from tests.session.test_memory_app import ask
 
 T = TypeVar("T")
@@ -32,17 +31,6 @@ HANG = 60.0  # far beyond every bound below: reaching it means something waited 
 
 async def bounded(step: Awaitable[T]) -> T:
     return await asyncio.wait_for(step, HANG)
-
-
-@contextmanager
-def locked(url: str, table: str) -> Iterator[None]:
-    """``table`` locked against every reader and writer until the block ends."""
-    with psycopg.connect(url) as conn:
-        conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
-        try:
-            yield
-        finally:
-            conn.rollback()
 
 
 async def test_a_flush_returns_within_its_timeout_while_the_job_table_is_locked(

@@ -18,6 +18,7 @@ from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.recalled import NOT_KEPT
 from mem01session.tools.agent import TOOL_NAMES
+from tests.pg import locked
 from tests.session.conftest import Gate, MemoryFactory
 
 Step = list[Any]
@@ -224,6 +225,28 @@ async def test_a_tool_call_never_waits_for_the_worker(
     assert shown["r1"].startswith("Remembered (#") and "Plays the piano" in shown["s1"]
     assert not gated.release.is_set()  # the worker was still busy with the first turn
     gated.release.set()
+
+
+async def test_a_tool_call_the_database_does_not_answer_is_cut_short_and_changes_nothing(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine, db_url: str
+) -> None:
+    """A lock held elsewhere (a migration, ``VACUUM FULL``) or a server that stopped
+    answering: the call's result says memory is out of reach, and the run goes on."""
+    session = make_session("c1", "ana", recall_wait=0.5)
+    model = ScriptedModel([call("remember", "r1", statement="Lives in Lisbon"),
+                           [assistant_message("Done.")]])  # fmt: skip
+    agent = Agent(name="a", model=model, tools=memory_tools(session, timeout=0.3))
+    with locked(db_url, "beliefs"):
+        async with asyncio.timeout(60):  # a guard against a hang, not a measurement
+            result = await Runner.run(
+                agent, "Remember: I live in Lisbon.", session=session,
+                run_config=session.run_config(),
+            )  # fmt: skip
+    assert result.final_output == "Done."
+    assert outputs(model)["r1"] == (
+        "error: memory is unavailable right now (no answer within 0.3 s)"
+    )
+    assert await engine.history("ana") == []  # the cut write left nothing behind
 
 
 def test_the_tools_and_their_schemas() -> None:

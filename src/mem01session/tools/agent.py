@@ -22,7 +22,7 @@ from agents.tool_context import ToolContext
 
 from ..errors import MemoryToolError
 from ..session import Mem01Session
-from .toolbox import AGENT_TOOL, ARGUMENTS, DESCRIPTIONS, MemoryToolbox
+from .toolbox import AGENT_TOOL, ARGUMENTS, CALL_TIMEOUT_SECONDS, DESCRIPTIONS, MemoryToolbox
 
 TOOL_NAMES = ("search_memory", "remember", "correct_memory", "forget_memory")
 
@@ -34,16 +34,23 @@ async def _answer(call: Awaitable[str]) -> str:
         return f"error: {exc}"
 
 
-def memory_tools(session: Mem01Session, *, max_tokens: int | None = None) -> list[FunctionTool]:
+def memory_tools(
+    session: Mem01Session,
+    *,
+    max_tokens: int | None = None,
+    timeout: float = CALL_TIMEOUT_SECONDS,
+) -> list[FunctionTool]:
     """``search_memory``, ``remember``, ``correct_memory`` and ``forget_memory`` for the
     user of ``session`` (a search returns at most ``max_tokens``, default the session's
-    ``max_memory_tokens``)."""
+    ``max_memory_tokens``; a call that takes longer than ``timeout`` seconds is cut short
+    and its result says memory is out of reach)."""
     box = MemoryToolbox(
         session.memory,
         session.user_id,
         source=AGENT_TOOL,
         conversation=session.session_id,
         max_tokens=max_tokens if max_tokens is not None else session.max_memory_tokens,
+        timeout=timeout,
     )
 
     async def search_memory(

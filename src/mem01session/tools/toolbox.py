@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from ..checks import check_id
+from ..bounded import Bound
+from ..checks import check_id, check_seconds
 from ..engine import BeliefEngine
 from ..engine.ops import Op, Provenance
 from ..engine.records import DEFAULT_MAX_TOKENS, ApplyResult, Belief, RecallRequest
@@ -102,6 +103,9 @@ SEARCH_LEGEND = (
 ERASED = "this user's memory was erased; nothing can be written until the user is reinstated"
 DEFAULT_FORGET_REASON = "no longer true, said the agent"
 MAX_KEYED = 500  # active keyed beliefs looked through for a key (remember with key=)
+CALL_TIMEOUT_SECONDS = 10.0
+"""How long one tool call may take (its embedding and statements; a model's run waits for
+it): past that it is cut short and reported as memory out of reach."""
 
 
 class MemoryToolbox:
@@ -109,8 +113,9 @@ class MemoryToolbox:
 
     ``source`` is what provenance and the ledger name as the author (:data:`AGENT_TOOL`,
     :data:`MCP_TOOL`); ``conversation`` the conversation the calls come from (recorded as
-    the provenance's ``session_id``); ``max_tokens`` the budget of a search's result.
-    A malformed ``user_id`` raises :class:`MemoryToolError`.
+    the provenance's ``session_id``); ``max_tokens`` the budget of a search's result;
+    ``timeout`` the seconds one call may take. A malformed ``user_id`` raises
+    :class:`MemoryToolError`.
     """
 
     def __init__(
@@ -121,8 +126,10 @@ class MemoryToolbox:
         source: str,
         conversation: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout: float = CALL_TIMEOUT_SECONDS,
     ) -> None:
         try:
+            checked = check_seconds("timeout", timeout)
             self.user_id = check_id("user_id", user_id)
             self.conversation = (
                 None if conversation is None else check_id("conversation", conversation)
@@ -133,6 +140,8 @@ class MemoryToolbox:
         self.memory = memory
         self.source = source
         self.max_tokens = max_tokens
+        assert checked is not None
+        self.timeout = checked
 
     def __repr__(self) -> str:
         return f"MemoryToolbox(user_id={self.user_id!r}, source={self.source!r})"
@@ -265,8 +274,9 @@ class MemoryToolbox:
         except Exception as exc:
             log.warning("memory tools: memory is unavailable: %s", describe(exc))
             raise MemoryToolError(f"memory is unavailable right now ({describe(exc)})") from None
+        bound = Bound(self.timeout)
         try:
-            return await work(engine)
+            return await bound.run(work(engine))
         except MemoryToolError:
             raise
         except UserErasedError:
@@ -280,8 +290,9 @@ class MemoryToolbox:
         except ConfigError as exc:
             raise MemoryToolError(str(exc)) from None
         except Exception as exc:
-            log.warning("memory tools: a call failed: %s", describe(exc))
-            raise MemoryToolError(f"memory is unavailable right now ({describe(exc)})") from None
+            why = f"no answer within {self.timeout:g} s" if bound.expired else describe(exc)
+            log.warning("memory tools: a call failed: %s", why)
+            raise MemoryToolError(f"memory is unavailable right now ({why})") from None
 
 
 async def _erased(engine: BeliefEngine, user_id: str) -> bool:
