@@ -4,8 +4,8 @@
 database driver ends a cancelled statement politely: psycopg asks the server to cancel it
 (waiting up to 5 s for that request) and then waits up to 5 s more for the statement to
 end. Against a server that stopped answering, each statement cut short held its caller
-about 10 s past the time it was given: a run's memory work, budgeted at ``recall_wait``
-(2 s), held the reply for 24 s. :class:`Bound` gives the work a short grace to clean up
+up to 10 s past the time it was given (a run's memory work, budgeted at ``recall_wait``,
+cuts two: its recall's and its enqueue's). :class:`Bound` gives the work a short grace to clean up
 after the first cancellation (:data:`CLEANUP_GRACE_SECONDS`: enough for a server that
 answers), then cancels it again, which makes the driver drop the connection at once.
 """
