@@ -9,12 +9,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+import pytest
 from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from mem01session import Mem01Session, memory_tools
 from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
+from mem01session.errors import ConfigError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.recalled import NOT_KEPT
 from mem01session.tools.agent import TOOL_NAMES
@@ -247,6 +249,15 @@ async def test_a_tool_call_the_database_does_not_answer_is_cut_short_and_changes
         "error: memory is unavailable right now (no answer within 0.3 s)"
     )
     assert await engine.history("ana") == []  # the cut write left nothing behind
+
+
+def test_a_timeout_that_is_not_a_number_of_seconds_is_refused(
+    make_session: Callable[..., Mem01Session],
+) -> None:
+    session = make_session("c1", "ana")
+    for bad in (-1, "10", float("nan"), True):
+        with pytest.raises(ConfigError, match=r"timeout must be a number of seconds"):
+            memory_tools(session, timeout=bad)  # type: ignore[arg-type]
 
 
 def test_the_tools_and_their_schemas() -> None:

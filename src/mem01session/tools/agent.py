@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from agents import FunctionTool, function_tool
 from agents.tool_context import ToolContext
 
+from ..checks import check_seconds
 from ..errors import MemoryToolError
 from ..session import Mem01Session
 from .toolbox import AGENT_TOOL, ARGUMENTS, CALL_TIMEOUT_SECONDS, DESCRIPTIONS, MemoryToolbox
@@ -44,6 +45,7 @@ def memory_tools(
     user of ``session`` (a search returns at most ``max_tokens``, default the session's
     ``max_memory_tokens``; a call that takes longer than ``timeout`` seconds is cut short
     and its result says memory is out of reach)."""
+    check_seconds("timeout", timeout)  # a bad one is the caller's mistake: ConfigError
     box = MemoryToolbox(
         session.memory,
         session.user_id,
