@@ -90,3 +90,13 @@ async def test_cancelling_the_caller_cancels_the_work() -> None:
     with pytest.raises(asyncio.CancelledError):
         await caller
     assert work.cancellations == 1 and work.ended.done()
+
+
+async def test_stop_says_whether_the_work_ended() -> None:
+    ending, deaf = StubbornWork(gives_in_at=2), StubbornWork(gives_in_at=0)
+    tasks = [asyncio.ensure_future(ending()), asyncio.ensure_future(deaf())]
+    await asyncio.gather(ending.started.wait(), deaf.started.wait())
+    assert await bounded.stop(tasks[0]) is True
+    assert await bounded.stop(tasks[1]) is False  # a worker then keeps its claims
+    deaf.cleaned.set()
+    assert await tasks[1] == "cleaned up"

@@ -55,16 +55,17 @@ class Bound:
         raise TimeoutError(f"cut short after {self.seconds:g} s")
 
 
-async def stop(task: asyncio.Task[Any]) -> None:
+async def stop(task: asyncio.Task[Any]) -> bool:
     """Cancel ``task``; past :data:`CLEANUP_GRACE_SECONDS` of clean-up, cancel it again;
-    past as long again, leave it (it is not awaited any more)."""
+    past as long again, leave it (it is not awaited any more). Whether it ended."""
     try:
         for _ in range(2):
             task.cancel()
             done, _ = await asyncio.wait({task}, timeout=CLEANUP_GRACE_SECONDS)
             if done:
                 _retrieve(task)
-                return
+                return True
+        return False
     finally:
         if not task.done():
             _abandoned.add(task)

@@ -175,7 +175,15 @@ class MemoryWorker:
             # The flag ends the loop even if a cancellation is swallowed mid-await.
             self._stopping = True
             self._wake.set()
-            await stop(task)  # bounded: a statement cut short may not wait for the server
+            if not await stop(task):  # bounded: a cut statement may not wait for the server
+                # Still applying a job, maybe: handing its claim back now could let another
+                # worker apply it again. The lease (or the next worker here) takes it back.
+                self._failures.record(
+                    "worker: its task did not end when stopped (the database does not "
+                    "answer); the jobs it claimed are taken back by the next worker of this "
+                    "machine, or when their lease ends"
+                )
+                return []
         try:
             released = await Bound(RELEASE_TIMEOUT_SECONDS).run(self._release())
         except Exception as exc:

@@ -384,9 +384,9 @@ class DurableTier:
         progress = await fetch_progress(db, self.user_id, self._jobs.ids)
         return sum(status in ("pending", "running") for status, _ in progress.watched.values())
 
-    async def _barrier(self, wait_end: float | None, *, report: bool = False) -> bool:
-        """Wait for the user's jobs accepted before now (True: none left), until
-        ``wait_end`` (``time.monotonic``; None: no end). With ``report``, surface failed
+    async def _barrier(self, until: float | None, *, report: bool = False) -> bool:
+        """Wait for the user's jobs accepted before now (True: none left), until ``until``
+        (``time.monotonic``; None: no end). With ``report``, surface failed
         jobs: this session's, and the user's since the last flush (strict: raise)."""
         db = (await self.memory.engine()).db
         since = self._flushed_at if report else None
@@ -396,7 +396,7 @@ class DurableTier:
         if progress.unfinished:
             worker: MemoryWorker = await self.memory.worker()
             self._step = "waiting for the user's queued turns"
-            timeout = None if wait_end is None else max(0.0, wait_end - time.monotonic())
+            timeout = None if until is None else max(0.0, until - time.monotonic())
             done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
             if report:
                 self._step = "reading the user's jobs after the wait"
