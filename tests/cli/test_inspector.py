@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner, Result
 
+import mem01session.cli._reads as reads_module
 from mem01session import Memory
 from mem01session.cli import app
 from mem01session.config import Settings
@@ -21,6 +22,7 @@ from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
 from tests.conftest import TEST_DIM
+from tests.pg import locked
 
 runner = CliRunner()
 
@@ -555,3 +557,19 @@ def test_a_closed_port_reads_the_same_from_every_command(
 def test_every_command_has_help_with_an_example(args: list[str]) -> None:
     out = ok(*args, "--help")
     assert "Example: mem01session " + " ".join(args) in " ".join(out.split())
+
+
+def test_a_read_the_database_does_not_answer_fails_and_says_so(
+    seeded: Seeded, env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table locked elsewhere (a migration running, VACUUM FULL): the command fails with
+    one line saying what happened, instead of waiting without a word."""
+    monkeypatch.setattr(reads_module, "READ_TIMEOUT_SECONDS", 0.5)
+    with locked(env, "beliefs"):
+        result = runner.invoke(app, ["beliefs", "list", "--user", ALICE])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "error: the database did not answer within 0.5 s (a table locked elsewhere, as by a "
+        "migration running, or a server that stopped answering)"
+    )
+    assert "Lives in" in ok("beliefs", "list", "--user", ALICE)  # the lock gone, it reads

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 
+from ..bounded import Bound
 from ..db import migrate
 from ..db.direct import DirectPool
 from ..db.urls import with_connect_timeout
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 T = TypeVar("T")
+
+READ_TIMEOUT_SECONDS = 30.0
+"""How long an inspector command waits for the database before it fails and says so (a
+table locked elsewhere, as by a migration running, or a server that stopped answering)."""
 
 
 async def require_user(pool: DirectPool, user: str) -> None:
@@ -72,16 +77,24 @@ def with_pool(work: Callable[[DirectPool], Awaitable[T]]) -> T:
         return await asyncio.to_thread(restart_if_stopped, home)
 
     async def run() -> T:
-        # As Database.open: an external server that never answers fails the attempt.
-        pool = DirectPool(
-            url if embedded else with_connect_timeout(url),
-            on_connect_error=revive if embedded else None,
-        )
+        # As Database.open: a server that never answers fails the attempt.
+        pool = DirectPool(with_connect_timeout(url), on_connect_error=revive if embedded else None)
         try:
-            if await _at_head(pool):
-                return await work(pool)
+            bound = Bound(READ_TIMEOUT_SECONDS)
+            try:
+                if await bound.run(_at_head(pool)):
+                    return await bound.run(work(pool))
+            except TimeoutError:
+                if not bound.expired:
+                    raise
+                fail(
+                    f"the database did not answer within {READ_TIMEOUT_SECONDS:g} s (a table "
+                    "locked elsewhere, as by a migration running, or a server that stopped "
+                    "answering)"
+                )
         finally:
             await pool.close()
+        # Not at head: opened as every command opens it, which may migrate (unbounded).
         return await _opened(work, settings, url, embedded)
 
     return asyncio.run(run())
