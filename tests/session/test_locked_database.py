@@ -18,10 +18,11 @@ from agents.memory import SQLiteSession
 
 import mem01session.db.database as database_module
 import mem01session.queue.worker as worker_module
+import mem01session.session.session as session_module
 from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.errors import DatabaseError
+from mem01session.errors import DatabaseError, Mem01MemoryError
 from tests.pg import locked
 from tests.session.test_memory_app import ask
 
@@ -100,3 +101,23 @@ async def test_an_opening_fails_and_says_why_while_the_schema_is_locked(
     error = session.last_memory_error
     assert error is not None and "a migration running elsewhere may hold a lock" in error
     await memory.aclose()
+
+
+async def test_a_correction_fails_and_says_why_while_the_beliefs_are_locked(
+    make_session: Callable[..., Mem01Session], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "MANAGE_TIMEOUT_SECONDS", 0.3)
+    session = make_session("c1")
+    await ask(session, "I live in Oslo.")
+    assert await session.flush_memory()
+    [belief] = await session.memory_history()
+    with locked(db_url, "beliefs"):
+        for call in (
+            session.correct_memory(belief.id, "Lives in Bergen"),
+            session.forget_memory(belief.id),
+            session.memory_history(),
+        ):
+            with pytest.raises(Mem01MemoryError, match=r"did not answer within 0\.3 s"):
+                await bounded(call)
+    [after] = await session.memory_history()  # the lock gone: nothing was changed
+    assert (after.id, after.content, after.status) == (belief.id, "Lives in Oslo", "active")

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from agents import RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
+from ..bounded import Bound
 from ..checks import check_id, check_positive_int, check_seconds
 from ..config import MEMORY_PLACEMENTS
+from ..engine import BeliefEngine
 from ..engine.records import (
     DEFAULT_MAX_TOKENS,
     ApplyResult,
@@ -20,7 +24,7 @@ from ..engine.records import (
     RecallRequest,
     RecallResult,
 )
-from ..errors import ConfigError
+from ..errors import ConfigError, Mem01MemoryError
 from ..extraction import Extractor, TurnMessage
 from ..logs import get_logger
 from ..memory import Memory
@@ -31,6 +35,10 @@ from .items import turn_messages
 from .recalled import without_recalled
 
 log = get_logger(__name__)
+T = TypeVar("T")
+
+# memory_history, correct_memory and forget_memory wait at most this long for the database.
+MANAGE_TIMEOUT_SECONDS = 30.0
 
 NO_RUN_CONFIG_WARNING = (
     "Mem01Session %r: a run finished without the memory filter, so the model was not shown "
@@ -325,20 +333,36 @@ class Mem01Session:
         self, *, include_inactive: bool = True, limit: int = 100
     ) -> list[Belief]:
         """The user's beliefs, oldest first, including superseded ones by default."""
-        engine = await self._tier.engine_or_raise()
-        return await engine.history(self.user_id, include_inactive=include_inactive, limit=limit)
+        return await self._manage(
+            lambda engine: engine.history(
+                self.user_id, include_inactive=include_inactive, limit=limit
+            )
+        )
 
     async def correct_memory(self, belief_id: int, content: str) -> ApplyResult:
         """Replace what a belief says; the old statement stays in history."""
-        engine = await self._tier.engine_or_raise()
-        return await engine.correct(self.user_id, belief_id, content)
+        return await self._manage(lambda engine: engine.correct(self.user_id, belief_id, content))
 
     async def forget_memory(
         self, belief_id: int, *, reason: str = "forgotten on request"
     ) -> ApplyResult:
         """Mark a belief as no longer true; it leaves recall, its text stays in history."""
+        return await self._manage(lambda engine: engine.forget(self.user_id, belief_id, reason))
+
+    async def _manage(self, work: Callable[[BeliefEngine], Awaitable[T]]) -> T:
+        """``work`` on the engine, within :data:`MANAGE_TIMEOUT_SECONDS`: past them it is
+        cut short (a write not yet committed is rolled back) and Mem01MemoryError says so."""
         engine = await self._tier.engine_or_raise()
-        return await engine.forget(self.user_id, belief_id, reason)
+        bound = Bound(MANAGE_TIMEOUT_SECONDS)
+        try:
+            return await bound.run(work(engine))
+        except TimeoutError:
+            if not bound.expired:
+                raise
+        raise Mem01MemoryError(
+            f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s (a table locked "
+            "elsewhere, as by a migration running, or a server that stopped answering)"
+        )
 
     async def clear_memory(self, timeout: float | None = 30.0) -> EraseReceipt:
         """Erase the user's durable memory (beliefs, ledger, provenance, jobs); the
