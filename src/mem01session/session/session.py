@@ -333,35 +333,25 @@ class Mem01Session:
         self, *, include_inactive: bool = True, limit: int = 100
     ) -> list[Belief]:
         """The user's beliefs, oldest first, including superseded ones by default."""
-        return await self._manage(
+        return await _managed(
+            self._tier,
             lambda engine: engine.history(
                 self.user_id, include_inactive=include_inactive, limit=limit
-            )
+            ),
         )
 
     async def correct_memory(self, belief_id: int, content: str) -> ApplyResult:
         """Replace what a belief says; the old statement stays in history."""
-        return await self._manage(lambda engine: engine.correct(self.user_id, belief_id, content))
+        return await _managed(
+            self._tier, lambda engine: engine.correct(self.user_id, belief_id, content)
+        )
 
     async def forget_memory(
         self, belief_id: int, *, reason: str = "forgotten on request"
     ) -> ApplyResult:
         """Mark a belief as no longer true; it leaves recall, its text stays in history."""
-        return await self._manage(lambda engine: engine.forget(self.user_id, belief_id, reason))
-
-    async def _manage(self, work: Callable[[BeliefEngine], Awaitable[T]]) -> T:
-        """``work`` on the engine, within :data:`MANAGE_TIMEOUT_SECONDS`: past them it is
-        cut short (a write not yet committed is rolled back) and Mem01MemoryError says so."""
-        engine = await self._tier.engine_or_raise()
-        bound = Bound(MANAGE_TIMEOUT_SECONDS)
-        try:
-            return await bound.run(work(engine))
-        except TimeoutError:
-            if not bound.expired:
-                raise
-        raise Mem01MemoryError(
-            f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s (a table locked "
-            "elsewhere, as by a migration running, or a server that stopped answering)"
+        return await _managed(
+            self._tier, lambda engine: engine.forget(self.user_id, belief_id, reason)
         )
 
     async def clear_memory(self, timeout: float | None = 30.0) -> EraseReceipt:
@@ -393,6 +383,22 @@ class Mem01Session:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
+
+
+async def _managed(tier: DurableTier, work: Callable[[BeliefEngine], Awaitable[T]]) -> T:
+    """``work`` on the engine, within :data:`MANAGE_TIMEOUT_SECONDS`: past them it is cut
+    short (a write not yet committed is rolled back) and Mem01MemoryError says so."""
+    engine = await tier.engine_or_raise()
+    bound = Bound(MANAGE_TIMEOUT_SECONDS)
+    try:
+        return await bound.run(work(engine))
+    except TimeoutError:
+        if not bound.expired:
+            raise
+    raise Mem01MemoryError(
+        f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s (a table locked "
+        "elsewhere, as by a migration running, or a server that stopped answering)"
+    )
 
 
 __all__ = ["Mem01Session"]
