@@ -44,7 +44,9 @@ CURRENT = -1  # the turn the worker is on (it processes one job at a time)
 
 
 async def mark(phase: str, turn: int) -> None:
-    print(f"{phase} {turn}", flush=True)
+    # One write per line: the worker's thread marks too, and print() writes the text and
+    # its newline apart, so two threads' lines could run together ("accepted 2extracting 2").
+    os.write(sys.stdout.fileno(), f"{phase} {turn}\n".encode())
     if phase == KILL_PHASE and turn == KILL_TURN:
         await asyncio.Event().wait()  # the parent kills us here
 
@@ -126,7 +128,7 @@ async def main() -> None:
         assert await session.flush_memory(timeout=120), "flush timed out"
         await mark("applied", n)
     assert session.last_memory_error is None, session.last_memory_error
-    print("done", flush=True)
+    os.write(sys.stdout.fileno(), b"done\n")  # as mark(): one write
     await session.aclose()
     await db.close()
 
