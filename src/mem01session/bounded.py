@@ -17,10 +17,15 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from .logs import describe
+
 T = TypeVar("T")
 
 CLEANUP_GRACE_SECONDS = 0.25
 """How long cancelled work may clean up before it is cancelled again."""
+
+STALLED = "a table locked elsewhere, as by a migration running, or a server that stopped answering"
+"""Why a database may not answer in time, as errors say it."""
 
 # Work that outlived both cancellations: kept referenced until it ends (a task nobody
 # holds may be collected while it runs).
@@ -54,6 +59,10 @@ class Bound:
         await stop(task)
         raise TimeoutError(f"cut short after {self.seconds:g} s")
 
+    def why(self, exc: BaseException) -> str:
+        """What ended work that raised ``exc``: this bound, or ``exc`` itself."""
+        return f"no answer within {self.seconds:g} s" if self.expired else describe(exc)
+
 
 async def stop(task: asyncio.Task[Any]) -> bool:
     """Cancel ``task``; past :data:`CLEANUP_GRACE_SECONDS` of clean-up, cancel it again;
@@ -83,4 +92,4 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-__all__ = ["CLEANUP_GRACE_SECONDS", "Bound", "stop"]
+__all__ = ["CLEANUP_GRACE_SECONDS", "STALLED", "Bound", "stop"]

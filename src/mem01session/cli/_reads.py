@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 
-from ..bounded import Bound
+from ..bounded import STALLED, Bound
 from ..db import migrate
 from ..db.direct import DirectPool
 from ..db.urls import with_connect_timeout
@@ -87,11 +87,7 @@ def with_pool(work: Callable[[DirectPool], Awaitable[T]]) -> T:
             except TimeoutError:
                 if not bound.expired:
                     raise
-                fail(
-                    f"the database did not answer within {READ_TIMEOUT_SECONDS:g} s (a table "
-                    "locked elsewhere, as by a migration running, or a server that stopped "
-                    "answering)"
-                )
+                fail(f"the database did not answer within {READ_TIMEOUT_SECONDS:g} s ({STALLED})")
         finally:
             await pool.close()
         # Not at head: opened as every command opens it, which may migrate (unbounded).

@@ -184,14 +184,11 @@ class MemoryWorker:
                     "machine, or when their lease ends"
                 )
                 return []
+        bound = Bound(RELEASE_TIMEOUT_SECONDS)
         try:
-            released = await Bound(RELEASE_TIMEOUT_SECONDS).run(self._release())
+            released = await bound.run(self._release())
         except Exception as exc:
-            why = (
-                f"no answer within {RELEASE_TIMEOUT_SECONDS:g} s"
-                if isinstance(exc, TimeoutError)
-                else describe(exc)
-            )
+            why = bound.why(exc)
             self._failures.record(f"worker: could not release claimed jobs at stop: {why}")
             return []
         if released:

@@ -11,7 +11,7 @@ from agents import RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
-from ..bounded import Bound
+from ..bounded import STALLED, Bound
 from ..checks import check_id, check_positive_int, check_seconds
 from ..config import MEMORY_PLACEMENTS
 from ..engine import BeliefEngine
@@ -395,10 +395,7 @@ async def _managed(tier: DurableTier, work: Callable[[BeliefEngine], Awaitable[T
     except TimeoutError:
         if not bound.expired:
             raise
-    raise Mem01MemoryError(
-        f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s (a table locked "
-        "elsewhere, as by a migration running, or a server that stopped answering)"
-    )
+    raise Mem01MemoryError(f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s ({STALLED})")
 
 
 __all__ = ["Mem01Session"]

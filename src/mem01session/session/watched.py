@@ -82,8 +82,9 @@ class WatchedJobs:
         user's), oldest first, each described: report each with :meth:`reported`."""
         failures = dict(failed or {})
         failures |= {i: err for i, (status, err) in statuses.items() if status == "failed"}
-        self.ids = [i for i in self.ids if i in statuses and statuses[i][0] != "done"]
-        self.ids = [i for i in self.ids if i not in failures]
+        self.ids = [
+            i for i in self.ids if i in statuses and statuses[i][0] != "done" and i not in failures
+        ]
         for job_id in set(self._texts).difference(self.ids):
             del self._texts[job_id]
         return [

@@ -290,7 +290,7 @@ class MemoryToolbox:
         except ConfigError as exc:
             raise MemoryToolError(str(exc)) from None
         except Exception as exc:
-            why = f"no answer within {self.timeout:g} s" if bound.expired else describe(exc)
+            why = bound.why(exc)
             log.warning("memory tools: a call failed: %s", why)
             raise MemoryToolError(f"memory is unavailable right now ({why})") from None
 
