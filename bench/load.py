@@ -195,6 +195,7 @@ class Phase:
     worker_cpu_s: float | None = None  # the worker process's (and its helpers'), when separate
     helpers_cpu_s: float = 0.0  # the runs' process's helper processes (its embedding process)
     server_cpu_s: float | None = None  # the PostgreSQL server's, when it runs on this machine
+    gave_way_s: float | None = None  # the worker's waits for the runs (.foreground), in-process
 
 
 async def _talk(
@@ -285,6 +286,8 @@ async def _mem(
     worker = start_worker(url, embedder) if phase.separate else None
     try:
         span = await _converse(url, memory, worker, convs, phase)
+        if not phase.separate:
+            phase.gave_way_s = (await memory.worker()).gave_way_s
     finally:
         if worker is not None:
             stop_worker(worker)

@@ -7,6 +7,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from mem01session.queue import WorkerPolicy
+
 from .busy import HOG_LIMIT_SECONDS, HOGS
 from .common import nproc, percentiles
 from .load import DRAIN_LIMIT_SECONDS, SAMPLE_SECONDS, THINK, LoadResult, Phase, Runs
@@ -91,8 +93,9 @@ def table(r: LoadResult) -> str:
     rows += [
         "",
         f"{first}| machine | worker | jobs | done when the turns ended | backlog then "
-        "| largest backlog | drained after s | jobs / s | lost | duplicated | failed |",
-        f"{rule}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| largest backlog | drained after s | jobs / s | worker gave way s | lost | duplicated "
+        "| failed |",
+        f"{rule}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in r.phases:
         drained = f"{p.drained_s:.1f}" if p.drained_s is not None else "not drained"
@@ -100,7 +103,8 @@ def table(r: LoadResult) -> str:
             f"| {_round(r, p)}{_machine(p)} | {_worker(p)} | {p.jobs} "
             f"| {_count(p.done_at_turns_end)} "
             f"| {_count(p.backlog_at_turns_end)} | {max((n for _, n in p.backlog), default=0)} "
-            f"| {drained} | {p.jobs_per_s:.1f} | {p.lost} | {p.duplicated} | {p.failed_jobs} |"
+            f"| {drained} | {p.jobs_per_s:.1f} | {_gave_way(p)} | {p.lost} | {p.duplicated} "
+            f"| {p.failed_jobs} |"
         )
     if r.scale is not None:
         rows += [
@@ -119,6 +123,10 @@ def table(r: LoadResult) -> str:
                     f"| {_ms(percentiles(t.embed)[:2])} | {_ms(percentiles(t.near)[:2], 2)} |"
                 )
     return spread(r) + "\n".join(rows)
+
+
+def _gave_way(p: Phase) -> str:
+    return "-" if p.gave_way_s is None else f"{p.gave_way_s:.1f}"
 
 
 def _gcs(runs: Runs) -> str:
@@ -244,8 +252,12 @@ def note(r: LoadResult) -> str:
         "the block neither reflects nor quotes, counted in its header. Backlog: jobs "
         f"pending or running, sampled every {SAMPLE_SECONDS:g} s from the first turn until "
         f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
-        "over that span. Lost and duplicated: each turn's words must be stored as exactly "
-        "one episode, and no more jobs done than turns. Turns / s: answered per second while "
+        "over that span. Worker gave way: seconds the worker in the runs' process waited, "
+        "before its steps, for runs that were recalling or enqueueing "
+        f"(`WorkerPolicy.yield_to_runs`, at most {WorkerPolicy().yield_to_runs:g} s a step; "
+        "'-': a worker process does not see the runs). Lost and duplicated: each turn's "
+        "words must be stored as exactly one episode, and no more jobs done than turns. "
+        "Turns / s: answered per second while "
         "the conversations ran. CPU: the runs' process's CPU time, all threads, over "
         "each side's runs (with memory: until the backlog was drained), per turn, then its "
         "embedding process's over the same span (the model's time on the queries and on the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from math import inf
 
 from ..errors import ConfigError
 
@@ -22,6 +23,8 @@ class WorkerPolicy:
     ``concurrency``: jobs of different users processed at once; None takes the
     extractor's own ``concurrency`` if it states one (the offline :class:`RuleExtractor`
     does: 64, its extractions cost no model call), else 8 (model calls at once).
+    ``yield_to_runs``: the most seconds the worker waits, before each step of a job, while
+    a run of its process recalls or enqueues (:mod:`.foreground`); 0: it never waits.
     ``listen``: keep a connection listening for the turns that processes without a worker
     queue (:mod:`.notify`), so they are claimed at once rather than at the next poll.
     """
@@ -35,6 +38,7 @@ class WorkerPolicy:
     candidates: int = 10
     keyed: int = 30  # 0: candidates from search only
     concurrency: int | None = None
+    yield_to_runs: float = 0.25
     listen: bool = False
 
     def __post_init__(self) -> None:
@@ -42,6 +46,9 @@ class WorkerPolicy:
             raise ConfigError("a worker needs max_attempts >= 1 and concurrency >= 1")
         if self.extract_timeout is not None and not self.extract_timeout > 0:
             raise ConfigError(f"extract_timeout must be > 0 seconds, got {self.extract_timeout}")
+        wait = self.yield_to_runs
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait < inf:
+            raise ConfigError(f"yield_to_runs must be >= 0 seconds, got {self.yield_to_runs}")
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next try of a job that failed its ``attempts``-th time."""

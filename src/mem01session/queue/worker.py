@@ -22,6 +22,11 @@ later turns go on (:mod:`.failures`). So a failing turn holds the ones behind it
 ``max_attempts`` extraction timeouts plus the backoffs. One extraction may take
 :attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).
 
+**Runs first.** Before each step of a job (a claim, a read of its candidates, a commit)
+the worker waits while a run of its process recalls or enqueues, at most
+:attr:`WorkerPolicy.yield_to_runs` seconds (:mod:`.foreground`): a reply waits for those
+steps, not for the extraction of earlier turns.
+
 **Claims of dead processes.** A worker's id names its process (:mod:`.owners`). Jobs left
 ``running`` by a process of this machine that is gone (killed, or ended without handing
 them back) are taken back when a worker starts and at its next claims, not when their
@@ -52,6 +57,7 @@ from ..spans import job_note, job_trace, op_kinds
 from .carried import carried
 from .completion import JobLostError
 from .failures import Failures, utterances
+from .foreground import FOREGROUND
 from .group_commit import GroupCommit, Ready
 from .job_records import Job
 from .jobs import JobStore
@@ -102,6 +108,8 @@ class MemoryWorker:
         self._stopping = False
         self._next_reap = 0.0  # time.monotonic() of the next look for dead owners' claims
         self.processed = 0
+        self.gave_way_s = 0.0
+        """Seconds this worker waited for the runs of its process (:mod:`.foreground`)."""
         self.taken_back: list[int] = []  # jobs taken back from dead processes
         self._failures = Failures(
             engine, self.jobs, self.policy, self.worker_id, extractor.name, self.wake
@@ -255,6 +263,7 @@ class MemoryWorker:
                 if free >= refill or not flying:
                     self._wake.clear()  # before the claim: a wake during it is kept
                     try:
+                        await self._give_way()
                         await self._housekeeping()
                         claimed = await self._claim(free)
                     except asyncio.CancelledError:
@@ -287,6 +296,10 @@ class MemoryWorker:
                 await asyncio.gather(*flying, return_exceptions=True)
             await self._commits.aclose()
 
+    async def _give_way(self) -> None:
+        """Before a step: wait while a run of this process recalls or enqueues, bounded."""
+        self.gave_way_s += await FOREGROUND.give_way(self.policy.yield_to_runs)
+
     async def _woken(self) -> None:
         await self._wake.wait()
 
@@ -304,6 +317,7 @@ class MemoryWorker:
             kept = self.engine.episode_texts(said)
             vectors = self._carried(job, [query, *kept])
             vectors |= await self._vectors.embed(t for t in [query, *kept] if t not in vectors)
+            await self._give_way()
             candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
             try:
                 async with asyncio.timeout(self.extract_timeout):
@@ -341,6 +355,7 @@ class MemoryWorker:
                 )
                 # The turn's ops, its episodes and the job's completion: one transaction,
                 # shared with other users' turns ready at the same time (.group_commit).
+                await self._give_way()
                 await self._commits.write(Ready(job, batch, extraction.usage))
             self.processed += 1
             job_note(outcome="done")

@@ -23,6 +23,7 @@ from ..memory import Memory
 from ..queue import MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.carried import Known
+from ..queue.foreground import FOREGROUND
 from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
 from .barrier import SAID_TURNS, budget, wait_end
@@ -94,7 +95,8 @@ class DurableTier:
         try:
             await self._open()
             within = Bound(limit)  # made once the memory is open: opening is not budgeted
-            await within.run(self._send())
+            with FOREGROUND.marked():  # the worker gives way (.foreground)
+                await within.run(self._send())
         except Exception as exc:
             # Strict: the caller hears of it, so nothing is kept behind its back.
             if self.failures.strict:

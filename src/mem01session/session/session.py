@@ -28,6 +28,7 @@ from ..errors import ConfigError, Mem01MemoryError
 from ..extraction import Extractor, TurnMessage
 from ..logs import get_logger
 from ..memory import Memory
+from ..queue.foreground import FOREGROUND
 from ..spans import enqueue_span, recall_span, recalled
 from .durable import DurableTier
 from .injection import RecallPrefetch, memory_run_config
@@ -120,6 +121,7 @@ class Mem01Session:
         self._warned_no_filter = False
         self._injecting = False  # run_config() was asked for: runs will want their recall
         self._prefetch_run = RecallPrefetch()
+        self._run_mark = object()  # this session's run in FOREGROUND, until its model call
         self._refusal: str | None = None  # why this run's model call went without memory
         self._traced: RunConfig | None = None  # the last run_config(): its trace settings
         self._tool_recalls: set[str] = set()  # tool calls whose output is recalled memory
@@ -198,6 +200,8 @@ class Mem01Session:
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         self._history_reads += 1
         self._run_open = True
+        if self._injecting:  # its recall starts: the worker gives way until the model call
+            FOREGROUND.mark(self._run_mark)
         items = await self._inner.get_items(limit)
         self._tier.see_history(items)  # what the model will read of this conversation
         return items
@@ -217,6 +221,7 @@ class Mem01Session:
             self._prefetch_run.drop()
             raise
         if any(m.role == "assistant" for m in messages):
+            FOREGROUND.unmark(self._run_mark)  # a run that went without the filter
             self._check_filter_ran()
         if messages:
             with enqueue_span([m.role for m in messages]) as span:
@@ -292,7 +297,10 @@ class Mem01Session:
     async def _block_for(self, query: str) -> str | None:
         self._filtered_read = self._history_reads
         started = self._prefetch_run.take((self._history_reads, query))
-        return await (started if started is not None else self._block(query))
+        try:
+            return await (started if started is not None else self._block(query))
+        finally:
+            FOREGROUND.unmark(self._run_mark)  # the model's wait is not this process's CPU
 
     async def _block(self, query: str) -> str | None:
         request = RecallRequest(query, self.max_memory_tokens, provenance=self.provenance)
@@ -366,6 +374,7 @@ class Mem01Session:
         """Give pending extraction a bounded chance to finish, then close what this session
         created (the default transcript store, a private memory). Unfinished jobs stay
         durable and resume at the next start."""
+        FOREGROUND.unmark(self._run_mark)
         try:
             await self._tier.close(flush_timeout)
         finally:

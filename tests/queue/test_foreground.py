@@ -1,0 +1,107 @@
+"""Runs first: the worker gives way while a run of its process recalls or enqueues, bounded
+(:mod:`mem01session.queue.foreground`)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from mem01session.engine import BeliefEngine
+from mem01session.errors import ConfigError
+from mem01session.extraction import RuleExtractor, TurnMessage
+from mem01session.queue import JobStore, MemoryWorker, WorkerPolicy
+from mem01session.queue.foreground import FOREGROUND, MARK_SECONDS, Foreground
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def waiting(foreground: Foreground) -> None:
+    """Until a worker waits on ``foreground`` (state, not time: the loop turns meanwhile)."""
+    while not foreground.waiting:  # noqa: ASYNC110 (a count, not an event, says it)
+        await asyncio.sleep(0)
+
+
+async def test_a_mark_keeps_the_process_busy_until_it_ends_or_lapses() -> None:
+    clock = Clock()
+    foreground = Foreground(clock)
+    assert not foreground.busy()
+    run, enqueue = object(), object()
+    foreground.mark(run)
+    foreground.mark(enqueue)
+    foreground.unmark(enqueue)
+    assert foreground.busy()  # the run's mark is still on
+    clock.now += MARK_SECONDS - 0.1
+    foreground.mark(run)  # renewed by its next run
+    clock.now += 0.2
+    assert foreground.busy()
+    clock.now += MARK_SECONDS
+    assert not foreground.busy()  # never ended: it lapsed
+    foreground.unmark(run)  # ending a lapsed mark changes nothing
+    with foreground.marked():
+        assert foreground.busy()
+    assert not foreground.busy()
+
+
+async def test_a_waiting_worker_goes_on_when_the_last_mark_ends() -> None:
+    foreground = Foreground()
+    first, second = object(), object()
+    foreground.mark(first)
+    foreground.mark(second)
+    gave_way = asyncio.create_task(foreground.give_way(60))
+    await waiting(foreground)
+    foreground.unmark(first)
+    await asyncio.sleep(0)
+    assert not gave_way.done()  # one run is still marked
+    await asyncio.to_thread(foreground.unmark, second)  # sessions live on other threads too
+    assert await asyncio.wait_for(gave_way, 30) > 0
+    assert foreground.waiting == 0
+
+
+async def test_giving_way_is_bounded_and_costs_nothing_when_no_run_is_marked() -> None:
+    foreground = Foreground()
+    assert await foreground.give_way(60) == 0.0
+    foreground.mark("run")
+    assert await foreground.give_way(0) == 0.0  # yield_to_runs=0: never waits
+    assert await foreground.give_way(0.01) >= 0.01  # a run that never ends: it goes on
+    assert foreground.busy() and foreground.waiting == 0
+
+
+@pytest.mark.parametrize("value", [-1, math.nan, math.inf, "0.25", True])
+async def test_a_bad_yield_to_runs_is_refused_by_name(value: object) -> None:
+    with pytest.raises(ConfigError, match="yield_to_runs"):
+        WorkerPolicy(yield_to_runs=value)  # type: ignore[arg-type]
+
+
+async def test_the_worker_claims_nothing_while_a_run_is_marked_then_catches_up(
+    module_engine: BeliefEngine, uid: str
+) -> None:
+    store = JobStore(module_engine.db)
+    user = f"{uid}-ada"
+    job = await store.enqueue(
+        user, "conv", [TurnMessage("user", "I live in Lisbon.")], now=module_engine.clock()
+    )
+    worker = MemoryWorker(module_engine, RuleExtractor(), policy=WorkerPolicy(yield_to_runs=60))
+    run = object()
+    FOREGROUND.mark(run)
+    try:
+        worker.start()
+        await asyncio.wait_for(waiting(FOREGROUND), 30)
+        before = await store.get(job)
+        assert before is not None and before.status == "pending"  # not claimed meanwhile
+        FOREGROUND.unmark(run)
+        assert await worker.wait_until_done(user, {job}, timeout=30)
+    finally:
+        FOREGROUND.unmark(run)
+        await worker.stop()
+    assert worker.gave_way_s > 0
+    assert [b.content for b in await module_engine.history(user)] == ["Lives in Lisbon"]
