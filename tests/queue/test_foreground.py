@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from datetime import timedelta
 
 import pytest
 
@@ -105,3 +106,28 @@ async def test_the_worker_claims_nothing_while_a_run_is_marked_then_catches_up(
         await worker.stop()
     assert worker.gave_way_s > 0
     assert [b.content for b in await module_engine.history(user)] == ["Lives in Lisbon"]
+
+
+@pytest.mark.parametrize("queued_ago", [0, 120])
+async def test_a_job_gives_way_only_until_its_turn_is_yield_to_runs_old(
+    module_engine: BeliefEngine, uid: str, queued_ago: int
+) -> None:
+    store = JobStore(module_engine.db)
+    user = f"{uid}-bo"
+    queued = module_engine.clock() - timedelta(seconds=queued_ago)
+    job = await store.enqueue(user, "conv", [TurnMessage("user", "I live in Oslo.")], now=queued)
+    worker = MemoryWorker(module_engine, RuleExtractor(), policy=WorkerPolicy(yield_to_runs=60))
+    run = object()
+    FOREGROUND.mark(run)
+    try:
+        processing = asyncio.create_task(worker.run_once())  # claims without giving way
+        if queued_ago < 60:  # a fresh turn waits for the run
+            await asyncio.wait_for(waiting(FOREGROUND), 30)
+            assert not processing.done()
+            FOREGROUND.unmark(run)
+        assert await asyncio.wait_for(processing, 30) == 1  # an old one does not
+    finally:
+        FOREGROUND.unmark(run)
+    assert (worker.gave_way_s > 0) is (queued_ago < 60)
+    done = await store.get(job)
+    assert done is not None and done.status == "done"

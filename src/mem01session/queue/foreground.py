@@ -5,10 +5,11 @@ enqueue of its turn) is CPU its reply waits for; the worker's extraction of earl
 is not. On a machine short of CPU both compete, one thread at a time, and every reply
 queues behind the worker (docs/benchmarks.md, "Under load"). So a session marks those
 steps in :data:`FOREGROUND`, and the worker, before each step of its own (a claim, a read
-of a job's candidates, a commit), waits while a run of this process is marked: at most
-``WorkerPolicy.yield_to_runs`` seconds per step, so that a process whose runs never pause
-still drains its queue, more slowly. A run waiting for its model is not marked: an
-application whose runs wait seconds for an LLM leaves the worker the time between.
+of a job's candidates, a commit), waits while a run of this process is marked: until the
+job's turn was queued ``WorkerPolicy.yield_to_runs`` seconds ago, so that a process whose
+runs never pause still keeps its queue short (a deep one would leave the blocks stale). A
+run waiting for its model is not marked: an application whose runs wait seconds for an LLM
+leaves the worker the time between.
 
 A mark ends with its step, or :data:`MARK_SECONDS` after it began (a run that failed
 between reading its history and calling its model never comes back to end it). Marks are

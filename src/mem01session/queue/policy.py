@@ -23,8 +23,9 @@ class WorkerPolicy:
     ``concurrency``: jobs of different users processed at once; None takes the
     extractor's own ``concurrency`` if it states one (the offline :class:`RuleExtractor`
     does: 64, its extractions cost no model call), else 8 (model calls at once).
-    ``yield_to_runs``: the most seconds the worker waits, before each step of a job, while
-    a run of its process recalls or enqueues (:mod:`.foreground`); 0: it never waits.
+    ``yield_to_runs``: before a step, the worker waits while a run of its process recalls
+    or enqueues (:mod:`.foreground`), until a job's turn was queued this many seconds ago
+    (a claim: at most this long); 0: it never waits.
     ``listen``: keep a connection listening for the turns that processes without a worker
     queue (:mod:`.notify`), so they are claimed at once rather than at the next poll.
     """

@@ -23,9 +23,11 @@ later turns go on (:mod:`.failures`). So a failing turn holds the ones behind it
 :attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).
 
 **Runs first.** Before each step of a job (a claim, a read of its candidates, a commit)
-the worker waits while a run of its process recalls or enqueues, at most
-:attr:`WorkerPolicy.yield_to_runs` seconds (:mod:`.foreground`): a reply waits for those
-steps, not for the extraction of earlier turns.
+the worker waits while a run of its process recalls or enqueues (:mod:`.foreground`): a
+reply waits for those steps, not for the extraction of earlier turns. It waits until the
+job's turn was queued :attr:`WorkerPolicy.yield_to_runs` seconds ago, no longer, so that
+the turns the blocks cannot quote (:data:`~mem01session.session.barrier.SAID_TURNS`) do not
+pile up behind runs that never pause.
 
 **Claims of dead processes.** A worker's id names its process (:mod:`.owners`). Jobs left
 ``running`` by a process of this machine that is gone (killed, or ended without handing
@@ -296,9 +298,14 @@ class MemoryWorker:
                 await asyncio.gather(*flying, return_exceptions=True)
             await self._commits.aclose()
 
-    async def _give_way(self) -> None:
-        """Before a step: wait while a run of this process recalls or enqueues, bounded."""
-        self.gave_way_s += await FOREGROUND.give_way(self.policy.yield_to_runs)
+    async def _give_way(self, job: Job | None = None) -> None:
+        """Before a step: wait while a run of this process recalls or enqueues, at most
+        ``yield_to_runs`` seconds, and for a job's step only until its turn was queued
+        that long ago: giving way delays no turn's extraction by more than that."""
+        limit = self.policy.yield_to_runs
+        if job is not None:
+            limit -= (self.engine.clock() - job.created_at).total_seconds()
+        self.gave_way_s += await FOREGROUND.give_way(limit)
 
     async def _woken(self) -> None:
         await self._wake.wait()
@@ -317,7 +324,7 @@ class MemoryWorker:
             kept = self.engine.episode_texts(said)
             vectors = self._carried(job, [query, *kept])
             vectors |= await self._vectors.embed(t for t in [query, *kept] if t not in vectors)
-            await self._give_way()
+            await self._give_way(job)
             candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
             try:
                 async with asyncio.timeout(self.extract_timeout):
@@ -355,7 +362,7 @@ class MemoryWorker:
                 )
                 # The turn's ops, its episodes and the job's completion: one transaction,
                 # shared with other users' turns ready at the same time (.group_commit).
-                await self._give_way()
+                await self._give_way(job)
                 await self._commits.write(Ready(job, batch, extraction.usage))
             self.processed += 1
             job_note(outcome="done")
