@@ -33,7 +33,11 @@ which failed) fits in the timeout too.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+
+from ..engine import BeliefEngine
+from ..engine.records import RecallRequest, RecallResult
 
 # The queued turns of the user whose words a run's block quotes (the newest).
 SAID_TURNS = 3
@@ -63,11 +67,44 @@ def wait_end(timeout: float | None) -> float | None:
     return time.monotonic() + timeout - read_reserve(timeout)
 
 
+def noted(
+    engine: BeliefEngine,
+    result: RecallResult,
+    request: RecallRequest,
+    pending: int,
+    said: tuple[str, ...] = (),
+) -> RecallResult:
+    """``result`` with ``pending`` turns of the user still queued said in its block, and
+    the words of the newest of them (``said``, newest first) quoted."""
+    if not pending:
+        return result
+    return engine.reframe(
+        result, dataclasses.replace(request, pending_turns=pending, pending_said=said)
+    )
+
+
+def still_queued(timeout: float | None, run_worker: bool) -> str:
+    """What a flush that ran out of time says: not a failure, the turns stay queued."""
+    waited = "" if timeout is None else f" after {timeout:g} s"
+    elsewhere = (
+        ""
+        if run_worker
+        else "; this process runs no worker (run_worker=False): is a "
+        "`mem01session worker` running on this database?"
+    )
+    return (
+        f"flush timed out{waited}: turns of this user are still waiting for "
+        f"extraction (they stay queued and are applied later){elsewhere}"
+    )
+
+
 __all__ = [
     "MIN_BUDGET_SECONDS",
     "READ_RESERVE_SECONDS",
     "SAID_TURNS",
     "budget",
+    "noted",
     "read_reserve",
+    "still_queued",
     "wait_end",
 ]

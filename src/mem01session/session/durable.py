@@ -26,7 +26,7 @@ from ..queue.carried import Known
 from ..queue.foreground import FOREGROUND
 from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
-from .barrier import SAID_TURNS, budget, wait_end
+from .barrier import SAID_TURNS, budget, noted, still_queued, wait_end
 from .failures import FailurePolicy
 from .watched import WatchedJobs
 
@@ -256,7 +256,7 @@ class DurableTier:
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         reading = time.monotonic() - began
         waiting = progress.unfinished - visible
-        self._read = _noted(engine, result, request, len(waiting), progress.said)
+        self._read = noted(engine, result, request, len(waiting), progress.said)
         if during_run or not waiting:
             self._report(progress.watched)
             return self._read
@@ -271,7 +271,7 @@ class DurableTier:
         probe = progress_probe(self._jobs.ids)  # memory changed meanwhile
         result, progress = await engine.recall_probed(self.user_id, request, probe)
         self._report(progress.watched)
-        return _noted(engine, result, request, len(progress.unfinished - visible))
+        return noted(engine, result, request, len(progress.unfinished - visible))
 
     async def flush(self, timeout: float | None) -> bool:
         """Wait for every turn of the user accepted so far (from any session or process),
@@ -313,17 +313,7 @@ class DurableTier:
         elif done:
             self.failures.recovered(mark)
         else:  # not a failure: the turns stay queued and are applied later
-            waited = "" if timeout is None else f" after {timeout:g} s"
-            elsewhere = (
-                ""
-                if self.memory.run_worker
-                else "; this process runs no worker (run_worker=False): is a "
-                "`mem01session worker` running on this database?"
-            )
-            self.failures.last_error = (
-                f"flush timed out{waited}: turns of this user are still waiting for "
-                f"extraction (they stay queued and are applied later){elsewhere}"
-            )
+            self.failures.last_error = still_queued(timeout, self.memory.run_worker)
         return done and not failed
 
     async def erase(self, timeout: float | None) -> EraseReceipt:
@@ -418,22 +408,6 @@ class DurableTier:
         for job_id, message in self._jobs.settle(statuses, failed):
             self._jobs.reported(job_id, message)
             self.failures.record(f"extraction failed: {message}", "extraction")
-
-
-def _noted(
-    engine: BeliefEngine,
-    result: RecallResult,
-    request: RecallRequest,
-    pending: int,
-    said: tuple[str, ...] = (),
-) -> RecallResult:
-    """``result`` with ``pending`` turns of the user still queued said in its block, and
-    the words of the newest of them (``said``, newest first) quoted."""
-    if not pending:
-        return result
-    return engine.reframe(
-        result, dataclasses.replace(request, pending_turns=pending, pending_said=said)
-    )
 
 
 __all__ = ["DurableTier"]
