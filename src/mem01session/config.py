@@ -62,6 +62,16 @@ EPISODE_KEEPS: tuple[EpisodeKeep, ...] = ("user", "all", "off")
 _ROOT_HOME = Path("/var/lib/mem01session")
 
 
+def _path(name: str, value: object) -> Path:
+    """A path field given as ``str`` or ``Path`` (``~`` expanded), or a ConfigError."""
+    if isinstance(value, str | os.PathLike) and str(value):
+        try:
+            return Path(value).expanduser()
+        except (TypeError, RuntimeError):  # bytes, or "~user" of no such user
+            pass
+    raise ConfigError(f"Settings.{name} must be a path (str or Path), got {value!r}")
+
+
 def default_home() -> Path:
     """The data folder used when ``MEM01_HOME`` is unset.
 
@@ -106,6 +116,10 @@ class Settings:
 
     def __post_init__(self) -> None:
         register_secret(self.openai_api_key)
+        object.__setattr__(self, "home", _path("home", self.home))
+        if self.embedding_model_path is not None:
+            path = _path("embedding_model_path", self.embedding_model_path)
+            object.__setattr__(self, "embedding_model_path", path)
         if self.llm_timeout == AUTO_LLM_TIMEOUT:
             default = (
                 DEFAULT_LLM_TIMEOUT
