@@ -303,8 +303,8 @@ class MemoryWorker:
         ``yield_to_runs`` seconds, and for a job's step only until its turn was queued
         that long ago: giving way delays no turn's extraction by more than that."""
         limit = self.policy.yield_to_runs
-        if job is not None:
-            limit -= (self.engine.clock() - job.created_at).total_seconds()
+        if job is not None:  # a clock behind the enqueuer's does not lengthen the wait
+            limit -= max(0.0, (self.engine.clock() - job.created_at).total_seconds())
         self.gave_way_s += await FOREGROUND.give_way(limit)
 
     async def _woken(self) -> None:
