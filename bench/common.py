@@ -27,6 +27,7 @@ from mem01session import Memory, Settings
 from mem01session.db import migrate
 from mem01session.embeddings import Embedder, HashingEmbedder, Vector
 from mem01session.extraction import Candidate, Extraction, Extractor, RuleExtractor, Turn
+from mem01session.queue import WorkerPolicy
 
 
 class PrecomputedEmbedder:
@@ -102,6 +103,7 @@ async def open_memory(
     extractor: Extractor | None = None,
     *,
     run_worker: bool = True,
+    worker_policy: WorkerPolicy | None = None,
 ) -> Memory:
     """This project's application object on a migrated database, with the shared embedder
     (and the rule extractor unless told otherwise). Close it with ``aclose()``."""
@@ -112,6 +114,7 @@ async def open_memory(
         embedder=embedder,
         extractor=extractor or RuleExtractor(),
         run_worker=run_worker,
+        worker_policy=worker_policy,
         **options,
     )
     await memory.engine()

@@ -14,7 +14,9 @@ transcripts and a fresh database: added = Mem01Session minus bare, per percentil
 worker in the process of the runs (the default), and with ``Memory(run_worker=False)`` and
 one ``mem01session worker`` process beside it (started before the runs, on the same
 database, the same embedding model and the rule extractor); that process's CPU time is
-reported apart.
+reported apart. Beside the busy processes (start-up not frozen) it also runs with the
+worker in the runs' process never giving way to them (``WorkerPolicy(yield_to_runs=0)``,
+:mod:`mem01session.queue.foreground`): what giving way buys, and what it costs the blocks.
 
 **Background load.** Two busy-looping processes started by the bench, each bounded in time
 and ended by the bench when the loaded phase ends (:mod:`bench.busy`).
@@ -64,6 +66,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from mem01session import Mem01Session, Memory
 from mem01session.embeddings import Embedder, MiniLMEmbedder
+from mem01session.queue import WorkerPolicy
 
 from .busy import busy
 from .common import Server, cpu_reference_ms, open_memory
@@ -177,6 +180,7 @@ class Phase:
     loaded: bool
     separate: bool = False  # the worker in a process of its own (mem01session worker)
     frozen: bool = False  # gc.freeze() before the phase, as a server may after start-up
+    gives_way: bool = True  # False: WorkerPolicy(yield_to_runs=0), the worker never waits
     round: int = 1  # which time this machine state runs (Sizes.rounds)
     bare: Runs = field(default_factory=Runs)
     mem: Runs = field(default_factory=Runs)
@@ -281,7 +285,8 @@ async def _mem(
     forget = getattr(embedder, "forget_texts", None)
     if callable(forget):
         forget()
-    memory = await open_memory(url, embedder, run_worker=not phase.separate)
+    policy = None if phase.gives_way else WorkerPolicy(yield_to_runs=0)
+    memory = await open_memory(url, embedder, run_worker=not phase.separate, worker_policy=policy)
     await memory.ready()
     worker = start_worker(url, embedder) if phase.separate else None
     try:
@@ -394,21 +399,25 @@ async def _state(
     frozen: bool,
     round_: int,
 ) -> list[Phase]:
-    """One machine state: bare, then Mem01Session with the worker in the runs' process,
+    """One machine state: bare, then Mem01Session with the worker in the runs' process
+    (beside the busy processes, then also with that worker never giving way to the runs),
     then with the worker in its own."""
     here = Phase(loaded=loaded, frozen=frozen, round=round_)
     apart = Phase(loaded=loaded, separate=True, frozen=frozen, round=round_)
+    rude = Phase(loaded=loaded, frozen=frozen, round=round_, gives_way=False)
+    phases = [here, rude, apart] if loaded and not frozen else [here, apart]
     with (
         busy() if loaded else contextlib.nullcontext(),
         startup_frozen() if frozen else contextlib.nullcontext(),
     ):
         bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
         await _bare(convs, bare, here.bare)
-        apart.bare = here.bare  # one bare side per machine state, against both
         state = ("busy" if loaded else "idle") + ("_frozen" if frozen else "")
-        await _mem(server, embedder, convs, here, f"load_{state}")
-        await _mem(server, embedder, convs, apart, f"load_{state}_apart")
-    return [here, apart]
+        for phase in phases:
+            phase.bare = here.bare  # one bare side per machine state, against each
+            kind = "_apart" if phase.separate else "" if phase.gives_way else "_rude"
+            await _mem(server, embedder, convs, phase, f"load_{state}{kind}")
+    return phases
 
 
 async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> LoadResult:

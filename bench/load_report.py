@@ -19,7 +19,9 @@ def _where(loaded: bool) -> str:
 
 
 def _worker(p: Phase) -> str:
-    return "own process" if p.separate else "in the runs' process"
+    if p.separate:
+        return "own process"
+    return "in the runs' process" + ("" if p.gives_way else ", never giving way")
 
 
 def _machine(p: Phase) -> str:
@@ -52,7 +54,8 @@ def spread(r: LoadResult) -> str:
         same = [
             p
             for p in r.phases
-            if (p.loaded, p.frozen, p.separate) == (first.loaded, first.frozen, first.separate)
+            if (p.loaded, p.frozen, p.separate, p.gives_way)
+            == (first.loaded, first.frozen, first.separate, first.gives_way)
         ]
         p95s = [_added(p)[1] for p in sorted(same, key=lambda p: p.round)]
         rows.append(f"| {_machine(first)} | {_worker(first)} | {_ms(p95s)} | **{max(p95s):.1f}** |")
@@ -235,7 +238,11 @@ def note(r: LoadResult) -> str:
         f"figures), {_model_where(r)}; the vectors it keeps of recent texts are dropped "
         "before each row's runs (each row says the same texts, and a user says new ones). "
         "Worker 'in the runs' process': the memory's "
-        "background worker, as by default; 'own process': `Memory(run_worker=False)` in "
+        "background worker, as by default, which gives way to the runs while they recall "
+        "or enqueue, until a turn was queued "
+        f"{WorkerPolicy().yield_to_runs:g} s ago (`WorkerPolicy.yield_to_runs`); 'never "
+        "giving way': the same with `yield_to_runs=0`, beside the busy processes only; "
+        "'own process': `Memory(run_worker=False)` in "
         "the runs' process and one "
         "`mem01session worker` process beside it (same database, embedding model and "
         "extractor), whose CPU time over the same span (its embedding process's included) "
@@ -252,11 +259,9 @@ def note(r: LoadResult) -> str:
         "the block neither reflects nor quotes, counted in its header. Backlog: jobs "
         f"pending or running, sampled every {SAMPLE_SECONDS:g} s from the first turn until "
         f"none is left (at most {DRAIN_LIMIT_SECONDS:.0f} s after the last turn); jobs / s "
-        "over that span. Worker gave way: seconds the worker in the runs' process waited, "
-        "before its steps, for runs that were recalling or enqueueing "
-        f"(`WorkerPolicy.yield_to_runs`: until a turn was queued {WorkerPolicy().yield_to_runs:g} "
-        "s ago; "
-        "'-': a worker process does not see the runs). Lost and duplicated: each turn's "
+        "over that span. Worker gave way: seconds the worker in the runs' process waited "
+        "for the runs, summed over its jobs ('-': a worker process does not see the runs). "
+        "Lost and duplicated: each turn's "
         "words must be stored as exactly one episode, and no more jobs done than turns. "
         "Turns / s: answered per second while "
         "the conversations ran. CPU: the runs' process's CPU time, all threads, over "

@@ -5,15 +5,22 @@ from __future__ import annotations
 from bench.load import MACHINE_STATES, LoadResult, Phase, Runs
 from bench.load_report import capacity, chart_data, spread, table, whole_ms
 
+# Phases per round: each state with the worker here and apart, and the busy one also with
+# the worker here never giving way (as bench.load._state runs them).
+PER_ROUND = len(MACHINE_STATES) * 2 + 1
+
 
 def phases(rounds: int, extra: float) -> list[Phase]:
-    """Each state twice (worker here, apart); Mem01Session runs ``extra`` ms slower per
-    round number (bare: 10 ms a run)."""
+    """Each state's phases; Mem01Session runs ``extra`` ms slower per round number (bare:
+    10 ms a run)."""
     out: list[Phase] = []
     for round_ in range(1, rounds + 1):
         for loaded, frozen in MACHINE_STATES:
-            for separate in (False, True):
-                p = Phase(loaded=loaded, separate=separate, frozen=frozen, round=round_)
+            kinds = [(False, True), (True, True)]
+            if loaded and not frozen:
+                kinds.insert(1, (False, False))
+            for separate, gives_way in kinds:
+                p = Phase(loaded, separate, frozen, gives_way, round=round_)
                 p.bare = Runs(ms=[10.0] * 100, wall_s=1.0)
                 p.mem = Runs(ms=[10.0 + extra * round_] * 100, wall_s=1.0)
                 out.append(p)
@@ -24,13 +31,17 @@ def test_two_rounds_show_each_round_and_the_worst() -> None:
     r = LoadResult(50, 10, 10, phases(2, 40.0), None, rounds=2)
     summary = spread(r).strip().splitlines()
     assert summary[0] == "| machine | worker | added p95 ms, rounds 1-2 | worst |"
-    assert len(summary) == 2 + len(MACHINE_STATES) * 2
+    assert len(summary) == 2 + PER_ROUND
     assert summary[2] == "| idle | in the runs' process | 40.0 / 80.0 | **80.0** |"
+    assert (
+        "| 2 busy processes | in the runs' process, never giving way | 40.0 / 80.0 | **80.0** |"
+        in summary
+    )
     text = table(r)
     assert text.startswith(spread(r))
     runs_rows = [line for line in text.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
-    assert len(runs_rows) == 2 * 2 * len(MACHINE_STATES) * 2  # both tables, every phase
-    assert len(chart_data(r)["phases"]) == len(MACHINE_STATES) * 2  # the first round's
+    assert len(runs_rows) == 2 * 2 * PER_ROUND  # both tables, every phase
+    assert len(chart_data(r)["phases"]) == PER_ROUND  # the first round's
 
 
 def test_one_round_has_no_round_column_and_no_summary() -> None:
