@@ -2,9 +2,10 @@
 
 One worker per extractor of a :class:`~mem01session.memory.Memory`, shared by every session
 using it; the ``Memory`` starts it and stops it. It claims the oldest job of each user under
-a lease, shows the extractor the user's most relevant active beliefs under aliases, screens
-the ops it proposes (secrets out, whichever extractor proposed them), applies them, stores
-the turn's episodes and marks the job done in the same transaction.
+a lease and hands each to :class:`~.processing.JobProcessor`, which shows the extractor the
+user's most relevant active beliefs under aliases, screens the ops it proposes (secrets
+out, whichever extractor proposed them), applies them, stores the turn's episodes and marks
+the job done in the same transaction.
 
 **Several users at once.** Up to :attr:`MemoryWorker.concurrency` jobs run at the same
 time, each of another user (the claim leases at most one job per user, the oldest, so a
@@ -47,26 +48,19 @@ import time
 
 from ..bounded import Bound, stop
 from ..config import DEFAULT_LLM_TIMEOUT
-from ..embeddings import Vector
 from ..engine import BeliefEngine
-from ..engine.ops import Provenance, resolve_aliases
-from ..engine.records import RecallRequest
-from ..extraction.base import Candidate, Extractor
-from ..extraction.hygiene import screen
+from ..extraction.base import Extractor
 from ..logs import describe, get_logger
 from ..loops import elsewhere, run_on, running_loop
-from ..spans import job_note, job_trace, op_kinds
-from .carried import carried
-from .completion import JobLostError
-from .failures import Failures, utterances
-from .foreground import FOREGROUND
-from .group_commit import GroupCommit, Ready
+from ..spans import job_trace
+from .failures import Failures
+from .group_commit import GroupCommit
 from .job_records import Job
 from .jobs import JobStore
 from .notify import listen
 from .owners import gone, new_worker_id, parse
 from .policy import DEFAULT_CONCURRENCY, WorkerPolicy, declared_concurrency, declared_timeout
-from .vectors import VectorBatch
+from .processing import JobProcessor
 
 # Stopping hands back the worker's claims within this long; a database that does not
 # answer by then (down, or a lock held elsewhere) leaves them to the next worker of this
@@ -100,7 +94,6 @@ class MemoryWorker:
             self.policy.concurrency or declared_concurrency(extractor) or DEFAULT_CONCURRENCY
         )
         """Jobs (each of another user) processed at once."""
-        self._vectors = VectorBatch(engine.embedder)
         self._commits = GroupCommit(engine, self.jobs, self.worker_id, limit=self.concurrency)
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
@@ -109,12 +102,19 @@ class MemoryWorker:
         self._home: asyncio.AbstractEventLoop | None = None  # the loop it was started on
         self._stopping = False
         self._next_reap = 0.0  # time.monotonic() of the next look for dead owners' claims
-        self.processed = 0
-        self.gave_way_s = 0.0
-        """Seconds this worker waited for the runs of its process (:mod:`.foreground`)."""
         self.taken_back: list[int] = []  # jobs taken back from dead processes
         self._failures = Failures(
             engine, self.jobs, self.policy, self.worker_id, extractor.name, self.wake
+        )
+        self._steps = JobProcessor(
+            engine,
+            extractor,
+            self.policy,
+            worker_id=self.worker_id,
+            extract_timeout=self.extract_timeout,
+            jobs=self.jobs,
+            commits=self._commits,
+            failures=self._failures,
         )
 
     def __repr__(self) -> str:
@@ -124,6 +124,16 @@ class MemoryWorker:
     def last_error(self) -> str | None:
         """The last failure this worker logged (redacted), if any."""
         return self._failures.last_error
+
+    @property
+    def processed(self) -> int:
+        """Jobs this worker applied (each turn written, its job done)."""
+        return self._steps.processed
+
+    @property
+    def gave_way_s(self) -> float:
+        """Seconds this worker waited for the runs of its process (:mod:`.foreground`)."""
+        return self._steps.gave_way_s
 
     @property
     def transactions(self) -> int:
@@ -265,7 +275,7 @@ class MemoryWorker:
                 if free >= refill or not flying:
                     self._wake.clear()  # before the claim: a wake during it is kept
                     try:
-                        await self._give_way()
+                        await self._steps.give_way()
                         await self._housekeeping()
                         claimed = await self._claim(free)
                     except asyncio.CancelledError:
@@ -298,110 +308,14 @@ class MemoryWorker:
                 await asyncio.gather(*flying, return_exceptions=True)
             await self._commits.aclose()
 
-    async def _give_way(self, job: Job | None = None) -> None:
-        """Before a step: wait while a run of this process recalls or enqueues, at most
-        ``yield_to_runs`` seconds, and for a job's step only until its turn was queued
-        that long ago: giving way delays no turn's extraction by more than that."""
-        limit = self.policy.yield_to_runs
-        if job is not None:  # a clock behind the enqueuer's does not lengthen the wait
-            limit -= max(0.0, (self.engine.clock() - job.created_at).total_seconds())
-        self.gave_way_s += await FOREGROUND.give_way(limit)
-
     async def _woken(self) -> None:
         await self._wake.wait()
 
     async def _run(self, job: Job) -> None:
         with job_trace(job.id, self.extractor.name, job.attempts):
-            await self._process(job)
+            await self._steps.process(job)
         async with self._progress:
             self._progress.notify_all()
-
-    async def _process(self, job: Job) -> None:
-        try:
-            turn = job.turn()
-            said = utterances(turn)
-            query = " ".join(m.text for m in turn.messages if m.role == "user")
-            kept = self.engine.episode_texts(said)
-            vectors = self._carried(job, [query, *kept])
-            vectors |= await self._vectors.embed(t for t in [query, *kept] if t not in vectors)
-            await self._give_way(job)
-            candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
-            try:
-                async with asyncio.timeout(self.extract_timeout):
-                    extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
-            except TimeoutError:
-                raise TimeoutError(
-                    f"the extraction did not finish within {self.extract_timeout:g} s "
-                    "(MEM01_LLM_TIMEOUT)"
-                ) from None
-            # Whichever extractor proposed them: secrets out, text clean (see hygiene.py).
-            ops = resolve_aliases(screen(extraction.ops).ops, aliases)
-            job_note(ops=len(ops), kinds=op_kinds([op.op for op in ops]))
-            now = self.engine.clock()
-            if not ops and not kept:
-                await self.jobs.complete_without_ops(
-                    job, self.worker_id, now=now, usage=extraction.usage
-                )
-            else:
-                statements = [op.content for op in ops if op.content and op.op != "INVALIDATE"]
-                if statements:
-                    vectors = vectors | await self._vectors.embed(statements)
-                first_ref = next((m.item_ref for m in turn.messages if m.role == "user"), None)
-                batch = await self.engine.prepare(
-                    job.user_id,
-                    ops,
-                    provenance=Provenance(
-                        session_id=job.session_id,
-                        item_ref=first_ref,
-                        observed_at=turn.observed_at,
-                        extractor=self.extractor.name,
-                        job_id=job.id,
-                    ),
-                    utterances=said,
-                    vectors=vectors,
-                )
-                # The turn's ops, its episodes and the job's completion: one transaction,
-                # shared with other users' turns ready at the same time (.group_commit).
-                await self._give_way(job)
-                await self._commits.write(Ready(job, batch, extraction.usage))
-            self.processed += 1
-            job_note(outcome="done")
-        except JobLostError:
-            job_note(outcome="lost")
-            log.info("job %s was erased or reclaimed; dropping it", job.id)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            await self._failures.fail(job, exc)
-
-    def _carried(self, job: Job, texts: list[str]) -> dict[str, Vector]:
-        """The vectors of ``texts`` the job carries from its run (:mod:`.carried`)."""
-        embedder = self.engine.embedder
-        have = carried(job.payload, embedder.name, embedder.dim)
-        return {t: have[t] for t in texts if t in have}
-
-    async def _candidates(
-        self, user_id: str, query: str, vector: Vector | None
-    ) -> tuple[list[Candidate], dict[str, int]]:
-        """The most relevant active beliefs plus every keyed one, under aliases b1, b2…"""
-        request = RecallRequest(query)
-        searching = self.engine.search(
-            user_id, request, limit=self.policy.candidates, vector=vector, sources=False
-        )
-        if self.policy.keyed:
-            scored, keyed = await asyncio.gather(
-                searching, self.engine.keyed(user_id, limit=self.policy.keyed)
-            )
-        else:
-            scored, keyed = await searching, []
-        found = [sb.belief for sb in scored]
-        seen = {b.id for b in found}
-        found += [b for b in keyed if b.id not in seen]
-        candidates = [
-            Candidate(alias=f"b{i}", content=b.content, key=b.key, valid_from=b.valid_from)
-            for i, b in enumerate(found, start=1)
-        ]
-        return candidates, {c.alias: b.id for c, b in zip(candidates, found, strict=True)}
 
     async def _housekeeping(self) -> None:
         """Before a claim: record the failures not yet recorded, and (at start, then at
