@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import signal
 from datetime import timedelta
 
 import pytest
@@ -131,3 +133,25 @@ async def test_a_job_gives_way_only_until_its_turn_is_yield_to_runs_old(
     assert (worker.gave_way_s > 0) is (queued_ago < 60)
     done = await store.get(job)
     assert done is not None and done.status == "done"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+async def test_a_forked_child_starts_with_no_marks_and_a_free_lock() -> None:
+    run = object()
+    FOREGROUND.mark(run)
+    try:
+        with FOREGROUND._lock:  # as another thread of the parent may hold it at the fork
+            pid = os.fork()
+            if pid == 0:  # the child: a session's mark must neither hang nor see the parent's
+                ok = not FOREGROUND.busy()
+                with FOREGROUND.marked():
+                    ok = ok and FOREGROUND.busy()
+                os._exit(0 if ok and not FOREGROUND.busy() else 1)
+        try:
+            _, status = await asyncio.wait_for(asyncio.to_thread(os.waitpid, pid, 0), 30)
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)  # it hangs on the parent's lock
+            raise
+    finally:
+        FOREGROUND.unmark(run)
+    assert os.waitstatus_to_exitcode(status) == 0

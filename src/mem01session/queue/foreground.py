@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
@@ -104,6 +105,14 @@ class Foreground:
                 self.waiting -= 1
         return time.monotonic() - started
 
+    def forked(self) -> None:
+        """In a child just forked: nothing of the parent's runs or workers, and a lock no
+        thread of the parent may have been holding."""
+        self._lock = threading.Lock()
+        self._marks = {}
+        self._waiters = []
+        self.waiting = 0
+
     def _wake_waiters(self) -> None:
         """The last mark ended: every waiting worker goes on (called under the lock)."""
         for loop, quiet in self._waiters:
@@ -118,5 +127,8 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 FOREGROUND = Foreground()
 """This process's runs, as sessions mark them and workers give way to them."""
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=FOREGROUND.forked)
 
 __all__ = ["FOREGROUND", "MARK_SECONDS", "Foreground"]
