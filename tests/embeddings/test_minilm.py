@@ -8,10 +8,13 @@ for this module (the embedder shares it per process).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import math
+import os
 import random
 import shutil
+import signal
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -227,3 +230,20 @@ def test_missing_model_file_and_bad_options_are_clear(tmp_path: Path) -> None:
         MiniLMEmbedder(intra_op_threads=0)
     with pytest.raises(ConfigError, match="batch_size"):
         MiniLMEmbedder(batch_size=0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_process_is_not_held_by_a_lock_the_parent_held_at_the_fork() -> None:
+    with minilm_model._cache_lock:  # as a thread of the parent loading a model may hold it
+        pid = os.fork()
+        if pid == 0:  # the forked process
+            minilm_model.clear_cache()  # takes the lock
+            os._exit(0)
+    with concurrent.futures.ThreadPoolExecutor(1) as reaper:
+        reaped = reaper.submit(os.waitpid, pid, 0)
+        try:
+            _, status = reaped.result(30)
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)  # it hangs on the parent's lock
+            raise
+    assert os.waitstatus_to_exitcode(status) == 0

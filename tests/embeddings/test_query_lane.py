@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
 import numpy as np
@@ -81,3 +82,19 @@ async def test_a_short_answer_of_the_model_is_an_error_not_a_shifted_vector() ->
     with pytest.raises(RuntimeError, match="returned 0 rows for 1 texts"):
         await lane.embed(["a"])
     assert (await lane.embed(["b"])).shape == (1, 2)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_process_gets_a_lane_thread_of_its_own() -> None:
+    lane = QueryLane(lambda texts: np.ones((len(texts), 2), np.float32), max_texts=8)
+    assert lane.submit(["in the parent"]).result(30).shape == (1, 2)  # its thread runs
+    pid = os.fork()
+    if pid == 0:  # the forked process: the parent's thread is not in it
+        try:
+            ok = lane.submit(["in the fork"]).result(10).shape == (1, 2)
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert lane.submit(["the parent again"]).result(30).shape == (1, 2)

@@ -11,6 +11,7 @@ tokenizer are loaded once per process per model file and thread count, and share
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -62,6 +63,17 @@ class Runtime:
 _cache: dict[ModelKey, Runtime] = {}
 _load_locks: dict[ModelKey, threading.Lock] = {}
 _cache_lock = threading.Lock()
+
+
+def _after_fork() -> None:
+    """In a child just forked: another thread of the parent may have held these locks."""
+    global _cache_lock
+    _cache_lock = threading.Lock()
+    _load_locks.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def clear_cache() -> None:

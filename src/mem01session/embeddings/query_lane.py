@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +48,7 @@ class QueryLane:
         self._queue: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        _lanes.add(self)
 
     async def embed(self, texts: Sequence[str]) -> Float32Array:
         """One row per text, in order."""
@@ -66,6 +69,13 @@ class QueryLane:
                 thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
                 thread.start()
                 self._thread = thread
+
+    def _forked(self) -> None:
+        """In a child just forked: the parent's thread is not there, its requests are the
+        parent's, and its lock may have been held at the fork."""
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
 
     def _serve(self) -> None:
         held: _Request | None = None  # taken from the queue, but too many for the last call
@@ -103,5 +113,18 @@ class QueryLane:
             r.future.set_result(rows[at : at + len(r.texts)])
             at += len(r.texts)
 
+
+# Every lane of this process, for a forked child to restart (a thread of the parent does
+# not run in it: texts queued there would wait for ever).
+_lanes: weakref.WeakSet[QueryLane] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for lane in list(_lanes):
+        lane._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 __all__ = ["QueryLane"]
