@@ -20,6 +20,7 @@ ROOT = "mem01session"
 # The packages (and foundation modules) in dependency order: each may import only from
 # those before it. docs/architecture.md draws the same picture.
 LAYERS: list[set[str]] = [
+    {"_forks"},
     {"_lazy", "redaction"},
     {"_secret_rules"},
     {"secret_scan"},

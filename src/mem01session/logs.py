@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import threading
 
+from ._forks import ForkSafeLock
 from .redaction import redact
 
 _noticed: set[str] = set()
-_noticed_lock = threading.Lock()
+_noticed_lock = ForkSafeLock()
 
 
 class RedactingFilter(logging.Filter):

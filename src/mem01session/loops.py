@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from ._forks import ForkSafeLock
 from .logs import get_logger
 
 log = get_logger(__name__)
@@ -167,7 +168,7 @@ class PerLoop(Generic[T]):
 CLOSE_ELSEWHERE_SECONDS = 5.0
 
 _exit_hooks: list[Callable[[], None]] = []
-_exit_lock = threading.Lock()
+_exit_lock = ForkSafeLock()
 _exit_registered = False
 
 

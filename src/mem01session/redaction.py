@@ -14,13 +14,14 @@ makes the engine scan the rest of the text again.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable
 from urllib.parse import unquote
 
+from ._forks import ForkSafeLock
+
 MASK = "***"
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _secrets: set[str] = set()
 _ordered: tuple[str, ...] = ()  # longest first, so a secret that holds another goes whole
 

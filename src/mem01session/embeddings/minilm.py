@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
+from .._forks import ForkSafeLock
 from ..checks import check_positive_int
 from ..errors import EmbeddingError
 from .minilm_model import (
@@ -244,7 +245,7 @@ class MiniLMEmbedder:
 # One query lane (one thread) per model and batching, shared by the embedders that use it,
 # as they share the model: a thread per embedder would outlive it, holding it.
 _lanes: dict[tuple[ModelKey, tuple[int, int]], QueryLane] = {}
-_lanes_lock = threading.Lock()
+_lanes_lock = ForkSafeLock()
 
 
 def _lane(key: ModelKey, batching: tuple[int, int]) -> QueryLane:

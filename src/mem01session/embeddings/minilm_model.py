@@ -11,14 +11,13 @@ tokenizer are loaded once per process per model file and thread count, and share
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .._forks import ForkSafeLock
 from ..errors import EmbeddingError
 
 if TYPE_CHECKING:
@@ -61,19 +60,8 @@ class Runtime:
 
 
 _cache: dict[ModelKey, Runtime] = {}
-_load_locks: dict[ModelKey, threading.Lock] = {}
-_cache_lock = threading.Lock()
-
-
-def _after_fork() -> None:
-    """In a child just forked: another thread of the parent may have held these locks."""
-    global _cache_lock
-    _cache_lock = threading.Lock()
-    _load_locks.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+_load_locks: dict[ModelKey, ForkSafeLock] = {}
+_cache_lock = ForkSafeLock()
 
 
 def clear_cache() -> None:
@@ -91,7 +79,7 @@ def runtime(key: ModelKey) -> Runtime:
         found = _cache.get(key)
         if found is not None:
             return found
-        load_lock = _load_locks.setdefault(key, threading.Lock())
+        load_lock = _load_locks.setdefault(key, ForkSafeLock())
     with load_lock:
         with _cache_lock:
             found = _cache.get(key)

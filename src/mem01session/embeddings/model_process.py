@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Final, cast
 
+from .._forks import ForkSafeLock
 from ..errors import EmbeddingError
 from ..logs import get_logger
 from .minilm_model import DIM, ModelKey
@@ -298,7 +299,7 @@ def _stop(child: _Child) -> None:
 
 # One embedding process per model and batching, shared by the embedders that use them.
 _processes: dict[tuple[ModelKey, tuple[int, int]], ModelProcess] = {}
-_processes_lock = threading.Lock()
+_processes_lock = ForkSafeLock()
 
 
 def model_process(key: ModelKey, batching: tuple[int, int]) -> ModelProcess:
@@ -310,8 +311,6 @@ def model_process(key: ModelKey, batching: tuple[int, int]) -> ModelProcess:
 
 
 def _after_fork() -> None:
-    global _processes_lock
-    _processes_lock = threading.Lock()
     for process in _processes.values():
         process._forget_after_fork()
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from .._forks import ForkSafeLock
+
 Float32Array = npt.NDArray[np.float32]
 Infer = Callable[[list[str]], Float32Array]
 
@@ -47,7 +49,7 @@ class QueryLane:
         self._name = name
         self._queue: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         _lanes.add(self)
 
     async def embed(self, texts: Sequence[str]) -> Float32Array:
@@ -71,11 +73,10 @@ class QueryLane:
                 self._thread = thread
 
     def _forked(self) -> None:
-        """In a child just forked: the parent's thread is not there, its requests are the
-        parent's, and its lock may have been held at the fork."""
+        """In a child just forked: the parent's thread is not there, and its requests
+        are the parent's."""
         self._queue = queue.SimpleQueue()
         self._thread = None
-        self._lock = threading.Lock()
 
     def _serve(self) -> None:
         held: _Request | None = None  # taken from the queue, but too many for the last call

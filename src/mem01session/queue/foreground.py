@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
+
+from .._forks import ForkSafeLock
 
 # The longest a mark counts: a run's steps before its model call, with a recall within its
 # budget (2 s by default), take far less.
@@ -36,7 +37,7 @@ class Foreground:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self._marks: dict[Hashable, float] = {}  # owner -> when its mark lapses
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.waiting = 0
@@ -106,9 +107,7 @@ class Foreground:
         return time.monotonic() - started
 
     def forked(self) -> None:
-        """In a child just forked: nothing of the parent's runs or workers, and a lock no
-        thread of the parent may have been holding."""
-        self._lock = threading.Lock()
+        """In a child just forked: nothing of the parent's runs or workers."""
         self._marks = {}
         self._waiters = []
         self.waiting = 0

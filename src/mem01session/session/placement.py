@@ -36,7 +36,6 @@ the context size is not remembered: it depends on how long the conversation is.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
@@ -47,6 +46,7 @@ from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.models.openai_responses import OpenAIResponsesModel
 from agents.run_config import ModelInputData
 
+from .._forks import ForkSafeLock
 from .items import SEPARATOR, MemoryCarrier, MemoryItem, MemoryPart, last_user_index
 
 Placement = Literal["system", "user", "instructions"]
@@ -56,7 +56,7 @@ LADDER: tuple[Placement, ...] = ("user", "instructions", "system")
 """After a refusal, the next placement tried: the one every template takes first."""
 
 _refused: dict[str, set[Placement]] = {}  # model key -> placements its server refused
-_refused_lock = threading.Lock()  # runs on any thread's loop may record one
+_refused_lock = ForkSafeLock()  # runs on any thread's loop may record one
 
 
 def model_api_of(model: object) -> ModelApi | None:

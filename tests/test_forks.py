@@ -1,0 +1,52 @@
+"""A process-wide lock is free in a forked child, whoever held it in the parent."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+import threading
+
+import pytest
+
+from mem01session._forks import ForkSafeLock
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+
+
+def test_it_locks_like_a_lock() -> None:
+    lock = ForkSafeLock()
+    with lock:
+        assert lock.locked()
+        assert not lock.acquire(blocking=False)
+    assert lock.acquire(timeout=1)
+    lock.release()
+    assert not lock.locked()
+
+
+def test_a_lock_another_thread_holds_at_the_fork_is_free_in_the_child() -> None:
+    lock = ForkSafeLock()
+    taken, fork_done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            taken.set()
+            fork_done.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(30)
+    pid = os.fork()
+    if pid == 0:  # the child: the holding thread does not run here
+        os._exit(0 if lock.acquire(timeout=10) else 1)
+    fork_done.set()
+    holder.join(30)
+    with concurrent.futures.ThreadPoolExecutor(1) as reaper:
+        reaped = reaper.submit(os.waitpid, pid, 0)
+        try:
+            _, status = reaped.result(30)
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            raise
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not lock.locked()  # the parent's own is released by its holder
