@@ -88,7 +88,7 @@ class ModelProcess:
                 "max_batch_tokens": batching[1],
             }
         )
-        self._lock = threading.Lock()  # the child's lifecycle, its pending map, its stdin
+        self._lock = ForkSafeLock()  # the child's lifecycle, its pending map, its stdin
         self._child: _Child | None = None
         self._ids = itertools.count(1)
         self._failed_start: tuple[float, str] | None = None
@@ -136,7 +136,6 @@ class ModelProcess:
     def _forget_after_fork(self) -> None:
         """In a forked process: the child is the parent's. Close this copy of its pipes
         (so that it still sees its stdin end when the parent exits) and start afresh."""
-        self._lock = threading.Lock()  # another thread may have held it at the fork
         child, self._child = self._child, None
         if child is not None:
             for stream in (child.proc.stdin, child.proc.stdout):
