@@ -3,8 +3,10 @@ for a process that is not the test's child to end."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import select
+import signal
 from pathlib import Path
 
 
@@ -36,3 +38,16 @@ def ended(pid: int, timeout: float = 60) -> bool:
         return bool(readable)
     finally:
         os.close(fd)
+
+
+def fork_exit_code(pid: int, timeout: float = 30) -> int:
+    """The exit code of the forked child ``pid``; a child still running after ``timeout``
+    seconds (hung on something it inherited) is killed, and TimeoutError raised."""
+    with concurrent.futures.ThreadPoolExecutor(1) as reaper:
+        reaped = reaper.submit(os.waitpid, pid, 0)
+        try:
+            _, status = reaped.result(timeout)
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)  # the reaper thread then collects it
+            raise
+    return os.waitstatus_to_exitcode(status)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
-import signal
 import threading
 
 import pytest
 
 from mem01session._forks import ForkSafeLock
+from tests.child_env import fork_exit_code
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 
@@ -41,12 +40,5 @@ def test_a_lock_another_thread_holds_at_the_fork_is_free_in_the_child() -> None:
         os._exit(0 if lock.acquire(timeout=10) else 1)
     fork_done.set()
     holder.join(30)
-    with concurrent.futures.ThreadPoolExecutor(1) as reaper:
-        reaped = reaper.submit(os.waitpid, pid, 0)
-        try:
-            _, status = reaped.result(30)
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            raise
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert fork_exit_code(pid) == 0
     assert not lock.locked()  # the parent's own is released by its holder

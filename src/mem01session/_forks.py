@@ -1,11 +1,12 @@
-"""Locks that a forked child gets fresh.
+"""What a forked child must start afresh.
 
-A lock another thread holds at the moment the process forks stays held in the child, where
-that thread does not run: the child's first use of it waits for ever. Servers that load
-the application and then fork their workers (gunicorn's ``--preload``) do exactly that.
-The library's process-wide locks are :class:`ForkSafeLock`: after a fork the child
-replaces each with a new, free one. What the locks guarded is the child's copy of the
-parent's state, as any forked process has it.
+A process that forks keeps, in the child, every object of the parent as it was: a lock
+another thread held at that moment stays held (that thread does not run in the child, so
+the child's first use of it waits for ever), and a thread's queue has no thread behind it.
+Servers that load the application and then fork their workers (gunicorn's ``--preload``)
+do exactly that. So the objects that must start afresh register here
+(:func:`renew_in_child`), and after a fork the child calls each one's ``forked()``; the
+library's process-wide locks are :class:`ForkSafeLock`, which do so themselves.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ import os
 import threading
 import weakref
 from types import TracebackType
+from typing import Protocol
+
+
+class Renewable(Protocol):
+    def forked(self) -> None:
+        """Called in a child just forked, before anything else of the library runs."""
+
+
+def renew_in_child(owner: Renewable) -> None:
+    """Call ``owner.forked()`` in every child forked while ``owner`` lives (held weakly)."""
+    _owners.add(owner)
 
 
 class ForkSafeLock:
@@ -23,7 +35,7 @@ class ForkSafeLock:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        _locks.add(self)
+        renew_in_child(self)
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         return self._lock.acquire(blocking, timeout)
@@ -45,19 +57,19 @@ class ForkSafeLock:
     ) -> None:
         self._lock.release()
 
-    def _renew(self) -> None:
+    def forked(self) -> None:
         self._lock = threading.Lock()
 
 
-_locks: weakref.WeakSet[ForkSafeLock] = weakref.WeakSet()
+_owners: weakref.WeakSet[Renewable] = weakref.WeakSet()
 
 
 def _after_fork() -> None:
-    for lock in list(_locks):
-        lock._renew()
+    for owner in list(_owners):
+        owner.forked()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
-__all__ = ["ForkSafeLock"]
+__all__ = ["ForkSafeLock", "Renewable", "renew_in_child"]

@@ -8,13 +8,11 @@ for this module (the embedder shares it per process).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import math
 import os
 import random
 import shutil
-import signal
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from mem01session import Settings
 from mem01session.embeddings import default_embedder, minilm_model
 from mem01session.embeddings.minilm import MiniLMEmbedder, _batches
 from mem01session.errors import ConfigError, EmbeddingError
+from tests.child_env import fork_exit_code
 
 REFERENCE = json.loads(Path(__file__).with_name("minilm_reference.json").read_text())
 ITEMS: list[dict[str, Any]] = REFERENCE["items"]
@@ -239,11 +238,4 @@ def test_a_forked_process_is_not_held_by_a_lock_the_parent_held_at_the_fork() ->
         if pid == 0:  # the forked process
             minilm_model.clear_cache()  # takes the lock
             os._exit(0)
-    with concurrent.futures.ThreadPoolExecutor(1) as reaper:
-        reaped = reaper.submit(os.waitpid, pid, 0)
-        try:
-            _, status = reaped.result(30)
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)  # it hangs on the parent's lock
-            raise
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert fork_exit_code(pid) == 0  # not hung on the parent's lock

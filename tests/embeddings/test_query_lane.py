@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mem01session.embeddings.query_lane import Float32Array, QueryLane
+from tests.child_env import fork_exit_code
 
 
 class Gate:
@@ -95,6 +96,5 @@ def test_a_forked_process_gets_a_lane_thread_of_its_own() -> None:
         except BaseException:
             ok = False
         os._exit(0 if ok else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert fork_exit_code(pid) == 0
     assert lane.submit(["the parent again"]).result(30).shape == (1, 2)

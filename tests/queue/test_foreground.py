@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import signal
 from datetime import timedelta
 
 import pytest
@@ -16,6 +15,7 @@ from mem01session.errors import ConfigError
 from mem01session.extraction import RuleExtractor, TurnMessage
 from mem01session.queue import JobStore, MemoryWorker, WorkerPolicy
 from mem01session.queue.foreground import FOREGROUND, MARK_SECONDS, Foreground
+from tests.child_env import fork_exit_code
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -147,11 +147,7 @@ async def test_a_forked_child_starts_with_no_marks_and_a_free_lock() -> None:
                 with FOREGROUND.marked():
                     ok = ok and FOREGROUND.busy()
                 os._exit(0 if ok and not FOREGROUND.busy() else 1)
-        try:
-            _, status = await asyncio.wait_for(asyncio.to_thread(os.waitpid, pid, 0), 30)
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)  # it hangs on the parent's lock
-            raise
+        code = await asyncio.to_thread(fork_exit_code, pid)  # not hung on the parent's lock
     finally:
         FOREGROUND.unmark(run)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert code == 0

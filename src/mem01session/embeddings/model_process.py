@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Final, cast
 
-from .._forks import ForkSafeLock
+from .._forks import ForkSafeLock, renew_in_child
 from ..errors import EmbeddingError
 from ..logs import get_logger
 from .minilm_model import DIM, ModelKey
@@ -89,6 +89,7 @@ class ModelProcess:
             }
         )
         self._lock = ForkSafeLock()  # the child's lifecycle, its pending map, its stdin
+        renew_in_child(self)  # a forked process closes its copy of the child's pipes
         self._child: _Child | None = None
         self._ids = itertools.count(1)
         self._failed_start: tuple[float, str] | None = None
@@ -133,7 +134,7 @@ class ModelProcess:
         if child is not None and child.owner == os.getpid():
             _stop(child)
 
-    def _forget_after_fork(self) -> None:
+    def forked(self) -> None:
         """In a forked process: the child is the parent's. Close this copy of its pipes
         (so that it still sees its stdin end when the parent exits) and start afresh."""
         child, self._child = self._child, None
@@ -307,15 +308,6 @@ def model_process(key: ModelKey, batching: tuple[int, int]) -> ModelProcess:
         if found is None:
             found = _processes[(key, batching)] = ModelProcess(key, batching)
         return found
-
-
-def _after_fork() -> None:
-    for process in _processes.values():
-        process._forget_after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
 
 
 @atexit.register

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import queue
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from .._forks import ForkSafeLock
+from .._forks import ForkSafeLock, renew_in_child
 
 Float32Array = npt.NDArray[np.float32]
 Infer = Callable[[list[str]], Float32Array]
@@ -50,7 +48,7 @@ class QueryLane:
         self._queue: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = ForkSafeLock()
-        _lanes.add(self)
+        renew_in_child(self)
 
     async def embed(self, texts: Sequence[str]) -> Float32Array:
         """One row per text, in order."""
@@ -72,7 +70,7 @@ class QueryLane:
                 thread.start()
                 self._thread = thread
 
-    def _forked(self) -> None:
+    def forked(self) -> None:
         """In a child just forked: the parent's thread is not there, and its requests
         are the parent's."""
         self._queue = queue.SimpleQueue()
@@ -114,18 +112,5 @@ class QueryLane:
             r.future.set_result(rows[at : at + len(r.texts)])
             at += len(r.texts)
 
-
-# Every lane of this process, for a forked child to restart (a thread of the parent does
-# not run in it: texts queued there would wait for ever).
-_lanes: weakref.WeakSet[QueryLane] = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    for lane in list(_lanes):
-        lane._forked()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
 
 __all__ = ["QueryLane"]

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import Callable, Hashable, Iterator
 
-from .._forks import ForkSafeLock
+from .._forks import ForkSafeLock, renew_in_child
 
 # The longest a mark counts: a run's steps before its model call, with a recall within its
 # budget (2 s by default), take far less.
@@ -42,6 +41,7 @@ class Foreground:
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.waiting = 0
         """Workers waiting for the runs now."""
+        renew_in_child(self)
 
     def mark(self, owner: Hashable) -> None:
         """``owner``'s run is in a step its reply waits for (again: the mark is renewed)."""
@@ -126,8 +126,5 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 FOREGROUND = Foreground()
 """This process's runs, as sessions mark them and workers give way to them."""
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=FOREGROUND.forked)
 
 __all__ = ["FOREGROUND", "MARK_SECONDS", "Foreground"]
