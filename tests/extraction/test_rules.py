@@ -99,6 +99,18 @@ CASES: list[tuple[str, bool, list[Row]]] = [
             (A, None, "work.employer", "Works at St. Mary's Hospital"),
         ],
     ),
+    # Where the user works stays out of the role, and keeps its capitals.
+    ("I work as a nurse in Porto.", False, [(A, None, "work.role", "Works as a nurse in Porto")]),
+    ("I'm a teacher in LA.", False, [(A, None, "work.role", "Works as a teacher in Los Angeles")]),
+    (
+        "I'm a nurse at St. Mary's Hospital in Boston.",
+        False,
+        [
+            (A, None, "work.role", "Works as a nurse in Boston"),
+            (A, None, "work.employer", "Works at St. Mary's Hospital"),
+        ],
+    ),
+    ("I'm a tourist in Lisbon.", False, []),
     ("I got a job at Stripe.", False, [(A, None, "work.employer", "Works at Stripe")]),
     ("I joined Acme Corp.", False, [(A, None, "work.employer", "Works at Acme Corp")]),
     # -- partner and pets

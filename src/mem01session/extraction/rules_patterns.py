@@ -114,13 +114,19 @@ def _age(m: re.Match[str]) -> list[Fact]:
     return [Fact("person.age", f"Is {age} years old", value=str(age))] if 0 < age < 120 else []
 
 
+# "in Porto" after a role is where the user works, not part of the role.
+_WORKS_IN = rf"(?:\s+(?i:in)\s+{PLACE})?"
+
+
 @_rule(
-    rf"^I\s+(?i:work|am\s+working|'m\s+working)\s+as\s+(?i:an?)\s+{ROLE}(?:\s+(?i:at|for|with)\s+{ORG})?{END}",
-    rf"^{IM}\s+(?i:an?)\s+{ROLE}\s+(?i:at|for|with)\s+{ORG}{END}",
-    rf"^{IM}\s+(?i:an?)\s+{ROLE}{END}",
+    rf"^I\s+(?i:work|am\s+working|'m\s+working)\s+as\s+(?i:an?)\s+{ROLE}(?:\s+(?i:at|for|with)\s+{ORG})?{_WORKS_IN}{END}",
+    rf"^{IM}\s+(?i:an?)\s+{ROLE}\s+(?i:at|for|with)\s+{ORG}{_WORKS_IN}{END}",
+    rf"^{IM}\s+(?i:an?)\s+{ROLE}{_WORKS_IN}{END}",
 )
 def _role(m: re.Match[str]) -> list[Fact]:
     role = m["role"].lower()
+    place = expand_place(m.groupdict().get("place") or "")
+    where = f" in {place}" if place else ""
     words = role.split()
     org = m.groupdict().get("org")
     explicit = m[0].lower().startswith(("i work", "i am working", "i'm working"))
@@ -131,7 +137,7 @@ def _role(m: re.Match[str]) -> list[Fact]:
         if org:
             facts.append(Fact("education.school", f"Studies at {org}", value=org))
         return facts
-    facts = [Fact("work.role", f"Works as {article(role)} {role}", value=role)]
+    facts = [Fact("work.role", f"Works as {article(role)} {role}{where}", value=role)]
     if org:
         facts.append(Fact("work.employer", f"Works at {org}", value=org))
     return facts
