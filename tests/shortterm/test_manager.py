@@ -62,6 +62,18 @@ async def test_sessions_are_keyed_and_persist_their_transcript(tmp_path: Path) -
         assert manager.active_session_count == 2
 
 
+def test_a_platform_with_a_colon_is_refused_so_two_users_never_share_a_memory(
+    tmp_path: Path,
+) -> None:
+    with SessionManager(tmp_path) as manager:
+        with pytest.raises(ConfigError, match="platform must not contain ':'"):
+            manager.get_or_create("tg:x", "1", "c")  # would be the memory of ("tg", "x:1")
+        assert manager.get_or_create("tg", "x:1", "c").memory_user_id == "tg:x:1"
+        with pytest.raises(ConfigError, match="platform"):
+            manager.get("tg:x", "1", "c")
+        assert manager.active_session_count == 1
+
+
 async def test_ttl_expiry_starts_a_fresh_conversation(tmp_path: Path, clock: Clock) -> None:
     manager = SessionManager(tmp_path, session_ttl_seconds=3600, clock=clock)
     first = manager.get_or_create("web", "u1", "c1")

@@ -237,6 +237,10 @@ class SessionManager:
 
     @staticmethod
     def _key(platform: str, user_id: str, chat_id: str) -> SessionKey:
+        # The memory user is "platform:user_id": a ':' in the platform would let two people
+        # share one ("a:b" + "c" and "a" + "b:c"). User ids may hold anything.
+        if isinstance(platform, str) and ":" in platform:
+            raise ConfigError(f"platform must not contain ':', got {platform!r}")
         return SessionKey(
             _check_part("platform", platform),
             _check_part("user_id", user_id),
