@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.session import Mem01Session
 from mem01session.shortterm import SessionManager, TrimmingSession, mem01_session_factory
+from tests.pg import locked
 from tests.session.conftest import ScriptedExtractor
 from tests.shortterm.helpers import turn, user_texts
 from tests.shortterm.test_manager import Clock
@@ -106,3 +108,52 @@ async def test_a_chat_without_durable_memory_says_how_to_get_it(tmp_path: Path) 
         assert "nor has the SQLiteSession it manages" in str(raised.value)
         with pytest.raises(AttributeError, match="'_private'"):
             _ = s._private
+
+
+async def test_a_chat_let_go_of_enqueues_the_turns_it_still_held(
+    memory: Memory, db_url: str, tmp_path: Path
+) -> None:
+    """A turn that could not be enqueued (its table locked) waits with its session; removing
+    or expiring the chat closes that session in the background instead of dropping it."""
+    clock = Clock()
+    factory = mem01_session_factory(memory, recall_wait=0.3)
+    manager = SessionManager(
+        tmp_path, session_ttl_seconds=600, clock=clock, session_factory=factory
+    )
+    removed = manager.get_or_create("telegram", "42", "chat-1")
+    expired = manager.get_or_create("telegram", "42", "chat-2")
+    kept = manager.get_or_create("telegram", "42", "chat-3")
+    with locked(db_url, "memory_jobs"):
+        await turn(removed, "I live in Oslo")
+        await turn(expired, "I moved to Porto")
+        await turn(kept, "I moved to Lisbon")
+    assert [s.unsent_turns for s in (removed, expired, kept)] == [1, 1, 1]
+
+    assert manager.remove("telegram", "42", "chat-1")
+    clock.advance(601)
+    kept.touch()
+    assert manager.cleanup_expired() == 1  # chat-2
+    await manager.aclose()  # waits for those closes, and closes chat-3's session
+
+    assert [s.dropped_turns for s in (removed, expired, kept)] == [0, 0, 0]
+    reader = Mem01Session("reader", "telegram:42", memory=memory)
+    assert await reader.flush_memory(timeout=30)
+    said = {b.content for b in await reader.memory_history()}
+    assert {"Lives in Oslo", "Lives in Porto", "Lives in Lisbon"} <= said
+    await reader.aclose()
+
+
+async def test_closing_the_manager_without_await_says_which_turns_are_lost(
+    memory: Memory, db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    factory = mem01_session_factory(memory, recall_wait=0.3)
+    manager = SessionManager(tmp_path, session_factory=factory)
+    chat = manager.get_or_create("telegram", "42", "chat-1")
+    with locked(db_url, "memory_jobs"):
+        await turn(chat, "I live in Oslo")
+    with caplog.at_level(logging.WARNING, logger="mem01session"):
+        manager.close()
+    assert f"chat session {chat.session_id!r} let go of with 1 turn(s) not yet enqueued" in (
+        caplog.text
+    )
+    assert "await manager.aclose()" in caplog.text

@@ -17,6 +17,7 @@ new chat still recalls what the user said in the old one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -33,11 +34,14 @@ from agents.memory import Session
 
 from ..checks import check_positive_int, check_seconds
 from ..errors import ConfigError
+from ..logs import describe, get_logger
 from ..session import Mem01Session
 from .managed import ManagedSession, SessionKey, SessionRecord
 
 if TYPE_CHECKING:
     from ..memory import Memory
+
+log = get_logger(__name__)
 
 SessionFactory = Callable[[str, str, SQLiteSession], Session]
 """``(session_id, memory_user_id, transcript) -> Session`` used for every managed session."""
@@ -101,6 +105,7 @@ class SessionManager:
         self._clock = clock
         self._lock = threading.RLock()
         self._open: dict[SessionKey, ManagedSession] = {}
+        self._retiring: set[asyncio.Task[None]] = set()  # closes of chats let go of
         SQLiteSession("mem01-schema", self.db_path).close()  # creates the SDK's tables
         with self._tx() as conn:
             conn.execute(
@@ -123,10 +128,34 @@ class SessionManager:
     ) -> None:
         self.close()
 
+    async def __aenter__(self) -> SessionManager:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every open chat's session (a ``Mem01Session`` enqueues what it still holds
+        and gives its extraction a bounded chance to finish), then the transcripts."""
+        with self._lock:
+            sessions = [managed.session for managed in self._open.values()]
+        for session in sessions:
+            await _close(session)
+        while self._retiring:
+            await asyncio.gather(*self._retiring)
+        self.close()
+
     def close(self) -> None:
-        """Close the transcripts this manager opened."""
+        """Close the transcripts this manager opened. Sessions with durable memory are not
+        closed: turns they could not enqueue yet are lost (logged); ``aclose`` closes them."""
         with self._lock:
             for managed in self._open.values():
+                _warn_unsent(managed.session)
                 managed.transcript.close()
             self._open.clear()
 
@@ -287,6 +316,21 @@ class SessionManager:
         managed = self._open.pop(key, None)
         if managed is not None:
             managed.transcript.close()
+            self._retire(managed.session)
+
+    def _retire(self, session: Session) -> None:
+        """Close a session let go of (expired, removed, replaced) in the background: turns a
+        ``Mem01Session`` still holds are enqueued, not dropped with it."""
+        if not callable(getattr(session, "aclose", None)):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to close it on (sync code)
+            _warn_unsent(session)
+            return
+        task = loop.create_task(_close(session))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     def _session_for(self, record: SessionRecord) -> ManagedSession:
         managed = self._open.get(record.key)
@@ -303,6 +347,27 @@ class SessionManager:
         managed = ManagedSession(self, record, session, transcript, self._max_history)
         self._open[record.key] = managed
         return managed
+
+
+async def _close(session: Session) -> None:
+    close = getattr(session, "aclose", None)
+    if not callable(close):
+        return
+    try:
+        await close()
+    except Exception as exc:  # one chat's failure does not stop the others closing
+        log.warning("closing chat session %r failed: %s", session.session_id, describe(exc))
+
+
+def _warn_unsent(session: Session) -> None:
+    unsent = getattr(session, "unsent_turns", 0)
+    if isinstance(unsent, int) and unsent > 0:
+        log.warning(
+            "chat session %r let go of with %d turn(s) not yet enqueued: they are lost "
+            "(close the manager with `await manager.aclose()`)",
+            session.session_id,
+            unsent,
+        )
 
 
 def _key_params(key: SessionKey) -> tuple[str, str, str]:
