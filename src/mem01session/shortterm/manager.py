@@ -12,7 +12,9 @@ Expiry: a chat whose last activity is ``session_ttl_seconds`` old is expired. ``
 None for it; ``get_or_create`` deletes it and starts a fresh conversation (new session_id,
 empty transcript, empty state). Durable memory is not touched: with
 :func:`mem01_session_factory` the user's beliefs are keyed by ``"platform:user_id"``, so the
-new chat still recalls what the user said in the old one.
+new chat still recalls what the user said in the old one. The session of a chat let go of
+(expired, removed, replaced by another process's) is closed in the background, so what a
+``Mem01Session`` could not enqueue yet is sent then; ``aclose`` closes the chats still open.
 """
 
 from __future__ import annotations
