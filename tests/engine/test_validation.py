@@ -20,6 +20,7 @@ from .dbstate import table_rows
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PROV = Provenance(session_id="s1")
+KEY = "Z3tQ8vLm2XcR7bNp4KdW9sYh6FjA1uEo"
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -56,6 +57,12 @@ FIELD_FAILURES: list[tuple[Op, str]] = [
     (Op.add("ok", key="k\x00"), "key contains a NUL byte"),
     (Op.add("ok", evidence="e\x00"), "evidence contains a NUL byte"),
     (Op.invalidate(1, "r\x00"), "reason contains a NUL byte"),
+    # A direct write holding a secret is refused (the worker's screen drops or redacts
+    # these before they get here); the message names its kind, never the secret.
+    (Op.add(f"API key is sk-proj-{KEY}"), "content holds a secret (api key)"),
+    (Op.add("ok", key=f"token-sk-proj-{KEY}"), "key holds a secret (api key)"),
+    (Op.add("ok", evidence=f"my key is sk-proj-{KEY}"), "evidence holds a secret"),
+    (Op.invalidate(1, "password: hunter2hunter2"), "reason holds a secret (password)"),
     (Op.add("ok", confidence=1.5), "between 0 and 1"),
     (Op.add("ok", confidence=-0.1), "between 0 and 1"),
     (Op.add("ok", confidence=float("nan")), "between 0 and 1"),
@@ -92,8 +99,20 @@ async def test_field_failures_reject_the_batch_before_any_io(
     assert info.value.index == 1
     assert reason in info.value.reason
     assert str(info.value).startswith("op #1 (")
+    assert KEY not in str(info.value) and "hunter2" not in str(info.value)
     assert counting.calls == 0
     assert await table_rows(engine) == before
+
+
+async def test_the_marks_of_a_redacted_secret_are_not_a_secret(
+    engine: BeliefEngine, uid: str
+) -> None:
+    result = await engine.apply(
+        uid,
+        [Op.add("Changed their password", evidence="my password is [redacted]. token: ***")],
+        provenance=PROV,
+    )
+    assert result.changes[0].op == "ADD"
 
 
 async def test_op_kind_is_case_insensitive(engine: BeliefEngine, uid: str) -> None:

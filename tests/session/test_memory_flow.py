@@ -17,7 +17,7 @@ from mem01session import Memory
 from mem01session.db import Database
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN as MEMORY_MARKER
-from mem01session.errors import Mem01MemoryError
+from mem01session.errors import InvalidOpError, Mem01MemoryError
 from mem01session.session import Mem01Session
 from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
 
@@ -80,6 +80,21 @@ async def test_correction_in_b_overrides_stale_claim_in_a_transcript(
         ("Lives in New York", "superseded"),
         ("Lives in San Francisco", "active"),
     ]
+
+
+async def test_a_correction_holding_a_secret_is_refused_and_changes_nothing(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    session = make_session("conv", "erin")
+    await say(session, "I live in Oslo")
+    assert await session.flush_memory(timeout=30)
+    [belief] = await session.memory_history()
+    key = "sk-proj-Z3tQ8vLm2XcR7bNp4KdW9sYh6FjA1uEo"
+    with pytest.raises(InvalidOpError, match=r"content holds a secret \(api key\)") as info:
+        await session.correct_memory(belief.id, f"My API key is {key}")
+    assert key not in str(info.value)
+    history = await engine.history("erin")
+    assert [(b.content, b.status) for b in history] == [("Lives in Oslo", "active")]
 
 
 async def test_extractor_sees_text_only_never_memory_or_tools(

@@ -7,6 +7,8 @@ to the engine; extractors address candidates by short aliases (``"b1"``) which
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -148,6 +150,26 @@ class Op:
         )
 
 
+# Ops the secret screen (:func:`mem01session.extraction.hygiene.screen`) returned. Screening
+# one again changes nothing, and validation need not scan it again. Weak: nothing is kept
+# alive by being here.
+_SCREENED: weakref.WeakSet[Op] = weakref.WeakSet()
+
+
+def mark_screened(op: Op) -> None:
+    """Record that ``op`` came out of the secret screen as it is."""
+    with contextlib.suppress(TypeError):  # unhashable fields (a list of targets)
+        _SCREENED.add(op)
+
+
+def was_screened(op: Op) -> bool:
+    """Whether ``op`` came out of the secret screen as it is."""
+    try:
+        return op in _SCREENED
+    except TypeError:
+        return False
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where a batch of ops came from; stored with every belief it creates or touches."""
@@ -178,5 +200,8 @@ def resolve_aliases(ops: Sequence[Op], aliases: Mapping[str, int]) -> list[Op]:
 
         target = one(op.target)
         targets = tuple(t for t in (one(t) for t in op.targets) if t is not None)
-        out.append(replace(op, target=target, targets=targets))
+        resolved = replace(op, target=target, targets=targets)
+        if was_screened(op):  # its text is unchanged
+            mark_screened(resolved)
+        out.append(resolved)
     return out

@@ -9,7 +9,17 @@ from typing import NoReturn
 
 from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
-from .ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, OP_KINDS, Op, OpKind, Provenance
+from ..redaction import MASK
+from ..secret_scan import REDACTED, find_secrets, unique
+from .ops import (
+    MAX_CONTENT_CHARS,
+    MAX_EVIDENCE_CHARS,
+    OP_KINDS,
+    Op,
+    OpKind,
+    Provenance,
+    was_screened,
+)
 from .rows import BELIEF_COLUMNS, MAX_BIGINT
 from .tx import Pending, Row, Tx
 
@@ -160,6 +170,7 @@ def _check_one(index: int, op: Op) -> CheckedOp:
     def fail(reason: str) -> NoReturn:
         raise InvalidOpError(index, kind, reason)
 
+    scan = not was_screened(op)
     for field in _TEXT_FIELDS:
         value = getattr(op, field)
         if value is None:
@@ -170,6 +181,12 @@ def _check_one(index: int, op: Op) -> CheckedOp:
             fail(f"{field} contains a NUL byte")
         if not is_utf8(value):
             fail(f"{field} is not valid UTF-8 (it holds a lone surrogate)")
+        # The worker's screen drops or redacts these first (and is not repeated); a direct
+        # write (a correction, a remembered statement, an application's own ops) is
+        # refused here instead. The marks of a secret already redacted are not one.
+        if scan and (found := find_secrets(value.replace(REDACTED, " ").replace(MASK, " "))):
+            labels = ", ".join(unique(m.label for m in found))
+            fail(f"{field} holds a secret ({labels}); memory never stores one")
 
     content = op.content.strip() if op.content is not None else None
     if content is not None:

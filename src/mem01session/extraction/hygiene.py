@@ -17,13 +17,11 @@ Detection is :mod:`mem01session.secret_scan`'s.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op
+from ..engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op, mark_screened, was_screened
 from ..logs import get_logger
 from ..redaction import MASK
 from ..secret_scan import REDACTED, find_secrets, redact_secrets, unique
@@ -65,25 +63,12 @@ def _masked(text: str | None) -> bool:
     return text is not None and (REDACTED in text or MASK in text)
 
 
-# The ops screen() returned: screening one again changes nothing (the screen is
-# idempotent), so it passes at once. The worker screens every op, and the library's own
-# extractors screen theirs first. Weak: nothing is kept alive by being here.
-_SCREENED: weakref.WeakSet[Op] = weakref.WeakSet()
-
-
-def _screened_already(op: Op) -> bool:
-    try:
-        return op in _SCREENED
-    except TypeError:  # unhashable fields (a list of targets): screen it
-        return False
-
-
 def screen(ops: Sequence[Op]) -> Screened:
     """Screen a batch: drop ops whose statement is a secret, redact the rest, clean text."""
     kept: list[Op] = []
     notes: list[str] = []
     for index, op in enumerate(ops):
-        if _screened_already(op):
+        if was_screened(op):
             kept.append(op)
             continue
         content = clean_text(op.content, MAX_CONTENT_CHARS) if op.content is not None else None
@@ -120,8 +105,7 @@ def screen(ops: Sequence[Op]) -> Screened:
         if reason is not None:
             reason = clean_text(reason, MAX_EVIDENCE_CHARS) or None
         clean = replace(op, content=content, key=key, evidence=evidence, reason=reason)
-        with contextlib.suppress(TypeError):
-            _SCREENED.add(clean)
+        mark_screened(clean)
         kept.append(clean)
     return Screened(tuple(kept), tuple(notes))
 
