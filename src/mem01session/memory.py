@@ -21,6 +21,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import weakref
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -108,7 +109,10 @@ class Memory:
         self._home: LoopThread | None = None  # that loop, started when first needed
         self._home_lock = threading.Lock()
         self._workers: dict[int, MemoryWorker] = {}
-        self._attached: list[Attached] = []
+        # Sessions to flush at close. Weakly: a session an application lets go of is freed
+        # (a server makes one per conversation), unless it holds turns not yet enqueued.
+        self._attached: weakref.WeakSet[Attached] = weakref.WeakSet()
+        self._holding: set[Attached] = set()
         self._made: list[object] = []  # parts chosen here, so closed here
         self._closed = False
 
@@ -251,15 +255,23 @@ class Memory:
 
     def attach(self, session: Attached) -> None:
         """Flush ``session`` when this memory closes (at the latest, when the interpreter
-        exits)."""
-        if session not in self._attached:
-            self._attached.append(session)
+        exits), if it is still in use then or :meth:`hold` keeps it."""
+        self._attached.add(session)
         with contextlib.suppress(MemoryClosedError):  # closed: the session fails open
             self._start_home()  # so that the exit hook is in place
 
+    def hold(self, session: Attached, holding: bool) -> None:
+        """Keep an attached ``session`` alive while it is ``holding`` turns not yet enqueued
+        (input waiting for its answer, turns the database could not take yet), so that
+        closing the memory still sends them; otherwise it is freed once let go of."""
+        if holding and session in self._attached:
+            self._holding.add(session)
+        else:
+            self._holding.discard(session)
+
     def detach(self, session: Attached) -> None:
-        if session in self._attached:
-            self._attached.remove(session)
+        self._attached.discard(session)
+        self._holding.discard(session)
 
     async def aclose(self, *, flush_timeout: float = 5.0) -> None:
         """Flush the attached sessions (at most ``flush_timeout`` seconds), stop the workers
@@ -275,7 +287,8 @@ class Memory:
         claimed and handed back."""
         if self._closed:
             return 0, []
-        attached, self._attached = list(self._attached), []
+        attached = list({*self._attached, *self._holding})
+        self._attached, self._holding = weakref.WeakSet(), set()
         results = await asyncio.gather(
             *(s.close(flush_timeout) for s in attached), return_exceptions=True
         )
@@ -349,6 +362,7 @@ class Memory:
             with self._home_lock:
                 self._closed = True
             self._attached.clear()
+            self._holding.clear()
             self._workers.clear()
             if self._home is not None:
                 self._home.stop()

@@ -4,9 +4,11 @@ a run without the memory filter is not silent; recalled memory is marked by type
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import socket
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +27,7 @@ from mem01session.engine.render import OPEN
 from mem01session.errors import DatabaseError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, last_user_text, turn_messages
+from tests.pg import locked
 from tests.session.conftest import Gate, ScriptedExtractor, city_ops
 
 
@@ -110,6 +113,38 @@ async def test_sessions_of_a_closed_memory_fail_open(
     model = await ask(session, "I live in Rome")
     assert len(model.calls) == 1  # answered all the same
     assert session.last_memory_error is not None and "closed" in session.last_memory_error
+
+
+async def test_a_session_let_go_of_is_freed_and_one_holding_a_turn_is_kept_until_sent(
+    db: Database, db_url: str, embedder: HashingEmbedder, tmp_path: Path
+) -> None:
+    """A server makes a session per conversation and may never close it: the memory must
+    not keep every one alive, yet a turn the database could not take yet is not lost."""
+    memory = Memory(engine=BeliefEngine(db, embedder), extractor=ScriptedExtractor())
+    store = tmp_path / "t.sqlite"
+
+    def chat(name: str, **options: float) -> Mem01Session:
+        inner = SQLiteSession(name, store)
+        return Mem01Session(name, "ada", inner=inner, memory=memory, **options)
+
+    done = chat("done")
+    await ask(done, "I live in Lisbon")  # enqueued: nothing left to send
+    freed = weakref.ref(done), weakref.ref(done._tier)
+    stuck = chat("stuck", recall_wait=0.3)
+    with locked(db_url, "memory_jobs"):
+        await ask(stuck, "I moved to Porto")
+    assert stuck.unsent_turns == 1
+    kept = weakref.ref(stuck._tier)
+    del done, stuck
+    gc.collect()
+    assert [ref() for ref in freed] == [None, None]
+    assert kept() is not None  # it holds a turn the database has not taken yet
+
+    await memory.aclose()  # sends it, and lets the worker apply it
+    assert kept() is None
+    async with db.sa_engine.connect() as conn:
+        said = (await conn.execute(text("SELECT content FROM episodes ORDER BY id"))).scalars()
+        assert list(said) == ["I live in Lisbon", "I moved to Porto"]
 
 
 async def test_a_run_without_the_memory_filter_warns_once_per_session(

@@ -86,6 +86,7 @@ class DurableTier:
         the run's budget (:func:`.barrier.budget`): a turn that cannot be stored by then
         stays here and is sent with the next one."""
         if not self._buffer.add(messages, self.memory.now()):
+            self._keep()  # input waiting for its answer
             return
         mark = self.failures.count
         # This run's recall failed: its failure stays the news, with the enqueue's after it.
@@ -101,6 +102,7 @@ class DurableTier:
             # Strict: the caller hears of it, so nothing is kept behind its back.
             if self.failures.strict:
                 self._buffer.discard()
+                self._keep()
             if within is not None and within.expired:
                 kept = (
                     "dropped (strict)"
@@ -159,12 +161,17 @@ class DurableTier:
                 self._jobs.add(job_id, user_text)
             self._buffer.enqueued.clear()
             refusals, self._buffer.refusals = self._buffer.refusals, []
+            self._keep()
         for refused, reason in refusals:
             self._jobs.refused(refused, reason)
             self.failures.record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
         await self.memory.turns_queued(after=ANSWER_GRACE_SECONDS)
+
+    def _keep(self) -> None:
+        """Held by the memory while this holds turns (see :meth:`Memory.hold`)."""
+        self.memory.hold(self, self._buffer.holding or self._buffer.unsent > 0)
 
     def _known_vectors(self) -> Known | None:
         """With the worker in another process, the vectors this process's embedder still
@@ -320,6 +327,7 @@ class DurableTier:
         """Apply accepted turns, then erase the user; later turns are remembered again."""
         engine = await self.engine_or_raise()
         self._buffer.discard()  # never enqueued, so erased with the rest
+        self._keep()
         await self._barrier(None if timeout is None else time.monotonic() + timeout)
         receipt = await engine.erase_user(self.user_id)
         await engine.reinstate_user(self.user_id)
@@ -365,6 +373,7 @@ class DurableTier:
             if self._buffer.unsent:
                 lost = self._buffer.discard()
                 self._buffer.dropped += lost
+                self._keep()
                 log.warning(
                     "memory: %d turn(s) could not be enqueued before close and are lost", lost
                 )
