@@ -14,7 +14,8 @@ empty transcript, empty state). Durable memory is not touched: with
 :func:`mem01_session_factory` the user's beliefs are keyed by ``"platform:user_id"``, so the
 new chat still recalls what the user said in the old one. The session of a chat let go of
 (expired, removed, replaced by another process's) is closed in the background, so what a
-``Mem01Session`` could not enqueue yet is sent then; ``aclose`` closes the chats still open.
+``Mem01Session`` could not enqueue yet is sent then, and the session freed; ``aclose``
+closes the chats still open.
 """
 
 from __future__ import annotations
@@ -154,10 +155,9 @@ class SessionManager:
 
     def close(self) -> None:
         """Close the transcripts this manager opened. Sessions with durable memory are not
-        closed: turns they could not enqueue yet are lost (logged); ``aclose`` closes them."""
+        closed: what they hold is sent when their memory closes; ``aclose`` closes them."""
         with self._lock:
             for managed in self._open.values():
-                _warn_unsent(managed.session)
                 managed.transcript.close()
             self._open.clear()
 
@@ -322,13 +322,12 @@ class SessionManager:
 
     def _retire(self, session: Session) -> None:
         """Close a session let go of (expired, removed, replaced) in the background: turns a
-        ``Mem01Session`` still holds are enqueued, not dropped with it."""
+        ``Mem01Session`` still holds are sent now, not when its memory closes."""
         if not callable(getattr(session, "aclose", None)):
             return
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop to close it on (sync code)
-            _warn_unsent(session)
+        except RuntimeError:  # no loop to close it on: its memory sends what it holds
             return
         task = loop.create_task(_close(session))
         self._retiring.add(task)
@@ -359,17 +358,6 @@ async def _close(session: Session) -> None:
         await close()
     except Exception as exc:  # one chat's failure does not stop the others closing
         log.warning("closing chat session %r failed: %s", session.session_id, describe(exc))
-
-
-def _warn_unsent(session: Session) -> None:
-    unsent = getattr(session, "unsent_turns", 0)
-    if isinstance(unsent, int) and unsent > 0:
-        log.warning(
-            "chat session %r let go of with %d turn(s) not yet enqueued: they are lost "
-            "(close the manager with `await manager.aclose()`)",
-            session.session_id,
-            unsent,
-        )
 
 
 def _key_params(key: SessionKey) -> tuple[str, str, str]:
