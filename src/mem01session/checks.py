@@ -76,3 +76,17 @@ def check_moment(name: str, value: object) -> datetime:
     if not isinstance(value, datetime):
         raise ConfigError(f"{name} must be a datetime, got {type(value).__name__}")
     return aware(value)
+
+
+SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
+
+
+def check_session(name: str, value: object) -> None:
+    """An SDK ``Session``: an object with the protocol's four methods. (Its ``session_id``
+    is not read: some sessions, such as OpenAI's conversations, only know it later.)"""
+    missing = [m for m in SESSION_METHODS if not callable(getattr(value, m, None))]
+    if missing:
+        raise ConfigError(
+            f"{name} must be an SDK Session ({', '.join(SESSION_METHODS)}), got "
+            f"{type(value).__name__}, which has no {', '.join(missing)}"
+        )

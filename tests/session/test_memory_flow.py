@@ -251,6 +251,21 @@ def test_ids_are_validated(memory: Memory) -> None:
         Mem01Session("s", "u", memory=memory, max_memory_tokens=0)
 
 
+def test_a_transcript_or_memory_of_the_wrong_kind_is_refused_at_once(memory: Memory) -> None:
+    """Not at the first run, as an AttributeError from inside the SDK."""
+    from mem01session.errors import ConfigError
+    from mem01session.shortterm import SummarizingSession, TrimmingSession
+
+    with pytest.raises(ConfigError, match=r"inner must be an SDK Session .* got str, which has"):
+        Mem01Session("s", "u", inner="chat.sqlite", memory=memory)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="memory must be a Memory, got str"):
+        Mem01Session("s", "u", memory="postgresql://x")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="inner must be an SDK Session"):
+        TrimmingSession(None, max_turns=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="inner must be an SDK Session"):
+        SummarizingSession(object())  # type: ignore[arg-type]
+
+
 def test_satisfies_the_sdk_session_protocol(make_session: Callable[..., Mem01Session]) -> None:
     from agents.memory import Session
 

@@ -12,7 +12,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
 from ..bounded import STALLED, Bound
-from ..checks import check_id, check_positive_int, check_seconds
+from ..checks import check_id, check_positive_int, check_seconds, check_session
 from ..config import MEMORY_PLACEMENTS
 from ..engine import BeliefEngine
 from ..engine.records import (
@@ -102,6 +102,10 @@ class Mem01Session:
         self.provenance: BlockProvenance = provenance
         wait = check_seconds("recall_wait", recall_wait)
         assert wait is not None
+        if inner is not None:
+            check_session("inner", inner)
+        if memory is not None and not isinstance(memory, Memory):
+            raise ConfigError(f"memory must be a Memory, got {type(memory).__name__}")
         self._owns_memory = memory is None
         self._memory = memory if memory is not None else Memory()
         placement = memory_placement or self._memory.settings.memory_placement

@@ -25,7 +25,7 @@ from typing import Any, cast
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
-from ..checks import check_positive_int
+from ..checks import check_positive_int, check_session
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger
@@ -75,6 +75,7 @@ class SummarizingSession:
         background: bool = False,
     ) -> None:
         """``background=True`` summarizes in a task instead of inside ``add_items``."""
+        check_session("inner", inner)
         self._context_limit = check_positive_int("context_limit", context_limit)
         self._keep = check_positive_int("keep_last_n_turns", keep_last_n_turns, minimum=0)
         if self._keep > self._context_limit:

@@ -19,7 +19,7 @@ import asyncio
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
-from ..checks import check_positive_int
+from ..checks import check_positive_int, check_session
 from ._items import drop_orphan_outputs, limit_view, missing_calls, strip, turn_cut
 from ._store import read_tail, rewrite
 
@@ -34,6 +34,7 @@ class TrimmingSession:
     session_settings: SessionSettings | None = None
 
     def __init__(self, inner: Session, max_turns: int) -> None:
+        check_session("inner", inner)
         self._inner = inner
         self._max_turns = _check_max_turns(max_turns)
         self._lock = asyncio.Lock()
