@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message
 
@@ -104,3 +106,36 @@ async def test_a_conversation_is_not_quoted_its_own_words(
     quoted = [q.episode.content for q in other.last_recall.episodes]
     assert "I collect old maps of Lisbon." in quoted
     assert "old maps of Lisbon" in json.dumps(model.calls[0].input)
+
+
+async def test_a_message_taken_back_before_its_answer_is_not_remembered(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    """A run failed; the application removes its question (``pop_item``) and asks again:
+    memory holds what the transcript holds, not the words taken back."""
+
+    class Down(ScriptedModel):
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the model is down")
+
+    session = make_session("c", "dora")
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await Runner.run(
+            Agent(name="a", model=Down([])),
+            "I live in Lisbn.",
+            session=session,
+            run_config=session.run_config(),
+        )
+    assert (await session.pop_item()) == {"role": "user", "content": "I live in Lisbn."}
+    await say(session, "I live in Lisbon.")
+    assert await session.flush_memory(timeout=30)
+    assert [e.content for e in await engine.episodes("dora")] == ["I live in Lisbon."]
+
+    await say(session, "I have a cat.")  # answered, hence enqueued: popping it changes nothing
+    await session.pop_item()
+    await session.pop_item()
+    assert await session.flush_memory(timeout=30)
+    assert [e.content for e in await engine.episodes("dora")] == [
+        "I live in Lisbon.",
+        "I have a cat.",
+    ]

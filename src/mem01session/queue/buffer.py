@@ -135,6 +135,19 @@ class TurnBuffer:
                 self.enqueued.append((job_id, first))
             self._unsent.popleft()
 
+    def retract(self, message: TurnMessage) -> bool:
+        """The newest held message, if it is ``message`` (same role and text), is taken back:
+        the application removed it from the transcript before it was answered."""
+        if not self._held:
+            return False
+        last = self._held[-1]
+        if (last.role, last.text) != (message.role, message.text):
+            return False
+        self._held.pop()
+        if not self._held:
+            self._held_at = None
+        return True
+
     def discard(self) -> int:
         """Forget everything not yet enqueued; returns how many turns were dropped."""
         count = len(self._unsent) + (1 if self._held else 0)

@@ -169,6 +169,14 @@ class DurableTier:
         # competes with it for this event loop; barriers still wake the worker at once.
         await self.memory.turns_queued(after=ANSWER_GRACE_SECONDS)
 
+    def retract(self, messages: Sequence[TurnMessage]) -> None:
+        """The application removed these from the transcript (``pop_item``): those still
+        held, waiting for an answer, are not remembered."""
+        for message in reversed(messages):
+            if not self._buffer.retract(message):
+                break
+        self._keep()
+
     def _keep(self) -> None:
         """Held by the memory while this holds turns (see :meth:`Memory.hold`)."""
         self.memory.hold(self, self._buffer.holding or self._buffer.unsent > 0)

@@ -247,8 +247,12 @@ class Mem01Session:
         return self._tier.dropped
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the newest transcript item (durable memory is untouched)."""
-        return await self._inner.pop_item()
+        """Remove the newest transcript item. Durable memory is untouched, but a message
+        not yet answered (a run that failed) is no longer remembered either."""
+        item = await self._inner.pop_item()
+        if item is not None:
+            self._tier.retract(turn_messages([item]))
+        return item
 
     async def clear_session(self) -> None:
         """Clear this conversation's transcript (durable memory is untouched)."""
