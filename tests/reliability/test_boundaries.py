@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -65,6 +66,11 @@ async def test_a_megabyte_message_is_recorded_and_the_run_returns(
     assert user_text.startswith("I like hiking.") and "more characters cut" in user_text
     assert "Likes hiking" in await active(engine, "hugo")
     await session.aclose()
+
+
+def test_the_readme_states_the_cap_the_code_applies() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"up to its first {MAX_MESSAGE_CHARS:,} characters" in readme
 
 
 async def test_a_turn_the_database_refuses_is_recorded_as_failed_and_blocks_nothing(
