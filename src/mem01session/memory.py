@@ -279,7 +279,9 @@ class Memory:
 
         Unfinished jobs stay durable and resume at the next start. Idempotent.
         """
-        await self._shutdown(flush_timeout)
+        timeout = check_seconds("flush_timeout", flush_timeout)
+        assert timeout is not None
+        await self._shutdown(timeout)
 
     async def _shutdown(self, flush_timeout: float) -> tuple[int, list[int]]:
         """:meth:`aclose`; how many accepted turns of the attached sessions are still not

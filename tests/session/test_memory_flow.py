@@ -251,6 +251,17 @@ def test_ids_are_validated(memory: Memory) -> None:
         Mem01Session("s", "u", memory=memory, max_memory_tokens=0)
 
 
+async def test_a_negative_close_timeout_is_refused_and_closes_nothing(memory: Memory) -> None:
+    from mem01session.errors import ConfigError
+
+    session = Mem01Session("s", "u", memory=memory)
+    with pytest.raises(ConfigError, match="flush_timeout must be a number of seconds >= 0"):
+        await session.aclose(flush_timeout=-3)
+    with pytest.raises(ConfigError, match="flush_timeout"):
+        await memory.aclose(flush_timeout=float("nan"))
+    assert not memory.closed
+
+
 def test_a_transcript_or_memory_of_the_wrong_kind_is_refused_at_once(memory: Memory) -> None:
     """Not at the first run, as an AttributeError from inside the SDK."""
     from mem01session.errors import ConfigError

@@ -382,6 +382,7 @@ class Mem01Session:
         """Give pending extraction a bounded chance to finish, then close what this session
         created (the default transcript store, a private memory). Unfinished jobs stay
         durable and resume at the next start."""
+        check_seconds("flush_timeout", flush_timeout)
         FOREGROUND.unmark(self._run_mark)
         try:
             await self._tier.close(flush_timeout)
