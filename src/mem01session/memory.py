@@ -21,7 +21,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -46,6 +49,10 @@ log = get_logger(__name__)
 # At exit, closing (workers stopped, claims handed back, database closed) may take this
 # long beyond ``exit_timeout``; a memory still busy then is left to the lease.
 EXIT_GRACE_SECONDS = 5.0
+
+
+LEFT_BEHIND_JOBS = 1000
+"""At most this many jobs of sessions freed unclosed are waited for when the memory closes."""
 
 
 class Attached(Protocol):
@@ -113,6 +120,9 @@ class Memory:
         # (a server makes one per conversation), unless it holds turns not yet enqueued.
         self._attached: weakref.WeakSet[Attached] = weakref.WeakSet()
         self._holding: set[Attached] = set()
+        # Jobs of sessions let go of before they were seen applied: job id -> user id.
+        self._left: OrderedDict[int, str] = OrderedDict()
+        self._left_lock = threading.Lock()  # a session is freed on whatever thread
         self._made: list[object] = []  # parts chosen here, so closed here
         self._closed = False
 
@@ -269,6 +279,18 @@ class Memory:
         else:
             self._holding.discard(session)
 
+    def left_behind(self, user_id: str, job_ids: Sequence[int]) -> None:
+        """A session was freed before its jobs ``job_ids`` were seen applied: closing the
+        memory waits for them as for an open session's (the latest
+        :data:`LEFT_BEHIND_JOBS` of them; the rest are applied all the same, later)."""
+        if not self.run_worker or not job_ids or self._closed:
+            return
+        with self._left_lock:
+            for job_id in job_ids:
+                self._left[job_id] = user_id
+            while len(self._left) > LEFT_BEHIND_JOBS:
+                self._left.popitem(last=False)
+
     def detach(self, session: Attached) -> None:
         self._attached.discard(session)
         self._holding.discard(session)
@@ -292,7 +314,9 @@ class Memory:
         attached = list({*self._attached, *self._holding})
         self._attached, self._holding = weakref.WeakSet(), set()
         results = await asyncio.gather(
-            *(s.close(flush_timeout) for s in attached), return_exceptions=True
+            *(s.close(flush_timeout) for s in attached),
+            self._wait_left_behind(flush_timeout),
+            return_exceptions=True,
         )
         waiting = 0
         for result in results:
@@ -333,6 +357,30 @@ class Memory:
             if not home.current:
                 await asyncio.to_thread(home.join, EXIT_GRACE_SECONDS)
         return waiting, released
+
+    async def _wait_left_behind(self, timeout: float) -> int:
+        """Wait (at most ``timeout`` seconds) for the jobs of sessions let go of; how many
+        are still not applied."""
+        with self._left_lock:
+            left, self._left = self._left, OrderedDict()
+        if not left:
+            return 0
+        users: dict[str, set[int]] = {}
+        for job_id, user_id in left.items():
+            users.setdefault(user_id, set()).add(job_id)
+        deadline = time.monotonic() + timeout
+        still = 0
+        try:
+            worker = await self.worker()
+            for user_id, ids in users.items():
+                left_s = max(0.0, deadline - time.monotonic())
+                if not await worker.wait_until_done(user_id, ids, left_s):
+                    current = await worker.jobs.statuses(user_id, sorted(ids))
+                    still += sum(j.status in ("pending", "running") for j in current.values())
+        except Exception as exc:  # they stay queued: the next start applies them
+            log.warning("memory: could not wait for the turns of sessions let go of: %s", exc)
+            return len(left)
+        return still
 
     def _close_at_exit(self) -> None:
         """The interpreter exits with this memory open: close it on its own loop, waiting

@@ -147,6 +147,37 @@ async def test_a_session_let_go_of_is_freed_and_one_holding_a_turn_is_kept_until
         assert list(said) == ["I live in Lisbon", "I moved to Porto"]
 
 
+async def test_closing_the_memory_waits_for_the_turns_of_a_session_let_go_of(
+    db: Database, embedder: HashingEmbedder, tmp_path: Path
+) -> None:
+    """As for an open session: a request handler's session, freed unclosed, still has its
+    turn applied before the memory (or the process, at exit) closes."""
+
+    class Slow(ScriptedExtractor):
+        async def extract(
+            self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+        ) -> Extraction:
+            await asyncio.sleep(0.5)  # an LLM call
+            return await super().extract(turn, candidates, now)
+
+    memory = Memory(engine=BeliefEngine(db, embedder), extractor=Slow())
+
+    async def handle(said: str) -> None:
+        session = Mem01Session(
+            "c", "ada", inner=SQLiteSession("c", tmp_path / "t.sqlite"), memory=memory
+        )
+        await ask(session, said)
+
+    await handle("I live in Lisbon")
+    gc.collect()
+    await memory.aclose(flush_timeout=30)
+    async with db.sa_engine.connect() as conn:
+        statuses = (await conn.execute(text("SELECT status FROM memory_jobs"))).scalars()
+        assert list(statuses) == ["done"]
+    history = await BeliefEngine(db, embedder).history("ada")
+    assert [b.content for b in history] == ["Lives in Lisbon"]
+
+
 async def test_a_run_without_the_memory_filter_warns_once_per_session(
     make_session: Callable[..., Mem01Session], caplog: pytest.LogCaptureFixture
 ) -> None:

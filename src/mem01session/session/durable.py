@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import weakref
 from collections.abc import Sequence
 
 from ..bounded import Bound
@@ -63,6 +64,10 @@ class DurableTier:
         self._read: RecallResult | None = None  # the current recall's last read
         self._recall_failure: str | None = None  # why the current run's recall failed
         memory.attach(self)
+        # Freed unclosed (a server's session per conversation): its memory still waits for
+        # its jobs when it closes, as it would for an open session's.
+        self._freed = weakref.finalize(self, _left_behind, memory, user_id, self._jobs)
+        self._freed.atexit = False
 
     async def engine_or_raise(self) -> BeliefEngine:
         """The engine, or :class:`Mem01MemoryError` saying why there is none."""
@@ -352,6 +357,7 @@ class DurableTier:
         (``run_worker=False``) the turns are only enqueued: the workers elsewhere apply
         them whenever this process ends, so it does not wait for them."""
         self.memory.detach(self)
+        self._freed.detach()  # this close gives its jobs their chance
         self._buffer.release()
         left = 0
         self._step = "opening the memory"
@@ -425,6 +431,10 @@ class DurableTier:
         for job_id, message in self._jobs.settle(statuses, failed):
             self._jobs.reported(job_id, message)
             self.failures.record(f"extraction failed: {message}", "extraction")
+
+
+def _left_behind(memory: Memory, user_id: str, jobs: WatchedJobs) -> None:
+    memory.left_behind(user_id, list(jobs.ids))
 
 
 __all__ = ["DurableTier"]
