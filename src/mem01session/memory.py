@@ -373,8 +373,10 @@ class Memory:
         try:
             worker = await self.worker()
             for user_id, ids in users.items():
-                left_s = max(0.0, deadline - time.monotonic())
-                if not await worker.wait_until_done(user_id, ids, left_s):
+                left_s = deadline - time.monotonic()
+                if left_s <= 0:  # time is up: not read one by one, counted as left
+                    still += len(ids)
+                elif not await worker.wait_until_done(user_id, ids, left_s):
                     current = await worker.jobs.statuses(user_id, sorted(ids))
                     still += sum(j.status in ("pending", "running") for j in current.values())
         except Exception as exc:  # they stay queued: the next start applies them
