@@ -132,6 +132,7 @@ async def test_refusals_are_tool_results_and_change_nothing(
         session,
         "Do some memory things.",
         call("remember", "empty", statement="   "),
+        call("remember", "long", statement="x" * 5000),
         call("remember", "secret", statement="API key is sk-proj-SENTINELabcdefghijklmnopqrstuvwx"),
         call("correct_memory", "theirs", id=other_id, statement="Lives in Rome"),
         call("forget_memory", "theirs-f", id=other_id, reason="gone"),
@@ -143,6 +144,7 @@ async def test_refusals_are_tool_results_and_change_nothing(
     assert result.final_output == "Done."
     shown = outputs(model)
     assert shown["empty"] == "error: statement is empty: say what to remember"
+    assert shown["long"].startswith("error: statement is 5000 characters, over the limit of")
     assert shown["secret"].startswith("error: not stored: the statement held a secret")
     assert "SENTINEL" not in json.dumps(shown)  # the refusal never quotes the secret
     for ref in ("theirs", "theirs-f"):  # another user's belief: as if it did not exist

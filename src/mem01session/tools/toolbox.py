@@ -34,7 +34,7 @@ from typing import TypeVar
 from ..bounded import Bound
 from ..checks import check_id, check_seconds
 from ..engine import BeliefEngine
-from ..engine.ops import Op, Provenance
+from ..engine.ops import MAX_CONTENT_CHARS, Op, Provenance
 from ..engine.records import DEFAULT_MAX_TOKENS, ApplyResult, Belief, RecallRequest
 from ..engine.rows import normalize_content
 from ..engine.validate import TargetNotFoundError
@@ -320,6 +320,11 @@ def _statement(value: object) -> str:
     text = clean_text(value)
     if not text:
         raise MemoryToolError("statement is empty: say what to remember")
+    if len(text) > MAX_CONTENT_CHARS:  # not cut short behind the caller's back
+        raise MemoryToolError(
+            f"statement is {len(text)} characters, over the limit of {MAX_CONTENT_CHARS}: "
+            "a belief is one short fact; say it shorter"
+        )
     return text
 
 
