@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from mem01session import Mem01Session, memory_tools
 from mem01session.engine import BeliefEngine
-from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.ops import MAX_CONTENT_CHARS, Op, Provenance
 from mem01session.errors import ConfigError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.recalled import NOT_KEPT
@@ -144,7 +145,12 @@ async def test_refusals_are_tool_results_and_change_nothing(
     assert result.final_output == "Done."
     shown = outputs(model)
     assert shown["empty"] == "error: statement is empty: say what to remember"
-    assert shown["long"].startswith("error: statement is 5000 characters, over the limit of")
+    assert shown["long"] == (
+        f"error: statement is 5000 characters, over the limit of {MAX_CONTENT_CHARS}: "
+        "a belief is one short fact; say it shorter"
+    )
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text("utf-8").split())
+    assert f"one over the {MAX_CONTENT_CHARS:,} characters a belief holds" in readme
     assert shown["secret"].startswith("error: not stored: the statement held a secret")
     assert "SENTINEL" not in json.dumps(shown)  # the refusal never quotes the secret
     for ref in ("theirs", "theirs-f"):  # another user's belief: as if it did not exist
