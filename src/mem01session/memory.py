@@ -51,8 +51,16 @@ log = get_logger(__name__)
 EXIT_GRACE_SECONDS = 5.0
 
 
+BACKGROUND_FLUSH_SECONDS = 5.0
+""":meth:`Memory.close_in_background`'s ``flush_timeout``."""
+
 LEFT_BEHIND_JOBS = 1000
 """At most this many jobs of sessions freed unclosed are waited for when the memory closes."""
+
+
+def _log_close_failure(future: concurrent.futures.Future[tuple[int, list[int]]]) -> None:
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        log.warning("memory: closing in the background failed: %s", exc)
 
 
 class Attached(Protocol):
@@ -125,6 +133,8 @@ class Memory:
         self._left_lock = threading.Lock()  # a session is freed on whatever thread
         self._made: list[object] = []  # parts chosen here, so closed here
         self._closed = False
+        self._shutting_down = False  # _shutdown runs once
+        self._closing: concurrent.futures.Future[tuple[int, list[int]]] | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("open" if self._engine else "not yet opened")
@@ -291,6 +301,20 @@ class Memory:
             while len(self._left) > LEFT_BEHIND_JOBS:
                 self._left.popitem(last=False)
 
+    def close_in_background(self) -> None:
+        """Close on the memory's own loop without waiting for it (the session that owned it
+        was freed unclosed): sessions and jobs get :meth:`aclose`'s chance, then its
+        workers, database and thread end."""
+        with self._home_lock:
+            home = self._home
+        if self._closed or home is None or not home.alive:
+            return
+        with self._home_lock:
+            if self._closing is not None:
+                return
+            self._closing = home.submit(self._shutdown(BACKGROUND_FLUSH_SECONDS))
+        self._closing.add_done_callback(_log_close_failure)
+
     def detach(self, session: Attached) -> None:
         self._attached.discard(session)
         self._holding.discard(session)
@@ -303,14 +327,18 @@ class Memory:
         """
         timeout = check_seconds("flush_timeout", flush_timeout)
         assert timeout is not None
+        if self._closing is not None:  # closing in the background already
+            await asyncio.wrap_future(self._closing)
+            return
         await self._shutdown(timeout)
 
     async def _shutdown(self, flush_timeout: float) -> tuple[int, list[int]]:
         """:meth:`aclose`; how many accepted turns of the attached sessions are still not
         applied (their jobs are back in the queue), and the ids of the jobs the workers had
         claimed and handed back."""
-        if self._closed:
+        if self._closed or self._shutting_down:
             return 0, []
+        self._shutting_down = True
         attached = list({*self._attached, *self._holding})
         self._attached, self._holding = weakref.WeakSet(), set()
         results = await asyncio.gather(
@@ -388,7 +416,13 @@ class Memory:
         """The interpreter exits with this memory open: close it on its own loop, waiting
         at most ``exit_timeout`` seconds for queued turns (plus a grace to stop)."""
         with self._home_lock:
-            home = self._home
+            home, closing = self._home, self._closing
+        if closing is not None:  # closing in the background already: let it finish
+            with contextlib.suppress(Exception):
+                closing.result(timeout=self.exit_timeout + EXIT_GRACE_SECONDS)
+            if home is not None:
+                home.join(EXIT_GRACE_SECONDS)
+            return
         if self._closed or home is None or not home.alive:
             return
         future = home.submit(self._shutdown_at_exit())

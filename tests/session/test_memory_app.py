@@ -27,6 +27,7 @@ from mem01session.engine.render import OPEN
 from mem01session.errors import DatabaseError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, last_user_text, turn_messages
+from tests.conftest import TEST_DIM
 from tests.pg import locked
 from tests.session.conftest import Gate, ScriptedExtractor, city_ops
 
@@ -176,6 +177,33 @@ async def test_closing_the_memory_waits_for_the_turns_of_a_session_let_go_of(
         assert list(statuses) == ["done"]
     history = await BeliefEngine(db, embedder).history("ada")
     assert [b.content for b in history] == ["Lives in Lisbon"]
+
+
+async def test_a_private_memory_closes_when_its_session_is_freed_unclosed(
+    db: Database, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handler that makes a session per request without ``memory=`` and never closes it
+    gave each its own pools, worker and thread until exit, until the server refused more
+    connections. The memory now closes in the background once its session is freed, after
+    the usual chance for its turn."""
+    monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
+    monkeypatch.setenv("MEM01_HOME", str(tmp_path))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", f"mem01-offline-hash-v1-{TEST_DIM}")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    before = memory_threads()
+
+    async def handle(said: str) -> None:
+        session = Mem01Session("c", "ada", inner=SQLiteSession("c", tmp_path / "t.sqlite"))
+        await ask(session, said)
+
+    await handle("I live in Lisbon")
+    [thread] = [t for t in memory_threads() if t not in before]
+    gc.collect()
+    thread.join(60)  # the memory's loop ends with its close
+    assert not thread.is_alive()
+    async with db.sa_engine.connect() as conn:
+        statuses = (await conn.execute(text("SELECT status FROM memory_jobs"))).scalars()
+        assert list(statuses) == ["done"]
 
 
 async def test_a_run_without_the_memory_filter_warns_once_per_session(

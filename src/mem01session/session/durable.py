@@ -69,6 +69,11 @@ class DurableTier:
         self._freed = weakref.finalize(self, _left_behind, memory, user_id, self._jobs)
         self._freed.atexit = False
 
+    @property
+    def watched(self) -> WatchedJobs:
+        """This session's jobs not yet seen applied."""
+        return self._jobs
+
     async def engine_or_raise(self) -> BeliefEngine:
         """The engine, or :class:`Mem01MemoryError` saying why there is none."""
         try:
