@@ -307,10 +307,7 @@ class Memory:
         workers, database and thread end."""
         with self._home_lock:
             home = self._home
-        if self._closed or home is None or not home.alive:
-            return
-        with self._home_lock:
-            if self._closing is not None:
+            if self._closed or self._closing is not None or home is None or not home.alive:
                 return
             self._closing = home.submit(self._shutdown(BACKGROUND_FLUSH_SECONDS))
         self._closing.add_done_callback(_log_close_failure)

@@ -47,6 +47,7 @@ class DurableTier:
         *,
         strict: bool,
         recall_wait: float,
+        owns_memory: bool = False,
     ) -> None:
         self.memory = memory
         self.user_id = user_id
@@ -65,14 +66,10 @@ class DurableTier:
         self._recall_failure: str | None = None  # why the current run's recall failed
         memory.attach(self)
         # Freed unclosed (a server's session per conversation): its memory still waits for
-        # its jobs when it closes, as it would for an open session's.
-        self._freed = weakref.finalize(self, _left_behind, memory, user_id, self._jobs)
+        # its jobs when it closes, as it would for an open session's; a memory of its own
+        # closes then, in the background, instead of keeping its pools and threads.
+        self._freed = weakref.finalize(self, _left_behind, memory, user_id, self._jobs, owns_memory)
         self._freed.atexit = False
-
-    @property
-    def watched(self) -> WatchedJobs:
-        """This session's jobs not yet seen applied."""
-        return self._jobs
 
     async def engine_or_raise(self) -> BeliefEngine:
         """The engine, or :class:`Mem01MemoryError` saying why there is none."""
@@ -438,8 +435,10 @@ class DurableTier:
             self.failures.record(f"extraction failed: {message}", "extraction")
 
 
-def _left_behind(memory: Memory, user_id: str, jobs: WatchedJobs) -> None:
-    memory.left_behind(user_id, list(jobs.ids))
+def _left_behind(memory: Memory, user_id: str, jobs: WatchedJobs, close: bool) -> None:
+    memory.left_behind(user_id, list(jobs.ids))  # before the close looks for them
+    if close:
+        memory.close_in_background()
 
 
 __all__ = ["DurableTier"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
@@ -35,7 +34,6 @@ from .durable import DurableTier
 from .injection import RecallPrefetch, memory_run_config
 from .items import turn_messages
 from .recalled import without_recalled
-from .watched import WatchedJobs
 
 log = get_logger(__name__)
 T = TypeVar("T")
@@ -119,16 +117,13 @@ class Mem01Session:
         self._owns_inner = inner is None
         self._inner: Session = inner if inner is not None else self._default_inner()
         self._tier = DurableTier(
-            self._memory, self.user_id, self.session_id, strict=strict, recall_wait=wait
+            self._memory,
+            self.user_id,
+            self.session_id,
+            strict=strict,
+            recall_wait=wait,
+            owns_memory=self._owns_memory,
         )
-        # Freed without aclose() (a handler's session per request): its own memory closes
-        # then, in the background, instead of keeping its pools and threads to the end.
-        self._unclosed = weakref.finalize(
-            self, _close_private, self._memory, self.user_id, self._tier.watched
-        )
-        self._unclosed.atexit = False
-        if not self._owns_memory:
-            self._unclosed.detach()
         self._history_reads = 0  # the SDK reads the history once at the start of each run
         self._filtered_read: int | None = None  # the last run the memory filter served
         self._run_open = False
@@ -399,7 +394,6 @@ class Mem01Session:
         finally:
             try:
                 if self._owns_memory:
-                    self._unclosed.detach()
                     await self._memory.aclose(flush_timeout=flush_timeout)
             finally:
                 if self._owns_inner:
@@ -412,13 +406,6 @@ class Mem01Session:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
-
-
-def _close_private(memory: Memory, user_id: str, jobs: WatchedJobs) -> None:
-    # Its jobs first (the tier, freed after it, would hand them over too late: the close
-    # runs on the memory's own thread at once).
-    memory.left_behind(user_id, list(jobs.ids))
-    memory.close_in_background()
 
 
 async def _managed(tier: DurableTier, work: Callable[[BeliefEngine], Awaitable[T]]) -> T:
