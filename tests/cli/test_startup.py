@@ -80,7 +80,7 @@ def test_public_names_are_imported_on_first_use() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [
-        "mem01session.memory",
+        "mem01session.memory.memory",
         "mem01session.session.session",
         "mem01session.config",
     ]

@@ -21,28 +21,27 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from .checks import aware, check_seconds
-from .config import Settings
-from .db import Database
-from .embeddings import Embedder, default_embedder
-from .engine import BeliefEngine
-from .engine.episodes import EpisodePolicy
-from .engine.parts import Clock, utcnow
-from .errors import MemoryClosedError
-from .extraction import Extractor, default_extractor
-from .logs import get_logger
-from .loops import LoopThread, register_exit_hook, unregister_exit_hook
-from .opening import Opening
-from .queue import JobStore, MemoryWorker, WorkerPolicy
-from .queue.policy import declared_timeout
+from ..checks import aware, check_seconds
+from ..config import Settings
+from ..db import Database
+from ..embeddings import Embedder, default_embedder
+from ..engine import BeliefEngine
+from ..engine.episodes import EpisodePolicy
+from ..engine.parts import Clock, utcnow
+from ..errors import MemoryClosedError
+from ..extraction import Extractor, default_extractor
+from ..logs import get_logger
+from ..loops import LoopThread, register_exit_hook, unregister_exit_hook
+from ..opening import Opening
+from ..queue import JobStore, MemoryWorker, WorkerPolicy
+from ..queue.policy import declared_timeout
+from .attached import Attached, Attachments, left_at_exit, wait_left_behind
+from .parts import release_parts
 
 log = get_logger(__name__)
 
@@ -54,22 +53,10 @@ EXIT_GRACE_SECONDS = 5.0
 BACKGROUND_FLUSH_SECONDS = 5.0
 """:meth:`Memory.close_in_background`'s ``flush_timeout``."""
 
-LEFT_BEHIND_JOBS = 1000
-"""At most this many jobs of sessions freed unclosed are waited for when the memory closes."""
-
 
 def _log_close_failure(future: concurrent.futures.Future[tuple[int, list[int]]]) -> None:
     if not future.cancelled() and (exc := future.exception()) is not None:
         log.warning("memory: closing in the background failed: %s", exc)
-
-
-class Attached(Protocol):
-    """What a session gives its ``Memory`` so that closing the memory flushes it."""
-
-    async def close(self, flush_timeout: float) -> int:
-        """Flush (at most ``flush_timeout`` seconds); how many of the session's accepted
-        turns are still not applied."""
-        ...
 
 
 class Memory:
@@ -124,13 +111,7 @@ class Memory:
         self._home: LoopThread | None = None  # that loop, started when first needed
         self._home_lock = threading.Lock()
         self._workers: dict[int, MemoryWorker] = {}
-        # Sessions to flush at close. Weakly: a session an application lets go of is freed
-        # (a server makes one per conversation), unless it holds turns not yet enqueued.
-        self._attached: weakref.WeakSet[Attached] = weakref.WeakSet()
-        self._holding: set[Attached] = set()
-        # Jobs of sessions let go of before they were seen applied: job id -> user id.
-        self._left: OrderedDict[int, str] = OrderedDict()
-        self._left_lock = threading.Lock()  # a session is freed on whatever thread
+        self._sessions = Attachments()  # flushed at close (.attached)
         self._made: list[object] = []  # parts chosen here, so closed here
         self._closed = False
         self._shutting_down = False  # _shutdown runs once
@@ -276,7 +257,7 @@ class Memory:
     def attach(self, session: Attached) -> None:
         """Flush ``session`` when this memory closes (at the latest, when the interpreter
         exits), if it is still in use then or :meth:`hold` keeps it."""
-        self._attached.add(session)
+        self._sessions.attach(session)
         with contextlib.suppress(MemoryClosedError):  # closed: the session fails open
             self._start_home()  # so that the exit hook is in place
 
@@ -284,22 +265,15 @@ class Memory:
         """Keep an attached ``session`` alive while it is ``holding`` turns not yet enqueued
         (input waiting for its answer, turns the database could not take yet), so that
         closing the memory still sends them; otherwise it is freed once let go of."""
-        if holding and session in self._attached:
-            self._holding.add(session)
-        else:
-            self._holding.discard(session)
+        self._sessions.hold(session, holding)
 
     def left_behind(self, user_id: str, job_ids: Sequence[int]) -> None:
         """A session was freed before its jobs ``job_ids`` were seen applied: closing the
         memory waits for them as for an open session's (the latest
-        :data:`LEFT_BEHIND_JOBS` of them; the rest are applied all the same, later)."""
-        if not self.run_worker or not job_ids or self._closed:
-            return
-        with self._left_lock:
-            for job_id in job_ids:
-                self._left[job_id] = user_id
-            while len(self._left) > LEFT_BEHIND_JOBS:
-                self._left.popitem(last=False)
+        :data:`~.attached.LEFT_BEHIND_JOBS` of them; the rest are applied all the same,
+        later)."""
+        if self.run_worker and job_ids and not self._closed:
+            self._sessions.left_behind(user_id, job_ids)
 
     def close_in_background(self) -> None:
         """Close on the memory's own loop without waiting for it (the session that owned it
@@ -313,8 +287,7 @@ class Memory:
         self._closing.add_done_callback(_log_close_failure)
 
     def detach(self, session: Attached) -> None:
-        self._attached.discard(session)
-        self._holding.discard(session)
+        self._sessions.detach(session)
 
     async def aclose(self, *, flush_timeout: float = 5.0) -> None:
         """Flush the attached sessions (at most ``flush_timeout`` seconds), stop the workers
@@ -336,11 +309,10 @@ class Memory:
         if self._closed or self._shutting_down:
             return 0, []
         self._shutting_down = True
-        attached = list({*self._attached, *self._holding})
-        self._attached, self._holding = weakref.WeakSet(), set()
+        attached, left = self._sessions.take()
         results = await asyncio.gather(
             *(s.close(flush_timeout) for s in attached),
-            self._wait_left_behind(flush_timeout),
+            self._wait_left_behind(left, flush_timeout),
             return_exceptions=True,
         )
         waiting = 0
@@ -357,23 +329,10 @@ class Memory:
         released: list[int] = []
         for worker in workers:
             released += await worker.stop()
-        on_home = home is not None and home.alive
-        for part in self._made:  # the extractor and embedder chosen here: their HTTP clients
-            close = getattr(part, "aclose", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await (home.call(close()) if home is not None and on_home else close())
-        if home is not None and on_home:
-            # The memory's loop ends: what the parts hold for it (connections, HTTP clients)
-            # goes now, also of parts that are not the memory's to close.
-            engine = self._engine
-            parts: list[object] = [self._extractor, self._embedder]
-            parts += [engine.embedder, engine.db] if engine is not None else []
-            for part in {id(p): p for p in parts if p is not None}.values():
-                forget = getattr(part, "forget_loop", None)
-                if forget is not None:
-                    with contextlib.suppress(Exception):
-                        await home.call(forget())
+        used: list[object | None] = [self._extractor, self._embedder]
+        if (engine := self._engine) is not None:
+            used += [engine.embedder, engine.db]
+        await release_parts(home, self._made, used)
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
@@ -383,31 +342,16 @@ class Memory:
                 await asyncio.to_thread(home.join, EXIT_GRACE_SECONDS)
         return waiting, released
 
-    async def _wait_left_behind(self, timeout: float) -> int:
-        """Wait (at most ``timeout`` seconds) for the jobs of sessions let go of; how many
-        are still not applied."""
-        with self._left_lock:
-            left, self._left = self._left, OrderedDict()
-        if not left:
+    async def _wait_left_behind(self, users: dict[str, set[int]], timeout: float) -> int:
+        """Wait (at most ``timeout`` seconds) for the jobs of sessions let go of, by user;
+        how many are still not applied."""
+        if not users:
             return 0
-        users: dict[str, set[int]] = {}
-        for job_id, user_id in left.items():
-            users.setdefault(user_id, set()).add(job_id)
-        deadline = time.monotonic() + timeout
-        still = 0
         try:
-            worker = await self.worker()
-            for user_id, ids in users.items():
-                left_s = deadline - time.monotonic()
-                if left_s <= 0:  # time is up: not read one by one, counted as left
-                    still += len(ids)
-                elif not await worker.wait_until_done(user_id, ids, left_s):
-                    current = await worker.jobs.statuses(user_id, sorted(ids))
-                    still += sum(j.status in ("pending", "running") for j in current.values())
+            return await wait_left_behind(await self.worker(), users, timeout)
         except Exception as exc:  # they stay queued: the next start applies them
             log.warning("memory: could not wait for the turns of sessions let go of: %s", exc)
-            return len(left)
-        return still
+            return sum(len(ids) for ids in users.values())
 
     def _close_at_exit(self) -> None:
         """The interpreter exits with this memory open: close it on its own loop, waiting
@@ -444,29 +388,15 @@ class Memory:
             # flushed or handed back any more; the workers ended with the database.
             with self._home_lock:
                 self._closed = True
-            self._attached.clear()
-            self._holding.clear()
+            self._sessions.take()
             self._workers.clear()
             if self._home is not None:
                 self._home.stop()
             return
         waiting, released = await self._shutdown(self.exit_timeout)
-        if waiting or released:
-            # One warning, naming what is left: the process ends without Memory.aclose().
-            left = []
-            if waiting:
-                left.append(
-                    f"{waiting} accepted turn(s) were not extracted before the process ended "
-                    f"(waited {self.exit_timeout:.0f} s)"
-                )
-            if released:
-                ids = ", ".join(f"#{i}" for i in released)
-                left.append(f"job(s) {ids}, claimed when it ended, were handed back")
-            log.warning(
-                "memory: %s; they are pending in the job table, and the next process that "
-                "runs memory on this database extracts them",
-                "; ".join(left),
-            )
+        # One warning, naming what is left: the process ends without Memory.aclose().
+        if (warning := left_at_exit(waiting, released, self.exit_timeout)) is not None:
+            log.warning("%s", warning)
 
     async def __aenter__(self) -> Memory:
         return self
@@ -479,4 +409,4 @@ async def _start(worker: MemoryWorker) -> None:
     worker.start()
 
 
-__all__ = ["Memory"]
+__all__ = ["Attached", "Memory"]
