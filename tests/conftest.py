@@ -4,6 +4,7 @@ import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,22 @@ from mem01session.embeddings import HashingEmbedder  # noqa: E402
 from tests.pg import create_database, drop_database, test_server, with_database  # noqa: E402
 
 TEST_DIM = 64
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the project's modules once, before any test starts a process: the suite
+    starts hundreds of Python processes (crash children, scripts, the CLI, the README's
+    examples), and where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, common in
+    CI images) each would otherwise compile the whole package again, about half a second
+    apiece. Only the controlling process does it; up-to-date files are left alone."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller did it
+        return
+    import compileall
+
+    root = Path(__file__).resolve().parent.parent
+    for folder in (root / "src", root / "tests"):
+        if folder.is_dir():
+            compileall.compile_dir(folder, quiet=2, workers=0)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -127,6 +144,7 @@ def silent_server() -> Iterator[tuple[int, list[socket.socket]]]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield listener.getsockname()[1], taken
+    listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() it waits in (close() does not)
     listener.close()
     thread.join(timeout=5)
     for conn in taken:

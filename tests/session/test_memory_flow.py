@@ -328,6 +328,7 @@ async def test_the_answer_never_waits_for_its_own_turns_extraction(
         model = await say(session, "I live in Faro", answer="Noted.")
     assert len(model.calls) == 1
     assert session.last_recall is not None and not session.last_recall.stale
+    await session.memory.aclose(flush_timeout=0)  # its extraction never ends: no wait for it
 
 
 async def test_strict_close_raises_only_after_closing_what_it_owns(
