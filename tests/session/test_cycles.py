@@ -5,6 +5,7 @@ every conversation of the process (and a process with many conversations makes m
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -54,3 +55,18 @@ async def test_runs_with_memory_leave_no_cycles(
     assert await session.flush_memory(timeout=30)
 
     assert cycles_made_by_runs() == []
+
+
+async def test_a_session_let_go_of_after_its_runs_is_freed_at_once(
+    make_session: Callable[..., Mem01Session], collector_off: None
+) -> None:
+    """A server makes a session per conversation and lets it go: freed by reference
+    counting (its durable tier then hands its jobs to the memory), not by a collection."""
+    session = make_session("conv-b")
+    for said in ("I live in Lisbon.", "Where do I live?"):
+        agent = Agent(name="a", model=ScriptedModel([[assistant_message("Noted.")]]))
+        config = session.run_config()
+        await Runner.run(agent, said, session=session, run_config=config)
+    gone = weakref.ref(session)
+    del session, config, agent
+    assert gone() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
@@ -25,27 +26,17 @@ from ..engine.records import (
     RecallResult,
 )
 from ..errors import ConfigError, Mem01MemoryError
-from ..extraction import Extractor, TurnMessage
-from ..logs import get_logger
+from ..extraction import Extractor
 from ..memory import Memory
-from ..queue.foreground import FOREGROUND
-from ..spans import enqueue_span, recall_span, recalled
+from ..spans import enqueue_span
 from .durable import DurableTier
-from .injection import RecallPrefetch, memory_run_config
 from .items import turn_messages
-from .recalled import without_recalled
+from .runs import SessionRuns
 
-log = get_logger(__name__)
 T = TypeVar("T")
 
 # memory_history, correct_memory and forget_memory wait at most this long for the database.
 MANAGE_TIMEOUT_SECONDS = 30.0
-
-NO_RUN_CONFIG_WARNING = (
-    "Mem01Session %r: a run finished without the memory filter, so the model was not shown "
-    "what is remembered about the user (their turns are still recorded). Pass "
-    "run_config=session.run_config() to Runner.run (or session.run_config(your_config))."
-)
 
 
 class Mem01Session:
@@ -124,16 +115,7 @@ class Mem01Session:
             recall_wait=wait,
             owns_memory=self._owns_memory,
         )
-        self._history_reads = 0  # the SDK reads the history once at the start of each run
-        self._filtered_read: int | None = None  # the last run the memory filter served
-        self._run_open = False
-        self._warned_no_filter = False
-        self._injecting = False  # run_config() was asked for: runs will want their recall
-        self._prefetch_run = RecallPrefetch()
-        self._run_mark = object()  # this session's run in FOREGROUND, until its model call
-        self._refusal: str | None = None  # why this run's model call went without memory
-        self._traced: RunConfig | None = None  # the last run_config(): its trace settings
-        self._tool_recalls: set[str] = set()  # tool calls whose output is recalled memory
+        self._runs = SessionRuns(self._tier, self.session_id, weakref.WeakMethod(self._request))
 
     def __repr__(self) -> str:
         return (
@@ -207,10 +189,7 @@ class Mem01Session:
     # -- the SDK Session protocol: transcript -----------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        self._history_reads += 1
-        self._run_open = True
-        if self._injecting:  # its recall starts: the worker gives way until the model call
-            FOREGROUND.mark(self._run_mark)
+        self._runs.history_read()
         items = await self._inner.get_items(limit)
         self._tier.see_history(items)  # what the model will read of this conversation
         return items
@@ -223,23 +202,22 @@ class Mem01Session:
         enqueued later (see the class docstring); ``strict=True`` raises instead.
         """
         messages = turn_messages(items)
-        self._prefetch(messages)
+        self._runs.storing(messages)
         try:
-            await self._inner.add_items(without_recalled(items, self._tool_recalls))
+            await self._inner.add_items(self._runs.for_transcript(items))
         except BaseException:
-            self._prefetch_run.drop()
+            self._runs.not_stored()
             raise
-        if any(m.role == "assistant" for m in messages):
-            FOREGROUND.unmark(self._run_mark)  # a run that went without the filter
-            self._check_filter_ran()
+        answered = any(m.role == "assistant" for m in messages)
+        if answered:
+            self._runs.answered()
         if messages:
             with enqueue_span([m.role for m in messages]) as span:
                 self._tier.last_jobs = []
                 await self._tier.take_turn(messages)
                 span.update(job_ids=self._tier.last_jobs, unsent_turns=self._tier.unsent)
-        if self._refusal is not None and any(m.role == "assistant" for m in messages):
-            # Still the news of this run, whatever storing its turn went through.
-            self._tier.failures.last_error, self._refusal = self._refusal, None
+        if answered:
+            self._runs.news()
 
     @property
     def unsent_turns(self) -> int:
@@ -267,61 +245,16 @@ class Mem01Session:
 
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
-        self._injecting = True
-        self._traced = memory_run_config(
-            self._block_for,
-            base,
-            lambda: self._history_reads,
-            placement=self.memory_placement,
-            strict=lambda: self.strict,
-            rejected=self._refused,
-        )
-        return self._traced
+        return self._runs.run_config(base, self.memory_placement)
 
     def recalled_by_tool(self, call_id: str) -> None:
         """The output of tool call ``call_id`` holds recalled memory: it is stored in the
         transcript as a note, never as the memory (see :mod:`.recalled`)."""
-        self._tool_recalls.add(call_id)
+        self._runs.recalled_by_tool(call_id)
 
-    def _refused(self, reason: str) -> None:
-        """A model call of this run was refused because of the block (it is made again
-        without it): recorded now, and kept as the run's news when its answer is stored."""
-        self._refusal = reason
-        self._tier.failures.record(reason, "injection")
-
-    def _check_filter_ran(self) -> None:
-        """Warn, once, when a run answered without passing through the memory filter."""
-        ran_without = self._run_open and self._filtered_read != self._history_reads
-        self._run_open = False
-        if ran_without and not self._warned_no_filter:
-            self._warned_no_filter = True
-            log.warning(NO_RUN_CONFIG_WARNING, self.session_id)
-
-    def _prefetch(self, messages: list[TurnMessage]) -> None:
-        """Start this run's recall as soon as its input is stored (see RecallPrefetch)."""
-        query = next((m.text for m in reversed(messages) if m.role == "user"), "")
-        answered = any(m.role == "assistant" for m in messages)
-        # Only for callers of run_config(): others would pay for a recall nobody reads.
-        if self._injecting and query and not answered:
-            self._prefetch_run.start((self._history_reads, query), lambda: self._block(query))
-        else:
-            self._prefetch_run.drop()
-
-    async def _block_for(self, query: str) -> str | None:
-        self._filtered_read = self._history_reads
-        started = self._prefetch_run.take((self._history_reads, query))
-        try:
-            return await (started if started is not None else self._block(query))
-        finally:
-            FOREGROUND.unmark(self._run_mark)  # the model's wait is not this process's CPU
-
-    async def _block(self, query: str) -> str | None:
-        request = RecallRequest(query, self.max_memory_tokens, provenance=self.provenance)
-        with recall_span() as span:
-            result = await self._tier.recall(request, during_run=True)  # strict raises
-            sensitive = self._traced is not None and self._traced.trace_include_sensitive_data
-            recalled(span, result, waited_ms=self._tier.waited_ms, query=query, sensitive=sensitive)
-        return (result.text or None) if result is not None else None
+    def _request(self, query: str) -> RecallRequest:
+        """A run's recall request for ``query``."""
+        return RecallRequest(query, self.max_memory_tokens, provenance=self.provenance)
 
     # -- management --------------------------------------------------------------------
 
@@ -388,7 +321,7 @@ class Mem01Session:
         created (the default transcript store, a private memory). Unfinished jobs stay
         durable and resume at the next start."""
         check_seconds("flush_timeout", flush_timeout)
-        FOREGROUND.unmark(self._run_mark)
+        self._runs.end()
         try:
             await self._tier.close(flush_timeout)
         finally:
