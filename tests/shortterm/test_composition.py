@@ -156,3 +156,28 @@ async def test_closing_the_manager_without_await_leaves_the_turns_to_the_memory(
     await memory.aclose()  # the session still held its turn: sent and applied now
     history = await BeliefEngine(db, embedder).history("telegram:42")
     assert [b.content for b in history] == ["Lives in Oslo"]
+
+
+@pytest.mark.parametrize("wrap", ["trimming", "summarizing"])
+def test_a_wrapper_over_a_session_whose_id_comes_later_is_made_and_follows_it(wrap: str) -> None:
+    """OpenAI's conversation session makes its id on first use and raises when asked for
+    it before: a wrapper over it is made all the same, and its id is the inner's."""
+    from agents.memory import OpenAIConversationsSession
+    from openai import AsyncOpenAI
+
+    from mem01session.shortterm import SummarizingSession
+    from mem01session.shortterm.summarizers import OfflineSummarizer
+
+    client = AsyncOpenAI(api_key="not-a-real-key", base_url="http://127.0.0.1:9/v1")
+    inner = OpenAIConversationsSession(openai_client=client)
+    with pytest.raises(ValueError):
+        _ = inner.session_id
+    outer = (
+        TrimmingSession(inner, max_turns=3)
+        if wrap == "trimming"
+        else SummarizingSession(inner, summarizer=OfflineSummarizer())
+    )
+    assert "session_id=None" in repr(outer)
+    inner.session_id = "conv_123"  # what its first use does
+    assert outer.session_id == "conv_123"
+    assert "conv_123" in repr(outer)

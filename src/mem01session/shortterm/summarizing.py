@@ -30,7 +30,7 @@ from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger
 from ._items import limit_view, mark, strip, synthetic_kind, turn_cut, turn_starts
-from ._store import read_all, rewrite
+from ._store import id_of, read_all, rewrite
 from .summarizers import OfflineSummarizer, OpenAISummarizer, Summarizer
 
 log = get_logger(__name__)
@@ -90,15 +90,25 @@ class SummarizingSession:
         self._lock = asyncio.Lock()
         self._running = False
         self._tasks: set[asyncio.Task[bool]] = set()
-        self.session_id: str = inner.session_id
         self.last_error: str | None = None
         """Why the last summarization failed (None after a success)."""
 
     def __repr__(self) -> str:
         return (
-            f"SummarizingSession(session_id={self.session_id!r}, keep_last_n_turns={self._keep}, "
-            f"context_limit={self._context_limit}, summarizer={self._summarizer!r})"
+            f"SummarizingSession(session_id={id_of(self._inner)!r}, "
+            f"keep_last_n_turns={self._keep}, context_limit={self._context_limit}, "
+            f"summarizer={self._summarizer!r})"
         )
+
+    @property
+    def session_id(self) -> str:
+        """The inner session's id (read from it: OpenAI's conversation session makes its
+        id on first use)."""
+        return self._inner.session_id
+
+    @session_id.setter
+    def session_id(self, value: str) -> None:
+        self._inner.session_id = value
 
     @property
     def inner(self) -> Session:

@@ -21,7 +21,7 @@ from agents.memory import Session, SessionSettings
 
 from ..checks import check_positive_int, check_session
 from ._items import drop_orphan_outputs, limit_view, missing_calls, strip, turn_cut
-from ._store import read_tail, rewrite
+from ._store import id_of, read_tail, rewrite
 
 
 def _check_max_turns(value: object) -> int:
@@ -38,10 +38,19 @@ class TrimmingSession:
         self._inner = inner
         self._max_turns = _check_max_turns(max_turns)
         self._lock = asyncio.Lock()
-        self.session_id: str = inner.session_id
 
     def __repr__(self) -> str:
-        return f"TrimmingSession(session_id={self.session_id!r}, max_turns={self._max_turns})"
+        return f"TrimmingSession(session_id={id_of(self._inner)!r}, max_turns={self._max_turns})"
+
+    @property
+    def session_id(self) -> str:
+        """The inner session's id (read from it: OpenAI's conversation session makes its
+        id on first use)."""
+        return self._inner.session_id
+
+    @session_id.setter
+    def session_id(self, value: str) -> None:
+        self._inner.session_id = value
 
     @property
     def inner(self) -> Session:
