@@ -95,9 +95,24 @@ def test_the_choice_follows_the_model_name_and_is_logged_once(
         (Settings(embedding_model="mem01-offline-hash-v1-lots"), "ends with its dimension"),
     ],
 )
-def test_a_model_that_cannot_be_served_is_a_clear_error(settings: Settings, message: str) -> None:
+def test_a_model_that_cannot_be_served_is_a_clear_error(
+    settings: Settings, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(ConfigError, match=message):
         default_embedder(settings)
+    # Where an application meets it: making its Memory, or a session with a memory of its
+    # own, not at its first run (which failed with the conversation under way).
+    from agents import SQLiteSession
+
+    from mem01session import Mem01Session, Memory
+
+    with pytest.raises(ConfigError, match=message):
+        Memory(settings)
+    monkeypatch.setattr(Settings, "from_env", classmethod(lambda cls, environ=None: settings))
+    with pytest.raises(ConfigError, match=message):
+        Mem01Session("c", "u", inner=SQLiteSession("c"))
+    # An embedder given is the application's choice: the setting is not read.
+    assert Memory(settings, embedder=HashingEmbedder(8)).closed is False
 
 
 def test_a_compatible_server_serves_other_models() -> None:

@@ -30,11 +30,38 @@ __all__ = [
     "MiniLMEmbedder",
     "OpenAIEmbedder",
     "Vector",
+    "check_embedding_settings",
     "default_embedder",
 ]
 
 # Models of the OpenAI API: served at the chat base URL unless told otherwise.
 _OPENAI_PREFIX = "text-embedding-"
+
+
+def check_embedding_settings(settings: Settings) -> None:
+    """Raise :class:`ConfigError` when ``settings`` name an embedder that cannot be made
+    (:func:`default_embedder` would fail): checked when a ``Memory`` is made, not at the
+    first run."""
+    model = settings.embedding_model or MINILM
+    if model == MINILM:
+        return
+    if model.startswith(HASHING_PREFIX):
+        HashingEmbedder.from_name(model)
+        return
+    base_url = settings.embedding_base_url
+    if base_url is None and model.startswith(_OPENAI_PREFIX):
+        base_url = settings.openai_base_url
+    if base_url is None and not model.startswith(_OPENAI_PREFIX):
+        raise ConfigError(
+            f"MEM01_EMBEDDING_MODEL names {model!r}, which is neither all-MiniLM-L6-v2 "
+            "(run locally) nor an OpenAI model: set MEM01_EMBEDDING_BASE_URL to the "
+            "OpenAI-compatible server that serves it"
+        )
+    if base_url is None and not settings.openai_api_key:
+        raise ConfigError(
+            f"the embedding model {model!r} is OpenAI's: set OPENAI_API_KEY, or unset "
+            "MEM01_EMBEDDING_MODEL to embed locally with all-MiniLM-L6-v2"
+        )
 
 
 def default_embedder(settings: Settings) -> Embedder:
@@ -45,6 +72,7 @@ def default_embedder(settings: Settings) -> Embedder:
     ``MEM01_EMBEDDING_BASE_URL``, which defaults to ``OPENAI_BASE_URL`` only for OpenAI's
     own models (``text-embedding-*``). Which one was chosen is logged once per process.
     """
+    check_embedding_settings(settings)
     model = settings.embedding_model or MINILM
     if model == MINILM:
         embedder: Embedder = MiniLMEmbedder(
@@ -60,19 +88,8 @@ def default_embedder(settings: Settings) -> Embedder:
         where = "feature hashing: it matches words, not meaning"
     else:
         base_url = settings.embedding_base_url
-        if base_url is None and model.startswith(_OPENAI_PREFIX):
+        if base_url is None:  # an OpenAI model (checked above)
             base_url = settings.openai_base_url
-        if base_url is None and not model.startswith(_OPENAI_PREFIX):
-            raise ConfigError(
-                f"MEM01_EMBEDDING_MODEL names {model!r}, which is neither all-MiniLM-L6-v2 "
-                "(run locally) nor an OpenAI model: set MEM01_EMBEDDING_BASE_URL to the "
-                "OpenAI-compatible server that serves it"
-            )
-        if base_url is None and not settings.openai_api_key:
-            raise ConfigError(
-                f"the embedding model {model!r} is OpenAI's: set OPENAI_API_KEY, or unset "
-                "MEM01_EMBEDDING_MODEL to embed locally with all-MiniLM-L6-v2"
-            )
         embedder = OpenAIEmbedder(
             model,
             dim=settings.embedding_dim,

@@ -29,7 +29,7 @@ from typing import Any
 from ..checks import aware, check_seconds
 from ..config import Settings
 from ..db import Database
-from ..embeddings import Embedder, default_embedder
+from ..embeddings import Embedder, check_embedding_settings, default_embedder
 from ..engine import BeliefEngine
 from ..engine.episodes import EpisodePolicy
 from ..engine.parts import Clock, utcnow
@@ -93,6 +93,8 @@ class Memory:
         run_worker: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
+        if engine is None and embedder is None:  # a bad choice fails here, not in a run
+            check_embedding_settings(self.settings)
         timeout = check_seconds("exit_timeout", exit_timeout)
         assert timeout is not None
         self.exit_timeout = timeout
