@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,34 @@ async def test_state_is_reachable_from_tools_and_survives_restart(
     again.delete_state("prefs")
     assert restarted.get("discord", "u9", "dm").state == {"city": "Oslo"}  # type: ignore[union-attr]
     restarted.close()
+
+
+@pytest.mark.parametrize(
+    ("write", "message"),
+    [
+        (lambda s: s.set_state(5, "five"), "keys must be strings, got int"),
+        (lambda s: s.set_state(None, 1), "keys must be strings, got NoneType"),
+        (lambda s: s.update_state({"ok": 1, 7: 2}), "keys must be strings, got int"),
+        (lambda s: s.delete_state(("k",)), "keys must be strings, got tuple"),
+        (lambda s: s.get_state(5), "keys must be strings, got int"),
+        (lambda s: s.set_state("ratio", float("nan")), "'ratio' is not JSON-serializable"),
+        (lambda s: s.update_state({"ok": 1, "inf": float("inf")}), "'inf' is not JSON"),
+    ],
+)
+def test_state_that_json_would_change_is_refused_and_nothing_is_written(
+    tmp_path: Path, write: Callable[[ManagedSession], object], message: str
+) -> None:
+    """JSON turns a key 5 into "5" (then get_state(5) finds nothing) and has no NaN: such
+    a write is refused, naming what was wrong, and the state is unchanged."""
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("p", "u", "c")
+    session.set_state("kept", 1)
+    with pytest.raises(ConfigError, match=message):
+        write(session)
+    assert session.state == {"kept": 1}
+    manager.close()
+    with SessionManager(tmp_path) as again:
+        assert again.get_or_create("p", "u", "c").state == {"kept": 1}
 
 
 async def test_max_session_history_keeps_recent_items_and_tool_pairs(tmp_path: Path) -> None:

@@ -12,8 +12,17 @@ from agents import RunConfig, SQLiteSession
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
+from ..errors import ConfigError
 from ._items import item_cut
 from ._store import rewrite
+
+
+def check_state_key(key: object) -> str:
+    """A state key: a string (it is stored as a JSON object's key, where any other value
+    would become a string, and reading it back by the key given would find nothing)."""
+    if not isinstance(key, str):
+        raise ConfigError(f"session state keys must be strings, got {type(key).__name__}")
+    return key
 
 
 @dataclass(frozen=True)
@@ -151,7 +160,7 @@ class ManagedSession:
 
     def get_state(self, key: str, default: Any = None) -> Any:
         """One state value (a copy), or ``default``."""
-        return copy.deepcopy(self._record.state.get(key, default))
+        return copy.deepcopy(self._record.state.get(check_state_key(key), default))
 
     def set_state(self, key: str, value: Any) -> None:
         """Set and persist one JSON-serializable state value."""

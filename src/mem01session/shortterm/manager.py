@@ -39,7 +39,7 @@ from ..checks import check_positive_int, check_seconds
 from ..errors import ConfigError
 from ..logs import describe, get_logger
 from ..session import Mem01Session
-from .managed import ManagedSession, SessionKey, SessionRecord
+from .managed import ManagedSession, SessionKey, SessionRecord, check_state_key
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -230,9 +230,11 @@ class SessionManager:
     def _update_state(
         self, record: SessionRecord, values: Mapping[str, Any], remove: Sequence[str]
     ) -> None:
+        for name in (*values, *remove):
+            check_state_key(name)
         for name, value in values.items():
             try:
-                json.dumps(value)
+                json.dumps(value, allow_nan=False)
             except (TypeError, ValueError) as exc:
                 raise ConfigError(
                     f"session state {name!r} is not JSON-serializable: {exc}"
