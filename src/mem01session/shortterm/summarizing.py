@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from agents.items import TResponseInputItem
-from agents.memory import Session, SessionSettings
+from agents.memory import Session
 
-from ..checks import check_positive_int, check_session
+from ..checks import check_positive_int
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger
 from ._items import limit_view, mark, strip, synthetic_kind, turn_cut, turn_starts
 from ._store import id_of, read_all, rewrite
+from ._wrapper import Wrapper
 from .summarizers import OfflineSummarizer, OpenAISummarizer, Summarizer
 
 log = get_logger(__name__)
@@ -59,10 +60,8 @@ def default_summarizer() -> Summarizer:
     return OfflineSummarizer()
 
 
-class SummarizingSession:
+class SummarizingSession(Wrapper):
     """A :class:`agents.memory.Session` over ``inner`` that summarizes old turns."""
-
-    session_settings: SessionSettings | None = None
 
     def __init__(
         self,
@@ -75,7 +74,7 @@ class SummarizingSession:
         background: bool = False,
     ) -> None:
         """``background=True`` summarizes in a task instead of inside ``add_items``."""
-        check_session("inner", inner)
+        super().__init__(inner)
         self._context_limit = check_positive_int("context_limit", context_limit)
         self._keep = check_positive_int("keep_last_n_turns", keep_last_n_turns, minimum=0)
         if self._keep > self._context_limit:
@@ -84,7 +83,6 @@ class SummarizingSession:
                 f"({context_limit})"
             )
         self._max_tool_chars = check_positive_int("max_tool_output_chars", max_tool_output_chars)
-        self._inner = inner
         self._summarizer = summarizer if summarizer is not None else default_summarizer()
         self._background = background
         self._lock = asyncio.Lock()
@@ -99,20 +97,6 @@ class SummarizingSession:
             f"keep_last_n_turns={self._keep}, context_limit={self._context_limit}, "
             f"summarizer={self._summarizer!r})"
         )
-
-    @property
-    def session_id(self) -> str:
-        """The inner session's id (read from it: OpenAI's conversation session makes its
-        id on first use)."""
-        return self._inner.session_id
-
-    @session_id.setter
-    def session_id(self, value: str) -> None:
-        self._inner.session_id = value
-
-    @property
-    def inner(self) -> Session:
-        return self._inner
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Summary pair (if any) plus the verbatim turns, markers stripped."""

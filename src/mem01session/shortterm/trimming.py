@@ -17,45 +17,28 @@ from __future__ import annotations
 import asyncio
 
 from agents.items import TResponseInputItem
-from agents.memory import Session, SessionSettings
+from agents.memory import Session
 
-from ..checks import check_positive_int, check_session
+from ..checks import check_positive_int
 from ._items import drop_orphan_outputs, limit_view, missing_calls, strip, turn_cut
 from ._store import id_of, read_tail, rewrite
+from ._wrapper import Wrapper
 
 
 def _check_max_turns(value: object) -> int:
     return check_positive_int("max_turns", value)
 
 
-class TrimmingSession:
+class TrimmingSession(Wrapper):
     """A :class:`agents.memory.Session` over ``inner`` that shows only the last turns."""
 
-    session_settings: SessionSettings | None = None
-
     def __init__(self, inner: Session, max_turns: int) -> None:
-        check_session("inner", inner)
-        self._inner = inner
+        super().__init__(inner)
         self._max_turns = _check_max_turns(max_turns)
         self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"TrimmingSession(session_id={id_of(self._inner)!r}, max_turns={self._max_turns})"
-
-    @property
-    def session_id(self) -> str:
-        """The inner session's id (read from it: OpenAI's conversation session makes its
-        id on first use)."""
-        return self._inner.session_id
-
-    @session_id.setter
-    def session_id(self, value: str) -> None:
-        self._inner.session_id = value
-
-    @property
-    def inner(self) -> Session:
-        """The wrapped session, which holds every item (hidden ones included)."""
-        return self._inner
 
     @property
     def max_turns(self) -> int:
