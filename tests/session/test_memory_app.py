@@ -252,6 +252,26 @@ def test_memory_is_recognised_by_its_type_not_its_text() -> None:
     assert last_user_text([lookalike, typed]) == block
 
 
+async def test_a_belief_names_its_turn_by_job_and_an_sdk_id_only_where_there_is_one(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    """The SDK gives user input no id: a source then names its turn by its job, not by a
+    made-up ref (every one was "item-0", the message's place in its batch). An item's own
+    id is kept."""
+    session = make_session("c", "ines")
+    await ask(session, "I live in Tallinn")
+    assert await session.flush_memory(timeout=30)
+    [belief] = await engine.history("ines")
+    [source] = belief.sources
+    assert source.item_ref is None and source.job_id is not None
+    assert source.session_id == "c"
+    with_id = {"id": "msg_123", "type": "message", "role": "assistant", "content": "Hi"}
+    assert [m.item_ref for m in turn_messages([{"role": "user", "content": "x"}, with_id])] == [
+        None,
+        "msg_123",
+    ]
+
+
 def test_city_ops_helper_still_matches_the_tagged_message() -> None:
     # Guards the test above: the scripted extractor must see a city in that sentence.
     from mem01session.queue.turns import TurnMessage

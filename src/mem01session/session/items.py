@@ -103,9 +103,11 @@ def _role(item: Mapping[str, Any]) -> str | None:
 
 def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
     """User/assistant text messages of ``items``, in order, memory blocks excluded, each
-    made storable (:func:`~mem01session.queue.turns.storable_text`)."""
+    made storable (:func:`~mem01session.queue.turns.storable_text`). A message's
+    ``item_ref`` is the SDK item's id, where it has one (the SDK gives user input none:
+    the turn's job and the message's place in it say which it was)."""
     out: list[TurnMessage] = []
-    for index, raw in enumerate(items):
+    for raw in items:
         if not isinstance(raw, Mapping) or is_memory(raw):
             continue
         role = _role(raw)
@@ -119,7 +121,7 @@ def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:
             TurnMessage(
                 role=cast(Literal["user", "assistant"], role),
                 text=text,
-                item_ref=storable_text(ref) if isinstance(ref, str) and ref else f"item-{index}",
+                item_ref=storable_text(ref) if isinstance(ref, str) and ref else None,
             )
         )
     return out
