@@ -206,6 +206,24 @@ async def test_a_private_memory_closes_when_its_session_is_freed_unclosed(
         assert list(statuses) == ["done"]
 
 
+async def test_closing_a_session_again_is_quiet(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``await session.aclose()`` and then ``async with``'s exit (or a second call) closed a
+    memory of its own twice: the second logged "memory flush failed: MemoryClosedError"."""
+    monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
+    monkeypatch.setenv("MEM01_HOME", str(tmp_path))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", f"mem01-offline-hash-v1-{TEST_DIM}")
+    async with Mem01Session("c", "ada", inner=SQLiteSession("c", tmp_path / "t.sqlite")) as s:
+        await ask(s, "I live in Lisbon")
+        await s.aclose()
+        assert s.memory.closed and s.last_memory_error is None
+    await s.aclose()
+    assert s.last_memory_error is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [w for w in warnings if not w.startswith("extraction: offline")] == []
+
+
 async def test_a_run_without_the_memory_filter_warns_once_per_session(
     make_session: Callable[..., Mem01Session], caplog: pytest.LogCaptureFixture
 ) -> None:

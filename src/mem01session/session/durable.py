@@ -361,6 +361,8 @@ class DurableTier:
         self.memory.detach(self)
         self._freed.detach()  # this close gives its jobs their chance
         self._buffer.release()
+        if self.memory.closed and not self._buffer.unsent:
+            return 0  # closed again, after its memory: nothing was accepted since
         left = 0
         self._step = "opening the memory"
         within = Bound(flush_timeout)
