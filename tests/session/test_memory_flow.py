@@ -314,6 +314,25 @@ async def test_one_job_per_turn_holding_question_and_answer(
     ]
 
 
+async def test_runs_awaited_at_once_on_one_session_lose_and_repeat_nothing(
+    make_session: Callable[..., Mem01Session], db: Database
+) -> None:
+    """As the README says: memory cannot tell such runs apart, so each answer is recorded
+    with every question still waiting for one; every word is recorded once."""
+    session = make_session("c", "lu")
+    said = [f"I have a pet number {n}" for n in range(3)]
+    answers = [f"Noted {n}." for n in range(3)]
+    await asyncio.gather(*(say(session, q, answer=a) for q, a in zip(said, answers, strict=True)))
+    assert await session.flush_memory(timeout=30)
+    async with db.sa_engine.connect() as conn:
+        rows = await conn.execute(text("SELECT payload FROM memory_jobs ORDER BY id"))
+        jobs = [[(m["role"], m["text"]) for m in p["messages"]] for p in rows.scalars()]
+    for job in jobs:  # one answer each, after the questions it was recorded with
+        assert [role for role, _ in job].count("assistant") == 1 and job[-1][0] == "assistant"
+    recorded = sorted(words for job in jobs for _, words in job)
+    assert recorded == sorted(said + answers)
+
+
 async def test_the_answer_never_waits_for_its_own_turns_extraction(
     make_session: Callable[..., Mem01Session],
 ) -> None:
