@@ -3,6 +3,11 @@
 The SDK stores a run's input before the model call and its answer after it. The input
 is *held* until the answer arrives, so that one job carries the whole turn (the
 extractor sees question and answer together, and runs once per turn, after the answer).
+The SDK stores both from the run's own task, so runs awaited at once on one session are
+told apart by their tasks: an answer completes the input of its own run, with any input
+whose run ended unanswered (a run that failed); the input of other runs under way stays
+held. An answer whose run stored no input (items added by hand, from another task)
+completes all held input.
 A completed turn the database cannot take (an outage) waits in memory, in order, and is
 enqueued at the next chance with its original time and an idempotency key, so a retry
 after a lost commit reply enqueues it once.
@@ -10,7 +15,9 @@ after a lost commit reply enqueues it once.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +35,20 @@ log = get_logger(__name__)
 MAX_UNSENT_TURNS = 1000
 
 
+@dataclass(frozen=True, eq=False)  # each one itself, however alike
+class _Held:
+    """A message waiting for its answer: when it came, and the run (task) that stored it."""
+
+    message: TurnMessage
+    at: datetime
+    run: weakref.ref[asyncio.Task[object]] | None
+
+    def ended(self) -> bool:
+        """Whether the run that stored it can no longer answer it."""
+        task = self.run() if self.run is not None else None
+        return task is None or task.done()
+
+
 @dataclass(frozen=True)
 class PendingTurn:
     """A completed turn waiting to be enqueued."""
@@ -43,8 +64,7 @@ class TurnBuffer:
     def __init__(self, user_id: str, session_id: str) -> None:
         self.user_id = user_id
         self.session_id = session_id
-        self._held: list[TurnMessage] = []
-        self._held_at: datetime | None = None
+        self._held: list[_Held] = []
         self._unsent: deque[PendingTurn] = deque()
         self.dropped = 0
         # Jobs sent and not yet taken by the session: id, and the turn's first user message.
@@ -63,22 +83,32 @@ class TurnBuffer:
         return bool(self._held)
 
     def add(self, messages: Sequence[TurnMessage], now: datetime) -> bool:
-        """Take a turn's messages; True when they complete a turn (an answer is among them)."""
-        if not self._held:
-            self._held_at = now
-        self._held.extend(messages)
+        """Take a turn's messages, stored by the current task's run; True when they
+        complete a turn (an answer is among them; see the module docstring)."""
+        task = _current_task()
+        run = weakref.ref(task) if task is not None else None
+        self._held.extend(_Held(m, now, run) for m in messages)
         if not any(m.role == "assistant" for m in messages):
             return False
-        self.release()
+        own = [h for h in self._held if h.run is not None and h.run() is task]
+        if any(h.message.role == "user" for h in own):  # else: all of it, as it came
+            done = [h for h in self._held if h in own or h.ended()]
+            self._held = [h for h in self._held if h not in done]
+            self._complete(done)
+        else:
+            self.release()
         return True
 
     def release(self) -> None:
         """Treat held input as a complete turn (no answer is coming, or we are closing)."""
-        if not self._held:
+        held, self._held = self._held, []
+        self._complete(held)
+
+    def _complete(self, held: list[_Held]) -> None:
+        if not held:
             return
-        assert self._held_at is not None
-        self._unsent.append(PendingTurn(tuple(self._held), self._held_at))
-        self._held, self._held_at = [], None
+        messages = tuple(h.message for h in held)
+        self._unsent.append(PendingTurn(messages, min(h.at for h in held)))
         if len(self._unsent) > MAX_UNSENT_TURNS:
             self._unsent.popleft()
             self.dropped += 1
@@ -140,17 +170,22 @@ class TurnBuffer:
         the application removed it from the transcript before it was answered."""
         if not self._held:
             return False
-        last = self._held[-1]
+        last = self._held[-1].message
         if (last.role, last.text) != (message.role, message.text):
             return False
         self._held.pop()
-        if not self._held:
-            self._held_at = None
         return True
 
     def discard(self) -> int:
         """Forget everything not yet enqueued; returns how many turns were dropped."""
         count = len(self._unsent) + (1 if self._held else 0)
         self._unsent.clear()
-        self._held, self._held_at = [], None
+        self._held = []
         return count
+
+
+def _current_task() -> asyncio.Task[object] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
