@@ -84,9 +84,21 @@ SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
 def check_session(name: str, value: object) -> None:
     """An SDK ``Session``: an object with the protocol's four methods. (Its ``session_id``
     is not read: some sessions, such as OpenAI's conversations, only know it later.)"""
-    missing = [m for m in SESSION_METHODS if not callable(getattr(value, m, None))]
+    check_methods(name, value, "an SDK Session", SESSION_METHODS)
+
+
+def check_methods(name: str, value: object, kind: str, methods: tuple[str, ...]) -> None:
+    """``value`` (the argument ``name``) is ``kind``: it has each of ``methods``, callable."""
+    missing = [m for m in methods if not callable(getattr(value, m, None))]
     if missing:
         raise ConfigError(
-            f"{name} must be an SDK Session ({', '.join(SESSION_METHODS)}), got "
+            f"{name} must be {kind} ({', '.join(methods)}), got "
             f"{type(value).__name__}, which has no {', '.join(missing)}"
         )
+
+
+def check_instance(name: str, value: object, kind: type, *, optional: bool = True) -> None:
+    """``value`` (the argument ``name``) is a ``kind`` (or None, when ``optional``)."""
+    if (value is None and optional) or isinstance(value, kind):
+        return
+    raise ConfigError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")

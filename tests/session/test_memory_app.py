@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 import socket
 import threading
 import weakref
@@ -24,7 +25,7 @@ from mem01session import BeliefEngine, Mem01Session, Memory, Settings
 from mem01session.db import Database, urls
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine.render import OPEN
-from mem01session.errors import DatabaseError
+from mem01session.errors import ConfigError, DatabaseError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.session.items import MemoryItem, last_user_text, turn_messages
 from tests.conftest import TEST_DIM
@@ -204,6 +205,29 @@ async def test_a_private_memory_closes_when_its_session_is_freed_unclosed(
     async with db.sa_engine.connect() as conn:
         statuses = (await conn.execute(text("SELECT status FROM memory_jobs"))).scalars()
         assert list(statuses) == ["done"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"settings": "postgresql://u@h/db"}, "settings must be a Settings, got a str; a database"),
+        ({"settings": {"home": "x"}}, "settings must be a Settings, got dict"),
+        ({"engine": object()}, "engine must be a BeliefEngine, got object"),
+        ({"embedder": object()}, "embedder must be an Embedder (embed), got object"),
+        ({"extractor": "rules"}, "extractor must be an Extractor (extract), got str"),
+        ({"worker_policy": {"concurrency": 2}}, "worker_policy must be a WorkerPolicy, got dict"),
+        ({"clock": "now"}, "clock must be callable"),
+        ({"run_worker": "no"}, "run_worker must be True or False, got 'no'"),
+        ({"auto_migrate": 1}, "auto_migrate must be True or False, got 1"),
+    ],
+)
+def test_a_part_of_the_wrong_kind_is_refused_when_the_memory_is_made(
+    options: dict[str, object], message: str
+) -> None:
+    """Each was accepted and failed later, inside a run or the worker (a URL given as the
+    settings raised AttributeError; run_worker="no" meant yes)."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Memory(**options)  # type: ignore[arg-type]
 
 
 async def test_closing_a_session_again_is_quiet(

@@ -41,7 +41,7 @@ from ..opening import Opening
 from ..queue import JobStore, MemoryWorker, WorkerPolicy
 from ..queue.policy import declared_timeout
 from .attached import Attached, Attachments, left_at_exit, wait_left_behind
-from .parts import release_parts
+from .parts import check_flags, check_parts, release_parts
 
 log = get_logger(__name__)
 
@@ -92,6 +92,8 @@ class Memory:
         exit_timeout: float = 10.0,
         run_worker: bool = True,
     ) -> None:
+        check_parts(settings, engine, embedder, extractor, worker_policy, clock)
+        check_flags(run_worker=run_worker, auto_migrate=auto_migrate)
         self.settings = settings if settings is not None else Settings.from_env()
         if engine is None and embedder is None:  # a bad choice fails here, not in a run
             check_embedding_settings(self.settings)

@@ -1,11 +1,49 @@
-"""Letting go of the parts a :class:`~mem01session.memory.Memory` used, when it closes."""
+"""The parts of a :class:`~mem01session.memory.Memory`: checked when given (a wrong kind
+fails at once, not in a run), let go of when it closes."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
 
+from ..checks import check_instance, check_methods
+from ..config import Settings
+from ..engine import BeliefEngine
+from ..errors import ConfigError
 from ..loops import LoopThread
+from ..queue import WorkerPolicy
+
+
+def check_parts(
+    settings: object,
+    engine: object,
+    embedder: object,
+    extractor: object,
+    worker_policy: object,
+    clock: object,
+) -> None:
+    """Each part given to a ``Memory`` is of its kind (else ``ConfigError``, at once)."""
+    if isinstance(settings, str):
+        raise ConfigError(
+            "settings must be a Settings, got a str; a database URL goes in "
+            "Settings(database_url=...) or MEM01_DATABASE_URL"
+        )
+    check_instance("settings", settings, Settings)
+    check_instance("engine", engine, BeliefEngine)
+    check_instance("worker_policy", worker_policy, WorkerPolicy)
+    if embedder is not None:
+        check_methods("embedder", embedder, "an Embedder", ("embed",))
+    if extractor is not None:
+        check_methods("extractor", extractor, "an Extractor", ("extract",))
+    if not callable(clock):
+        raise ConfigError(f"clock must be callable (returning a datetime), got {clock!r}")
+
+
+def check_flags(**flags: object) -> None:
+    """Each flag is True, False or None (``run_worker="no"`` would otherwise be true)."""
+    for flag, value in flags.items():
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"{flag} must be True or False, got {value!r}")
 
 
 async def release_parts(
@@ -30,4 +68,4 @@ async def release_parts(
                 await home.call(forget())
 
 
-__all__ = ["release_parts"]
+__all__ = ["check_flags", "check_parts", "release_parts"]
