@@ -97,6 +97,13 @@ def check_methods(name: str, value: object, kind: str, methods: tuple[str, ...])
         )
 
 
+def check_flag(name: str, value: object, *, optional: bool = False) -> bool:
+    """A flag: True or False (or None, when ``optional``); ``"no"`` is not taken as true."""
+    if isinstance(value, bool) or (value is None and optional):
+        return bool(value)
+    raise ConfigError(f"{name} must be True or False, got {value!r}")
+
+
 def check_instance(name: str, value: object, kind: type, *, optional: bool = True) -> None:
     """``value`` (the argument ``name``) is a ``kind`` (or None, when ``optional``)."""
     if (value is None and optional) or isinstance(value, kind):

@@ -99,6 +99,8 @@ def test_session_constructor_names_the_bad_argument(value: Any, why: str) -> Non
         ({"recall_wait": "2"}, "recall_wait"),
         ({"recall_wait": float("nan")}, "recall_wait"),
         ({"recall_wait": None}, "recall_wait"),
+        ({"strict": "no"}, "strict must be True or False"),  # was taken as true
+        ({"strict": 1}, "strict must be True or False"),
     ],
 )
 def test_session_constructor_refuses_bad_budgets(kwargs: dict[str, Any], name: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -246,6 +247,25 @@ def test_threads_racing_for_one_key_get_one_session(tmp_path: Path) -> None:
 def test_validation(tmp_path: Path, kwargs: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         SessionManager(tmp_path, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"folder": 5}, "folder must be a path (str or Path), got 5"),
+        ({"folder": ""}, "folder must be a path (str or Path), got ''"),
+        ({"session_factory": "mem01"}, "session_factory must be callable, got str"),
+        ({"clock": "utc"}, "clock must be callable, got str"),
+    ],
+)
+def test_a_manager_argument_of_the_wrong_kind_is_refused(
+    tmp_path: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    """A folder given as a number raised pathlib's TypeError; a factory or clock that is not
+    callable failed at the first chat."""
+    options: dict[str, Any] = {"folder": tmp_path, **kwargs}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        SessionManager(**options)
 
 
 def test_empty_key_parts_are_refused(tmp_path: Path) -> None:

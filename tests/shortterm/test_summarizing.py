@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,22 @@ def test_protocols() -> None:
 def test_validation_names_the_argument(kwargs: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         SummarizingSession(SQLiteSession("s"), summarizer=OfflineSummarizer(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"summarizer": "gpt-4o-mini"}, "summarizer must be a Summarizer (summarize), got str"),
+        ({"background": "yes"}, "background must be True or False, got 'yes'"),
+    ],
+)
+def test_a_summarizer_or_flag_of_the_wrong_kind_is_refused_at_once(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    """Both were accepted: the summarizer failed at the first summary, and any string
+    meant background=True."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SummarizingSession(SQLiteSession("s"), **kwargs)
 
 
 def test_edge_values_are_accepted() -> None:

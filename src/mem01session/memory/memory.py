@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..checks import aware, check_seconds
+from ..checks import aware, check_flag, check_seconds
 from ..config import Settings
 from ..db import Database
 from ..embeddings import Embedder, check_embedding_settings, default_embedder
@@ -41,7 +41,7 @@ from ..opening import Opening
 from ..queue import JobStore, MemoryWorker, WorkerPolicy
 from ..queue.policy import declared_timeout
 from .attached import Attached, Attachments, left_at_exit, wait_left_behind
-from .parts import check_flags, check_parts, release_parts
+from .parts import check_parts, release_parts
 
 log = get_logger(__name__)
 
@@ -93,7 +93,8 @@ class Memory:
         run_worker: bool = True,
     ) -> None:
         check_parts(settings, engine, embedder, extractor, worker_policy, clock)
-        check_flags(run_worker=run_worker, auto_migrate=auto_migrate)
+        check_flag("run_worker", run_worker)
+        check_flag("auto_migrate", auto_migrate, optional=True)
         self.settings = settings if settings is not None else Settings.from_env()
         if engine is None and embedder is None:  # a bad choice fails here, not in a run
             check_embedding_settings(self.settings)

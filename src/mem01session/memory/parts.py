@@ -39,13 +39,6 @@ def check_parts(
         raise ConfigError(f"clock must be callable (returning a datetime), got {clock!r}")
 
 
-def check_flags(**flags: object) -> None:
-    """Each flag is True, False or None (``run_worker="no"`` would otherwise be true)."""
-    for flag, value in flags.items():
-        if value is not None and not isinstance(value, bool):
-            raise ConfigError(f"{flag} must be True or False, got {value!r}")
-
-
 async def release_parts(
     home: LoopThread | None, made: Iterable[object], used: Iterable[object | None]
 ) -> None:
@@ -68,4 +61,4 @@ async def release_parts(
                 await home.call(forget())
 
 
-__all__ = ["check_flags", "check_parts", "release_parts"]
+__all__ = ["check_parts", "release_parts"]

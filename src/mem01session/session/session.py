@@ -13,7 +13,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
 from ..bounded import STALLED, Bound
-from ..checks import check_id, check_positive_int, check_seconds, check_session
+from ..checks import check_flag, check_id, check_positive_int, check_seconds, check_session
 from ..config import MEMORY_PLACEMENTS
 from ..engine import BeliefEngine
 from ..engine.records import (
@@ -93,6 +93,7 @@ class Mem01Session:
         self.provenance: BlockProvenance = provenance
         wait = check_seconds("recall_wait", recall_wait)
         assert wait is not None
+        check_flag("strict", strict)
         if inner is not None:
             check_session("inner", inner)
         if memory is not None and not isinstance(memory, Memory):
@@ -135,7 +136,7 @@ class Mem01Session:
 
     @strict.setter
     def strict(self, value: bool) -> None:
-        self._tier.failures.strict = value
+        self._tier.failures.strict = check_flag("strict", value)
 
     @property
     def recall_wait(self) -> float:

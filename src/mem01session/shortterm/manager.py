@@ -99,6 +99,11 @@ class SessionManager:
             raise ConfigError("session_ttl_seconds must be > 0 (or None: never expire), got 0")
         if max_session_history is not None:
             check_positive_int("max_session_history", max_session_history)
+        if not isinstance(folder, str | Path) or not str(folder):
+            raise ConfigError(f"folder must be a path (str or Path), got {folder!r}")
+        for name, part in (("session_factory", session_factory), ("clock", clock)):
+            if not callable(part):
+                raise ConfigError(f"{name} must be callable, got {type(part).__name__}")
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.db_path = self.folder / DB_FILE

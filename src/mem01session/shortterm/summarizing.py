@@ -25,7 +25,7 @@ from typing import Any, cast
 from agents.items import TResponseInputItem
 from agents.memory import Session
 
-from ..checks import check_positive_int
+from ..checks import check_flag, check_methods, check_positive_int
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger
@@ -83,8 +83,10 @@ class SummarizingSession(Wrapper):
                 f"({context_limit})"
             )
         self._max_tool_chars = check_positive_int("max_tool_output_chars", max_tool_output_chars)
+        if summarizer is not None:
+            check_methods("summarizer", summarizer, "a Summarizer", ("summarize",))
         self._summarizer = summarizer if summarizer is not None else default_summarizer()
-        self._background = background
+        self._background = check_flag("background", background)
         self._lock = asyncio.Lock()
         self._running = False
         self._tasks: set[asyncio.Task[bool]] = set()
