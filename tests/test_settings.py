@@ -1,4 +1,5 @@
-"""Settings take paths as ``str`` or ``Path``, and name a field given anything else."""
+"""Settings take paths as ``str`` or ``Path``, each other field as its kind, and name a field
+given anything else."""
 
 from __future__ import annotations
 
@@ -24,3 +25,28 @@ def test_a_home_or_model_path_given_as_text_is_a_path_with_home_expanded() -> No
 def test_anything_else_is_refused_by_name(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"Settings.{field} must be a path"):
         Settings(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [
+        ("database_url", 5432, "a str or None"),
+        ("openai_api_key", 12345, "a str or None"),
+        ("embedding_dim", "384", "an int or None"),
+        ("episode_retention_days", 30.0, "an int or None"),
+        ("llm_max_tokens", True, "an int"),
+        ("llm_timeout", "60", "a number of seconds"),
+        ("embedding_process", "no", "True or False"),  # was taken as true
+        ("embedding_model_verify", 0, "True or False"),
+        ("memory_placement", None, "a str"),
+    ],
+)
+def test_a_field_of_the_wrong_kind_is_refused_by_name_without_its_value(
+    field: str, value: object, kind: str
+) -> None:
+    """Given directly (from_env parses its text): each failed later with an AttributeError or
+    TypeError, or, for a flag, was taken as true. The message names the type, never the value
+    (it may be a key)."""
+    with pytest.raises(ConfigError) as info:
+        Settings(**{field: value})  # type: ignore[arg-type]
+    assert str(info.value) == f"Settings.{field} must be {kind}, got {type(value).__name__}"

@@ -84,6 +84,46 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("mem01session", appauthor=False))
 
 
+_TEXTS = ("llm_model", "memory_placement", "episodes", "database_url_variable")
+_OPTIONAL_TEXTS = (
+    "database_url",
+    "openai_api_key",
+    "openai_base_url",
+    "embedding_model",
+    "embedding_base_url",
+    "openai_api",
+)
+_OPTIONAL_INTS = ("embedding_dim", "episode_retention_days")
+_FLAGS = ("embedding_model_verify", "embedding_process")
+
+
+def _check_kinds(settings: Settings) -> None:
+    """Each field given directly is of its kind: ``ConfigError`` naming the field and the
+    type it got (never the value: a key or a URL with its password may be one)."""
+
+    def wrong(name: str, kind: str) -> ConfigError:
+        got = type(getattr(settings, name)).__name__
+        return ConfigError(f"Settings.{name} must be {kind}, got {got}")
+
+    for name in (*_TEXTS, *_OPTIONAL_TEXTS):
+        value = getattr(settings, name)
+        if not (isinstance(value, str) or (value is None and name in _OPTIONAL_TEXTS)):
+            raise wrong(name, "a str" if name in _TEXTS else "a str or None")
+    for name in (*_OPTIONAL_INTS, "llm_max_tokens"):
+        value = getattr(settings, name)
+        if not (
+            (isinstance(value, int) and not isinstance(value, bool))
+            or (value is None and name in _OPTIONAL_INTS)
+        ):
+            raise wrong(name, "an int" if name == "llm_max_tokens" else "an int or None")
+    timeout = settings.llm_timeout
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+        raise wrong("llm_timeout", "a number of seconds")
+    for name in _FLAGS:
+        if not isinstance(getattr(settings, name), bool):
+            raise wrong(name, "True or False")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every knob of the library, read once from the environment by :meth:`from_env`.
@@ -115,6 +155,7 @@ class Settings:
     """The variable ``database_url`` was read from (what errors about it name)."""
 
     def __post_init__(self) -> None:
+        _check_kinds(self)  # before anything reads them (a key that is not a str included)
         register_secret(self.openai_api_key)
         object.__setattr__(self, "home", _path("home", self.home))
         if self.embedding_model_path is not None:
