@@ -268,6 +268,25 @@ def test_a_timeout_that_is_not_a_number_of_seconds_is_refused(
             memory_tools(session, timeout=bad)  # type: ignore[arg-type]
 
 
+def test_a_session_or_budget_of_the_wrong_kind_is_refused_when_the_tools_are_made(
+    make_session: Callable[..., Mem01Session], tmp_path: Path
+) -> None:
+    """``memory_tools("alice")`` raised AttributeError; a bad budget was a MemoryToolError
+    (a tool call's refusal) rather than the caller's ConfigError. A SessionManager's
+    session, which wraps a Mem01Session, is accepted."""
+    from mem01session.shortterm import SessionManager, mem01_session_factory
+
+    session = make_session("c1", "ana")
+    with pytest.raises(ConfigError, match=r"session must be a Mem01Session .* got str"):
+        memory_tools("alice")  # type: ignore[arg-type]
+    for bad in (0, "800", True):
+        with pytest.raises(ConfigError, match="max_tokens must be a positive integer"):
+            memory_tools(session, max_tokens=bad)  # type: ignore[arg-type]
+    with SessionManager(tmp_path, session_factory=mem01_session_factory(session.memory)) as chats:
+        managed = chats.get_or_create("telegram", "42", "chat-1")
+        assert len(memory_tools(managed)) == len(TOOL_NAMES)  # type: ignore[arg-type]
+
+
 def test_the_tools_and_their_schemas() -> None:
     from agents import SQLiteSession
 

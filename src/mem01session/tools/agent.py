@@ -20,8 +20,9 @@ from typing import Annotated, Any
 from agents import FunctionTool, function_tool
 from agents.tool_context import ToolContext
 
-from ..checks import check_seconds
-from ..errors import MemoryToolError
+from ..checks import check_positive_int, check_seconds
+from ..errors import ConfigError, MemoryToolError
+from ..memory import Memory
 from ..session import Mem01Session
 from .toolbox import AGENT_TOOL, ARGUMENTS, CALL_TIMEOUT_SECONDS, DESCRIPTIONS, MemoryToolbox
 
@@ -45,7 +46,17 @@ def memory_tools(
     user of ``session`` (a search returns at most ``max_tokens``, default the session's
     ``max_memory_tokens``; a call that takes longer than ``timeout`` seconds is cut short
     and its result says memory is out of reach)."""
-    check_seconds("timeout", timeout)  # a bad one is the caller's mistake: ConfigError
+    # A bad argument is the caller's mistake (ConfigError), not a tool call's refusal.
+    if not isinstance(getattr(session, "memory", None), Memory) or not callable(
+        getattr(session, "recalled_by_tool", None)
+    ):
+        raise ConfigError(
+            f"session must be a Mem01Session (or a session wrapping one, such as a "
+            f"SessionManager's), got {type(session).__name__}"
+        )
+    check_seconds("timeout", timeout)
+    if max_tokens is not None:
+        check_positive_int("max_tokens", max_tokens)
     box = MemoryToolbox(
         session.memory,
         session.user_id,
