@@ -336,6 +336,19 @@ async def test_bad_max_tokens_rejected(engine: BeliefEngine, bad: object) -> Non
         await engine.recall("u1", RecallRequest("x", max_tokens=bad))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("bad", ["no", 0, 1, None])
+async def test_a_flag_that_is_not_true_or_false_is_rejected(
+    engine: BeliefEngine, bad: object
+) -> None:
+    """``include_history="no"`` brought superseded beliefs into the block (a non-empty
+    string is true)."""
+    for flag in ("include_history", "explain"):
+        with pytest.raises(ConfigError, match=f"{flag} must be True or False"):
+            RecallRequest("x", **{flag: bad})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="include_inactive must be True or False"):
+        await engine.history("u1", include_inactive=bad)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("bad", ["", "   ", "a\x00b"])
 async def test_bad_user_id_rejected(engine: BeliefEngine, bad: str) -> None:
     with pytest.raises(ConfigError, match="user_id"):

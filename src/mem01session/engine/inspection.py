@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..checks import check_filter, check_id, check_positive_int
+from ..checks import check_filter, check_flag, check_id, check_positive_int
 from ..errors import BeliefNotFoundError, EpisodeNotFoundError
 from .records import Belief, Episode, LedgerEvent, Source, UserSummary
 from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
@@ -53,7 +53,7 @@ async def history(
     """
     user_id = check_id("user_id", user_id)
     check_positive_int("limit", limit)
-    where = "" if include_inactive else "AND status = 'active' "
+    where = "" if check_flag("include_inactive", include_inactive) else "AND status = 'active' "
     q = check_filter("contains", contains)
     if q is not None:
         where += "AND strpos(lower(content), lower(%(q)s)) > 0 "

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from ..checks import check_moment, check_positive_int
+from ..checks import check_flag, check_moment, check_positive_int
 from ..errors import ConfigError
 
 BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
@@ -59,6 +59,8 @@ class RecallRequest:
         elif not isinstance(self.query, str):
             raise ConfigError(f"query must be a string, got {type(self.query).__name__}")
         check_positive_int("max_tokens", self.max_tokens)
+        check_flag("include_history", self.include_history)  # "no" would bring history
+        check_flag("explain", self.explain)
         check_positive_int("newer_turns", self.newer_turns, minimum=0)
         check_positive_int("pending_turns", self.pending_turns, minimum=0)
         if not isinstance(self.pending_said, tuple) or not all(
