@@ -85,6 +85,28 @@ async def test_a_bad_yield_to_runs_is_refused_by_name(value: object) -> None:
         WorkerPolicy(yield_to_runs=value)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("concurrency", "8", "concurrency must be a positive integer"),  # was a TypeError
+        ("max_attempts", 0, "max_attempts must be a positive integer"),
+        ("extract_timeout", "60", "extract_timeout must be a number of seconds"),
+        ("extract_timeout", 0, "extract_timeout must be more than 0 seconds"),
+        ("poll_interval", 0, "poll_interval must be more than 0 seconds"),  # polled non-stop
+        ("backoff_base", -2.0, "backoff_base must be a number of seconds"),
+        ("lease", 120, "lease must be a positive timedelta"),
+        ("lease", timedelta(0), "lease must be a positive timedelta"),
+        ("keyed", -1, "keyed must be an integer >= 0"),
+        ("listen", "yes", "listen must be True or False"),
+    ],
+)
+async def test_every_policy_field_of_the_wrong_kind_is_refused_by_name(
+    field: str, value: object, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        WorkerPolicy(**{field: value})  # type: ignore[arg-type]
+
+
 async def test_the_worker_claims_nothing_while_a_run_is_marked_then_catches_up(
     module_engine: BeliefEngine, uid: str
 ) -> None:

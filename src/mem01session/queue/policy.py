@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from math import inf
 
+from ..checks import check_flag, check_positive_int, check_seconds
 from ..errors import ConfigError
 
 # Jobs at once for an extractor that states nothing: as many model calls at once.
@@ -43,13 +43,23 @@ class WorkerPolicy:
     listen: bool = False
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1 or (self.concurrency is not None and self.concurrency < 1):
-            raise ConfigError("a worker needs max_attempts >= 1 and concurrency >= 1")
-        if self.extract_timeout is not None and not self.extract_timeout > 0:
-            raise ConfigError(f"extract_timeout must be > 0 seconds, got {self.extract_timeout}")
-        wait = self.yield_to_runs
-        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait < inf:
-            raise ConfigError(f"yield_to_runs must be >= 0 seconds, got {self.yield_to_runs}")
+        if not isinstance(self.lease, timedelta) or self.lease <= timedelta(0):
+            raise ConfigError(f"lease must be a positive timedelta, got {self.lease!r}")
+        check_positive_int("max_attempts", self.max_attempts)
+        if self.concurrency is not None:
+            check_positive_int("concurrency", self.concurrency)
+        check_positive_int("candidates", self.candidates, minimum=0)
+        check_positive_int("keyed", self.keyed, minimum=0)
+        check_seconds("backoff_max", self.backoff_max)
+        check_seconds("yield_to_runs", self.yield_to_runs)
+        # Zero would make a worker poll (or back off) without pause.
+        for name in ("backoff_base", "poll_interval", "extract_timeout"):
+            value = getattr(self, name)
+            if name == "extract_timeout" and value is None:
+                continue
+            if not check_seconds(name, value):
+                raise ConfigError(f"{name} must be more than 0 seconds, got {value!r}")
+        check_flag("listen", self.listen)
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next try of a job that failed its ``attempts``-th time."""
