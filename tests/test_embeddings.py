@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
+from collections.abc import Callable
 
 import httpx2
 import pytest
@@ -169,3 +171,25 @@ async def test_a_server_answer_that_is_not_one_vector_per_text_is_a_clear_error(
         await _server(status, body).embed(["Lives in Lisbon"])
     assert "127.0.0.1:9" in str(info.value) and "local-embed" in str(info.value)
     assert "sk-test" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: HashingEmbedder("64"), "HashingEmbedder dim must be an integer of at least 8"),
+        (lambda: HashingEmbedder(True), "HashingEmbedder dim must be an integer of at least 8"),
+        (lambda: MiniLMEmbedder(model_path=5), "model_path must be a path (str or Path), got 5"),
+        (lambda: MiniLMEmbedder(own_process="no"), "own_process must be True or False"),
+        (lambda: MiniLMEmbedder(verify_sha256="no"), "verify_sha256 must be True or False"),
+        (lambda: OpenAIEmbedder("text-embedding-3-small", dim=-1), "dim must be a positive"),
+        (lambda: OpenAIEmbedder("", base_url="http://127.0.0.1:9/v1"), "model must be a model"),
+        (lambda: OpenAIEmbedder("e", batch_size=0, base_url="http://x/v1"), "batch_size must be"),
+    ],
+)
+def test_an_embedder_argument_of_the_wrong_kind_is_refused_by_name(
+    make: Callable[[], object], message: str
+) -> None:
+    """Each raised a TypeError from deep inside, or (a negative dimension, a flag given as
+    "no") was accepted and failed later or meant the opposite."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        make()

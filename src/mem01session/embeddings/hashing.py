@@ -33,8 +33,8 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = 384) -> None:
-        if dim < 8:
-            raise ConfigError(f"HashingEmbedder dim must be at least 8, got {dim}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
+            raise ConfigError(f"HashingEmbedder dim must be an integer of at least 8, got {dim!r}")
         self._dim = dim
 
     @property

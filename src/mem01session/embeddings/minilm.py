@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._forks import ForkSafeLock
-from ..checks import check_positive_int
-from ..errors import EmbeddingError
+from ..checks import check_flag, check_positive_int
+from ..errors import ConfigError, EmbeddingError
 from .minilm_model import (
     DIM,
     MODEL_FILE,
@@ -105,8 +105,12 @@ class MiniLMEmbedder:
         check_positive_int("recent_texts", recent_texts, minimum=0)
         check_positive_int("batch_size", batch_size)
         check_positive_int("max_batch_tokens", max_batch_tokens)
+        check_flag("verify_sha256", verify_sha256)
+        check_flag("own_process", own_process)
+        if model_path is not None and not isinstance(model_path, str | os.PathLike):
+            raise ConfigError(f"model_path must be a path (str or Path), got {model_path!r}")
         path = None if model_path is None else str(Path(model_path).expanduser().resolve())
-        self._key = ModelKey(path, bool(verify_sha256), intra_op_threads)
+        self._key = ModelKey(path, verify_sha256, intra_op_threads)
         self._batching = (batch_size, max_batch_tokens)
         self._keep = recent_texts
         self._recent: OrderedDict[str, Float32Array] = OrderedDict()
