@@ -104,6 +104,26 @@ def check_flag(name: str, value: object, *, optional: bool = False) -> bool:
     raise ConfigError(f"{name} must be True or False, got {value!r}")
 
 
+def check_model_options(
+    model: object,
+    timeout: object,
+    max_tokens: object,
+    max_retries: object,
+    *,
+    tokens_name: str = "max_tokens",
+) -> None:
+    """What a client of an OpenAI-compatible model is given: a model name (or None), a
+    timeout of more than 0 seconds (or None), a positive token limit (or None) and a number
+    of retries >= 0."""
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigError(f"model must be a model name, got {model!r}")
+    if timeout is not None and not check_seconds("timeout", timeout):
+        raise ConfigError("timeout must be more than 0 seconds, got 0")
+    if max_tokens is not None:
+        check_positive_int(tokens_name, max_tokens)
+    check_positive_int("max_retries", max_retries, minimum=0)
+
+
 def check_instance(name: str, value: object, kind: type, *, optional: bool = True) -> None:
     """``value`` (the argument ``name``) is a ``kind`` (or None, when ``optional``)."""
     if (value is None and optional) or isinstance(value, kind):

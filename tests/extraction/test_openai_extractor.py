@@ -314,3 +314,38 @@ async def test_injected_client_is_used() -> None:
     assert (await extractor.extract(TURN, (), NOW)).ops == ()
     assert server.requests[0]["model"] == "local-model"
     assert "(none)" in server.requests[0]["messages"][1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"model": 5}, "model must be a model name, got 5"),
+        ({"timeout": -1}, "timeout must be a number of seconds >= 0, got -1"),
+        ({"timeout": 0}, "timeout must be more than 0 seconds"),  # was the setting's, silently
+        ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0"),
+        ({"max_retries": -1}, "max_retries must be an integer >= 0, got -1"),
+        ({"backoff": "x"}, "backoff must be a number of seconds >= 0, got 'x'"),
+    ],
+)
+def test_a_model_client_argument_of_the_wrong_kind_is_refused_by_name(
+    options: dict[str, Any], message: str
+) -> None:
+    """All were accepted (the extractor's and the OpenAI summarizer's alike) and failed, or
+    did something else, at the first call."""
+    import re
+
+    from mem01session.errors import ConfigError
+    from mem01session.shortterm.summarizers import OpenAISummarizer
+
+    settings = Settings(openai_api_key="sk-test-not-a-real-key-0000000000")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        OpenAIExtractor(settings, **options)
+    with pytest.raises(ConfigError, match="settings must be a Settings, got str"):
+        OpenAIExtractor("postgresql://u@h/db")  # type: ignore[arg-type]
+    summarizer_options = {k: v for k, v in options.items() if k not in ("backoff",)}
+    if "max_tokens" in summarizer_options:
+        summarizer_options = {"max_output_tokens": summarizer_options.pop("max_tokens")}
+        message = message.replace("max_tokens", "max_output_tokens")
+    if summarizer_options:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            OpenAISummarizer(api_key="sk-test-not-a-real-key", **summarizer_options)

@@ -26,6 +26,7 @@ import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
+from ..checks import check_instance, check_model_options, check_seconds
 from ..config import Settings
 from ..errors import ConfigError, ExtractionError
 from ..logs import get_logger
@@ -99,6 +100,9 @@ class OpenAIExtractor:
         sleep: Sleep = asyncio.sleep,
         prompt_version: str = PROMPT_VERSION,
     ) -> None:
+        check_instance("settings", settings, Settings)
+        check_model_options(model, timeout, max_tokens, max_retries)
+        check_seconds("backoff", backoff)
         settings = settings or Settings.from_env()
         self.model = model or settings.llm_model
         self.max_tokens = max_tokens or settings.llm_max_tokens

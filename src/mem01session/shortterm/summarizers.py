@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agents.items import TResponseInputItem
 
-from ..checks import check_positive_int
+from ..checks import check_model_options, check_positive_int
 from ..config import Settings
 from ..session.items import item_text
 
@@ -130,6 +130,9 @@ class OpenAISummarizer:
     ) -> None:
         from openai import AsyncOpenAI
 
+        check_model_options(
+            model, timeout, max_output_tokens, max_retries, tokens_name="max_output_tokens"
+        )
         settings = Settings.from_env() if model is None else None
         self._model = model or (settings.llm_model if settings else "")
         self._timeout = timeout
