@@ -113,8 +113,8 @@ def check_model_options(
     tokens_name: str = "max_tokens",
 ) -> None:
     """What a client of an OpenAI-compatible model is given: a model name (or None), a
-    timeout of more than 0 seconds (or None), a positive token limit (or None) and a number
-    of retries >= 0."""
+    timeout of more than 0 seconds (or None), a positive limit named ``tokens_name`` (or
+    None: a token limit, an embedding's dimension) and a number of retries >= 0."""
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise ConfigError(f"model must be a model name, got {model!r}")
     if timeout is not None and not check_seconds("timeout", timeout):

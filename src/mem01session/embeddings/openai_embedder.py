@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..checks import check_positive_int, check_seconds
+from ..checks import check_model_options, check_positive_int
 from ..config import DEFAULT_OPENAI_EMBEDDING_MODEL
 from ..errors import ConfigError, EmbeddingError
 from ..loops import PerLoop
@@ -41,13 +41,10 @@ class OpenAIEmbedder:
     ) -> None:
         from openai import AsyncOpenAI
 
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError(f"model must be a model name, got {model!r}")
-        if dim is not None:
-            check_positive_int("dim", dim)
+        if model is None:
+            raise ConfigError("model must be a model name, got None")
+        check_model_options(model, timeout, dim, max_retries, tokens_name="dim")
         check_positive_int("batch_size", batch_size)
-        check_positive_int("max_retries", max_retries, minimum=0)
-        check_seconds("timeout", timeout)
         self._model = model
         self._dim = dim or _KNOWN_OPENAI_DIMS.get(model, 1536)
         self._send_dimensions = dim is not None

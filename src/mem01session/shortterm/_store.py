@@ -132,12 +132,3 @@ def _kept_suffix(old: list[TResponseInputItem], new: list[TResponseInputItem]) -
     if len(new) > len(old) or (new and old[len(old) - len(new) :] != new):
         return None
     return len(new)
-
-
-def id_of(session: Session) -> str | None:
-    """``session``'s id, or None while it has none (OpenAI's conversation session makes
-    its id on first use, and raises when asked before)."""
-    try:
-        return session.session_id
-    except Exception:
-        return None

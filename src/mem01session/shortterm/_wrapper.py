@@ -31,5 +31,12 @@ class Wrapper:
         """The wrapped session, which holds every item (hidden or summarized ones too)."""
         return self._inner
 
+    def _shown_id(self) -> str | None:
+        """The id for a repr: None while the inner session has none yet."""
+        try:
+            return self._inner.session_id
+        except Exception:
+            return None
+
 
 __all__ = ["Wrapper"]

@@ -30,7 +30,7 @@ from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger
 from ._items import limit_view, mark, strip, synthetic_kind, turn_cut, turn_starts
-from ._store import id_of, read_all, rewrite
+from ._store import read_all, rewrite
 from ._wrapper import Wrapper
 from .summarizers import OfflineSummarizer, OpenAISummarizer, Summarizer
 
@@ -95,7 +95,7 @@ class SummarizingSession(Wrapper):
 
     def __repr__(self) -> str:
         return (
-            f"SummarizingSession(session_id={id_of(self._inner)!r}, "
+            f"SummarizingSession(session_id={self._shown_id()!r}, "
             f"keep_last_n_turns={self._keep}, context_limit={self._context_limit}, "
             f"summarizer={self._summarizer!r})"
         )

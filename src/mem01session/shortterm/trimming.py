@@ -21,7 +21,7 @@ from agents.memory import Session
 
 from ..checks import check_positive_int
 from ._items import drop_orphan_outputs, limit_view, missing_calls, strip, turn_cut
-from ._store import id_of, read_tail, rewrite
+from ._store import read_tail, rewrite
 from ._wrapper import Wrapper
 
 
@@ -38,7 +38,7 @@ class TrimmingSession(Wrapper):
         self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
-        return f"TrimmingSession(session_id={id_of(self._inner)!r}, max_turns={self._max_turns})"
+        return f"TrimmingSession(session_id={self._shown_id()!r}, max_turns={self._max_turns})"
 
     @property
     def max_turns(self) -> int:
