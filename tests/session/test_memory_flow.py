@@ -335,6 +335,73 @@ async def test_runs_awaited_at_once_on_one_session_record_each_answer_with_its_q
     assert sorted(await payloads(db)) == sorted(expected)
 
 
+class _HeldModel(ScriptedModel):
+    """A scripted model whose call number ``at`` (from 0) says it started, then waits."""
+
+    def __init__(self, steps: list[Any], at: int) -> None:
+        super().__init__(steps)
+        self.at, self.made = at, 0
+        self.started, self.go = asyncio.Event(), asyncio.Event()
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        if self.made == self.at:
+            self.started.set()
+            await self.go.wait()
+        self.made += 1
+        return await super().get_response(*args, **kwargs)
+
+
+async def test_a_second_answer_of_a_run_leaves_the_question_of_another_run_held(
+    make_session: Callable[..., Mem01Session], db: Database
+) -> None:
+    """A run that answers twice (a few words beside its tool call, then the answer) has
+    had its question recorded with the first: the second goes alone, and the question
+    another run stored meanwhile stays held for that run's own answer."""
+    session = make_session("c", "ru")
+
+    @function_tool
+    def look() -> str:
+        return "found"
+
+    two = _HeldModel(
+        [[assistant_message("Let me look."), function_call("look", {}, call_id="c1")],
+         [assistant_message("It is in the drawer.")]],
+        at=1,
+    )  # fmt: skip
+    one = _HeldModel([[assistant_message("Noted.")]], at=0)
+
+    async def run(model: ScriptedModel, said: str, tools: list[Any]) -> None:
+        agent = Agent(name="a", model=model, tools=tools)
+        await Runner.run(agent, said, session=session, run_config=session.run_config())
+
+    first = asyncio.create_task(run(two, "Where are my keys?", [look]))
+    await two.started.wait()  # its first answer is stored, its second not yet
+    second = asyncio.create_task(run(one, "I have a cat", []))
+    await one.started.wait()  # its question is stored, its answer not yet
+    two.go.set()
+    await first
+    one.go.set()
+    await second
+    assert await session.flush_memory(timeout=30)
+    assert await payloads(db) == [
+        [("user", "Where are my keys?"), ("assistant", "Let me look.")],
+        [("assistant", "It is in the drawer.")],
+        [("user", "I have a cat"), ("assistant", "Noted.")],
+    ]
+
+
+async def test_an_answer_added_by_a_task_that_asked_nothing_takes_the_held_question(
+    make_session: Callable[..., Mem01Session], db: Database
+) -> None:
+    """Items added by hand: the question from this task (still running), the answer from
+    another that stored no question: they are one turn."""
+    session = make_session("c", "hand")
+    await session.add_items([{"role": "user", "content": "I live in Porto"}])
+    await asyncio.create_task(session.add_items([{"role": "assistant", "content": "Noted."}]))
+    assert await session.flush_memory(timeout=30)
+    assert await payloads(db) == [[("user", "I live in Porto"), ("assistant", "Noted.")]]
+
+
 async def test_input_whose_run_failed_goes_with_the_next_answer(
     make_session: Callable[..., Mem01Session], db: Database
 ) -> None:

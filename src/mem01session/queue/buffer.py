@@ -6,8 +6,9 @@ extractor sees question and answer together, and runs once per turn, after the a
 The SDK stores both from the run's own task, so runs awaited at once on one session are
 told apart by their tasks: an answer completes the input of its own run, with any input
 whose run ended unanswered (a run that failed); the input of other runs under way stays
-held. An answer whose run stored no input (items added by hand, from another task)
-completes all held input.
+held. A run's later answers (a few words beside a tool call, then the answer) go with
+nothing more of other runs. An answer from a task that never stored input (items added by
+hand, from another task) completes all held input.
 A completed turn the database cannot take (an outage) waits in memory, in order, and is
 enqueued at the next chance with its original time and an idempotency key, so a retry
 after a lost commit reply enqueues it once.
@@ -65,6 +66,8 @@ class TurnBuffer:
         self.user_id = user_id
         self.session_id = session_id
         self._held: list[_Held] = []
+        # The runs (tasks) that stored a question here: their later answers are theirs alone.
+        self._asked: weakref.WeakSet[asyncio.Task[object]] = weakref.WeakSet()
         self._unsent: deque[PendingTurn] = deque()
         self.dropped = 0
         # Jobs sent and not yet taken by the session: id, and the turn's first user message.
@@ -88,10 +91,12 @@ class TurnBuffer:
         task = _current_task()
         run = weakref.ref(task) if task is not None else None
         self._held.extend(_Held(m, now, run) for m in messages)
+        if task is not None and any(m.role == "user" for m in messages):
+            self._asked.add(task)
         if not any(m.role == "assistant" for m in messages):
             return False
         own = [h for h in self._held if h.run is not None and h.run() is task]
-        if any(h.message.role == "user" for h in own):  # else: all of it, as it came
+        if task is not None and task in self._asked:  # else: all of it, as it came
             done = [h for h in self._held if h in own or h.ended()]
             self._held = [h for h in self._held if h not in done]
             self._complete(done)
