@@ -87,7 +87,6 @@ class SummarizingSession(Wrapper):
             check_methods("summarizer", summarizer, "a Summarizer", ("summarize",))
         self._summarizer = summarizer if summarizer is not None else default_summarizer()
         self._background = check_flag("background", background)
-        self._lock = asyncio.Lock()
         self._running = False
         self._tasks: set[asyncio.Task[bool]] = set()
         self.last_error: str | None = None
@@ -132,15 +131,6 @@ class SummarizingSession(Wrapper):
             task.add_done_callback(self._tasks.discard)
         else:
             await self._summarize_loop()
-
-    async def pop_item(self) -> TResponseInputItem | None:
-        async with self._lock:
-            item = await self._inner.pop_item()
-        return None if item is None else strip(item)
-
-    async def clear_session(self) -> None:
-        async with self._lock:
-            await self._inner.clear_session()
 
     async def summarize_now(self) -> bool:
         """Summarize if the history is over the limit; True if a summary was applied."""

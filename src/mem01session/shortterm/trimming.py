@@ -14,8 +14,6 @@ output always stay together (see :func:`~mem01session.shortterm._items.turn_cut`
 
 from __future__ import annotations
 
-import asyncio
-
 from agents.items import TResponseInputItem
 from agents.memory import Session
 
@@ -35,7 +33,6 @@ class TrimmingSession(Wrapper):
     def __init__(self, inner: Session, max_turns: int) -> None:
         super().__init__(inner)
         self._max_turns = _check_max_turns(max_turns)
-        self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"TrimmingSession(session_id={self._shown_id()!r}, max_turns={self._max_turns})"
@@ -72,17 +69,6 @@ class TrimmingSession(Wrapper):
         """Append ``items`` to the inner session (nothing is deleted)."""
         async with self._lock:
             await self._inner.add_items(items)
-
-    async def pop_item(self) -> TResponseInputItem | None:
-        """Remove and return the newest item."""
-        async with self._lock:
-            item = await self._inner.pop_item()
-        return None if item is None else strip(item)
-
-    async def clear_session(self) -> None:
-        """Remove every item, hidden ones included."""
-        async with self._lock:
-            await self._inner.clear_session()
 
     async def compact(self) -> int:
         """Delete the hidden prefix from the inner store; returns how many items went."""
