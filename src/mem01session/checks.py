@@ -6,6 +6,7 @@ Each check returns the value it accepted (normalized where that is harmless) or 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from .errors import ConfigError
@@ -85,6 +86,26 @@ def check_session(name: str, value: object) -> None:
     """An SDK ``Session``: an object with the protocol's four methods. (Its ``session_id``
     is not read: some sessions, such as OpenAI's conversations, only know it later.)"""
     check_methods(name, value, "an SDK Session", SESSION_METHODS)
+
+
+def check_items(value: object) -> None:
+    """The ``items`` of a session's ``add_items``: a list of transcript items (dicts, as the
+    SDK makes them). A string, a lone item or anything else would be stored piece by piece
+    and break every later run of the conversation."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise ConfigError(f"items must be a list of items (dicts), got {type(value).__name__}")
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"items[{index}] must be an item (a dict), got {type(item).__name__}")
+
+
+def check_limit(value: object) -> int | None:
+    """The ``limit`` of a session's ``get_items``: None (every item) or a count >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"limit must be None or an integer >= 0, got {value!r:.40}")
+    return value
 
 
 def check_methods(name: str, value: object, kind: str, methods: tuple[str, ...]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -229,3 +230,43 @@ async def test_session_methods_refuse_bad_values(
     assert await snapshot(engine.db.sa_engine) == before
     assert s.last_memory_error is None
     await s.aclose()
+
+
+BAD_ITEMS: list[tuple[Any, str]] = [
+    ("hello", "items must be a list of items (dicts), got str"),
+    ({"role": "user", "content": "hi"}, "items must be a list of items (dicts), got dict"),
+    ([{"role": "user", "content": "hi"}, 5], "items[1] must be an item (a dict), got int"),
+    ([None], "items[0] must be an item (a dict), got NoneType"),
+]
+
+
+@pytest.mark.parametrize("kind", ["memory", "trimming", "summarizing", "managed"])
+async def test_every_session_refuses_items_and_limits_it_could_not_store_or_read(
+    kind: str, make_session: Callable[..., Mem01Session], tmp_path: Path
+) -> None:
+    """A string, a lone item or a list with a non-item would be stored piece by piece by
+    the SDK's SQLiteSession (a transcript every later run trips over): refused by name,
+    and nothing is stored; a limit that is not a count is refused too."""
+    from mem01session.shortterm import SessionManager, SummarizingSession, TrimmingSession
+
+    inner = SQLiteSession("conv", tmp_path / "t.sqlite")
+    manager = SessionManager(tmp_path / "chats")
+    session: Any = {
+        "memory": lambda: make_session("conv", "wanda", inner=inner),
+        "trimming": lambda: TrimmingSession(inner, max_turns=3),
+        "summarizing": lambda: SummarizingSession(inner, keep_last_n_turns=2, context_limit=4),
+        "managed": lambda: manager.get_or_create("web", "wanda", "conv"),
+    }[kind]()
+    said = [{"role": "user", "content": "I live in Lima."}]
+    await session.add_items(said)
+    for bad, message in BAD_ITEMS:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            await session.add_items(bad)
+    for limit in (-1, "3", 2.0, True):
+        with pytest.raises(ConfigError, match="limit must be None or an integer >= 0"):
+            await session.get_items(limit)
+    assert await session.get_items() == said
+    assert await session.get_items(0) == []
+    if kind == "memory":
+        await session.aclose()
+    manager.close()

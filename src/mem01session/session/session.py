@@ -13,7 +13,15 @@ from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
 from ..bounded import STALLED, Bound
-from ..checks import check_flag, check_id, check_positive_int, check_seconds, check_session
+from ..checks import (
+    check_flag,
+    check_id,
+    check_items,
+    check_limit,
+    check_positive_int,
+    check_seconds,
+    check_session,
+)
 from ..config import MEMORY_PLACEMENTS
 from ..engine import BeliefEngine
 from ..engine.records import (
@@ -190,6 +198,7 @@ class Mem01Session:
     # -- the SDK Session protocol: transcript -----------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        limit = check_limit(limit)
         self._runs.history_read()
         items = await self._inner.get_items(limit)
         self._tier.see_history(items)  # what the model will read of this conversation
@@ -202,6 +211,7 @@ class Mem01Session:
         durable job. If the database cannot take it, the turn waits in memory and is
         enqueued later (see the class docstring); ``strict=True`` raises instead.
         """
+        check_items(items)
         messages = turn_messages(items)
         self._runs.storing(messages)
         try:

@@ -12,6 +12,7 @@ from agents import RunConfig, SQLiteSession
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
+from ..checks import check_items, check_limit
 from ..errors import ConfigError
 from ._items import item_cut
 from ._store import rewrite
@@ -182,12 +183,14 @@ class ManagedSession:
         return base if base is not None else RunConfig()
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        limit = check_limit(limit)
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         return await self._session.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Touch, append, then keep at most ``max_session_history`` transcript items."""
+        check_items(items)
         self.touch()
         await self._session.add_items(items)
         if self._max_history is not None:

@@ -25,7 +25,7 @@ from typing import Any, cast
 from agents.items import TResponseInputItem
 from agents.memory import Session
 
-from ..checks import check_flag, check_methods, check_positive_int
+from ..checks import check_flag, check_items, check_limit, check_methods, check_positive_int
 from ..config import Settings
 from ..errors import ConfigError
 from ..logs import get_logger
@@ -101,6 +101,7 @@ class SummarizingSession(Wrapper):
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Summary pair (if any) plus the verbatim turns, markers stripped."""
+        limit = check_limit(limit)
         async with self._lock:
             stored = await read_all(self._inner)
         if limit is None and self.session_settings is not None:
@@ -118,6 +119,7 @@ class SummarizingSession(Wrapper):
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items``; summarize the old turns when there are too many."""
+        check_items(items)
         async with self._lock:
             await self._inner.add_items(items)
             due = not self._running and self._plan(await read_all(self._inner)) is not None

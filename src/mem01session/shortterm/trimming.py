@@ -17,7 +17,7 @@ from __future__ import annotations
 from agents.items import TResponseInputItem
 from agents.memory import Session
 
-from ..checks import check_positive_int
+from ..checks import check_items, check_limit, check_positive_int
 from ._items import drop_orphan_outputs, limit_view, missing_calls, strip, turn_cut
 from ._store import read_tail, rewrite
 from ._wrapper import Wrapper
@@ -59,6 +59,7 @@ class TrimmingSession(Wrapper):
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The last ``max_turns`` turns, then the latest ``limit`` items of those."""
+        limit = check_limit(limit)
         async with self._lock:
             view = await self._view()
         if limit is None and self.session_settings is not None:
@@ -67,6 +68,7 @@ class TrimmingSession(Wrapper):
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` to the inner session (nothing is deleted)."""
+        check_items(items)
         async with self._lock:
             await self._inner.add_items(items)
 
