@@ -388,6 +388,7 @@ class LoadResult:
     rounds: int = 1
     seconds: float = 0.0
     cpu_ms: float = 0.0  # common.cpu_reference_ms() at the start, the machine idle
+    cpu_ms_end: float = 0.0  # the same at the end (the busy processes ended)
     embedding_process: bool = False  # the model in a process of its own
 
 
@@ -437,5 +438,6 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     result.cpu_ms = cpu_ms
     result.embedding_process = isinstance(embedder, MiniLMEmbedder) and embedder.own_process
     result.scale = await scale(server, embedder, sizes.calls, sizes.scales)
+    result.cpu_ms_end = cpu_reference_ms()
     result.seconds = time.perf_counter() - started
     return result

@@ -280,8 +280,10 @@ def note(r: LoadResult) -> str:
         + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
         "benchmark; " + at_scale + "Memory "
         f"errors: {'; '.join(errors) or 'none'}. Took {r.seconds:.0f} s. CPU reference of "
-        f"this run: {r.cpu_ms:.0f} ms (a fixed Python loop, best of 3, idle; this shared "
-        "VM's speed drifts between runs, and the figures with it)."
+        f"this run: {r.cpu_ms:.0f} ms at its start, {r.cpu_ms_end:.0f} ms at its end (a fixed "
+        "Python loop, best of 3, idle; this shared VM's speed drifts between runs and within "
+        "one, and the figures with it: each row's bare CPU per turn, the same work every "
+        "time, shows how fast the machine ran for that row)."
         "\n\n![backlog over time](img/bench-load.png)"
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.load import MACHINE_STATES, LoadResult, Phase, Runs
-from bench.load_report import capacity, chart_data, spread, table, whole_ms
+from bench.load_report import capacity, chart_data, note, spread, table, whole_ms
 
 # Phases per round: each state with the worker here and apart, and the busy one also with
 # the worker here never giving way (as bench.load._state runs them).
@@ -64,3 +64,12 @@ def test_the_servers_cpu_is_in_the_table_and_the_machines_capacity() -> None:
     assert whole_ms(ps[0]) == 18.0
     assert whole_ms(ps[1]) is None
     assert "one turn with memory cost 18.0 ms of CPU against 4.0 bare" in capacity(r)
+
+
+def test_the_note_gives_the_machines_speed_at_both_ends_of_the_run() -> None:
+    ps = phases(1, 40.0)
+    for p in ps:
+        p.bare.cpu_s, p.mem.cpu_s, p.helpers_cpu_s, p.server_cpu_s = 0.4, 1.0, 0.5, 0.3
+    r = LoadResult(50, 10, 10, ps, None, rounds=1)
+    r.cpu_ms, r.cpu_ms_end = 56.4, 71.0
+    assert "CPU reference of this run: 56 ms at its start, 71 ms at its end" in note(r)
