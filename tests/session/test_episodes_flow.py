@@ -139,3 +139,33 @@ async def test_a_message_taken_back_before_its_answer_is_not_remembered(
         "I live in Lisbon.",
         "I have a cat.",
     ]
+
+
+async def test_a_question_cleared_with_the_transcript_before_its_answer_is_not_remembered(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    """A run failed; the application clears the conversation (``clear_session``) and starts
+    over: the unanswered question goes with the transcript, as with ``pop_item``, instead of
+    joining the next answer's turn. What was answered before stays remembered."""
+
+    class Down(ScriptedModel):
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the model is down")
+
+    session = make_session("c", "cleo")
+    await say(session, "I have a cat.")
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await Runner.run(
+            Agent(name="a", model=Down([])),
+            "I live in Lisbn.",
+            session=session,
+            run_config=session.run_config(),
+        )
+    await session.clear_session()
+    assert await session.get_items() == []
+    await say(session, "I live in Lisbon.")
+    assert await session.flush_memory(timeout=30)
+    assert [e.content for e in await engine.episodes("cleo")] == [
+        "I have a cat.",
+        "I live in Lisbon.",
+    ]

@@ -181,6 +181,11 @@ class TurnBuffer:
         self._held.pop()
         return True
 
+    def forget_held(self) -> None:
+        """Held input is taken back: the application cleared the transcript before it was
+        answered (completed turns are kept)."""
+        self._held = []
+
     def discard(self) -> int:
         """Forget everything not yet enqueued; returns how many turns were dropped."""
         count = len(self._unsent) + (1 if self._held else 0)

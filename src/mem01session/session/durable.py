@@ -184,6 +184,12 @@ class DurableTier:
                 break
         self._keep()
 
+    def cleared(self) -> None:
+        """The application cleared the transcript: input not yet answered is not
+        remembered (completed turns are enqueued, or kept to be)."""
+        self._buffer.forget_held()
+        self._keep()
+
     def _keep(self) -> None:
         """Held by the memory while this holds turns (see :meth:`Memory.hold`)."""
         self.memory.hold(self, self._buffer.holding or self._buffer.unsent > 0)

@@ -249,8 +249,10 @@ class Mem01Session:
         return item
 
     async def clear_session(self) -> None:
-        """Clear this conversation's transcript (durable memory is untouched)."""
+        """Clear this conversation's transcript. Durable memory is untouched, but a message
+        not yet answered (a run that failed) is no longer remembered either."""
         await self._inner.clear_session()
+        self._tier.cleared()
 
     # -- injection ---------------------------------------------------------------------
 
