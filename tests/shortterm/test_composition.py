@@ -181,3 +181,25 @@ def test_a_wrapper_over_a_session_whose_id_comes_later_is_made_and_follows_it(wr
     inner.session_id = "conv_123"  # what its first use does
     assert outer.session_id == "conv_123"
     assert "conv_123" in repr(outer)
+
+
+async def test_a_wrapper_over_a_mem01_session_is_refused_with_the_order_that_works(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """Over a Mem01Session, a compaction re-adds the kept turns and a summary is added as a
+    user turn: both were recorded again as things the user said. Refused by name, with the
+    composition that works (the wrapper inside, around the transcript)."""
+    from mem01session.errors import ConfigError
+    from mem01session.shortterm import SummarizingSession
+
+    session = Mem01Session("conv", "ada", inner=SQLiteSession("conv", tmp_path / "t.sqlite"),
+                           memory=memory)  # fmt: skip
+    manager = SessionManager(tmp_path / "chats", session_factory=mem01_session_factory(memory))
+    chat = manager.get_or_create("web", "ada", "c1")
+    for inner in (session, chat):
+        with pytest.raises(ConfigError, match=r"inner=TrimmingSession\(SQLiteSession"):
+            TrimmingSession(inner, max_turns=3)
+        with pytest.raises(ConfigError, match=r"inner=SummarizingSession\(SQLiteSession"):
+            SummarizingSession(inner, keep_last_n_turns=2, context_limit=4)
+    await manager.aclose()
+    await session.aclose()

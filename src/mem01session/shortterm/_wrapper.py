@@ -8,6 +8,8 @@ from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
 from ..checks import check_session
+from ..errors import ConfigError
+from ..session import Mem01Session
 from ._items import strip
 
 
@@ -20,6 +22,14 @@ class Wrapper:
 
     def __init__(self, inner: Session) -> None:
         check_session("inner", inner)
+        if _records_turns(inner):
+            name = type(self).__name__
+            raise ConfigError(
+                f"inner is a Mem01Session: put the {name} inside it instead, "
+                f"Mem01Session(session_id, user_id, inner={name}(SQLiteSession(...), ...)) "
+                "(over it, what the wrapper rewrites or summarizes would be recorded again "
+                "as things the user said)"
+            )
         self._inner = inner
         self._lock = asyncio.Lock()
 
@@ -53,6 +63,13 @@ class Wrapper:
             return self._inner.session_id
         except Exception:
             return None
+
+
+def _records_turns(session: Session) -> bool:
+    """A Mem01Session, or a managed chat over one: what is added to it becomes memory."""
+    return isinstance(session, Mem01Session) or isinstance(
+        getattr(session, "session", None), Mem01Session
+    )
 
 
 __all__ = ["Wrapper"]
