@@ -183,12 +183,13 @@ def test_a_wrapper_over_a_session_whose_id_comes_later_is_made_and_follows_it(wr
     assert "conv_123" in repr(outer)
 
 
-async def test_a_wrapper_over_a_mem01_session_is_refused_with_the_order_that_works(
+async def test_a_wrapper_or_a_mem01_session_over_a_mem01_session_is_refused(
     memory: Memory, tmp_path: Path
 ) -> None:
     """Over a Mem01Session, a compaction re-adds the kept turns and a summary is added as a
     user turn: both were recorded again as things the user said. Refused by name, with the
-    composition that works (the wrapper inside, around the transcript)."""
+    composition that works (the wrapper inside, around the transcript). A Mem01Session
+    over another would record every turn twice."""
     from mem01session.errors import ConfigError
     from mem01session.shortterm import SummarizingSession
 
@@ -201,5 +202,8 @@ async def test_a_wrapper_over_a_mem01_session_is_refused_with_the_order_that_wor
             TrimmingSession(inner, max_turns=3)
         with pytest.raises(ConfigError, match=r"inner=SummarizingSession\(SQLiteSession"):
             SummarizingSession(inner, keep_last_n_turns=2, context_limit=4)
+        # Memory over memory: every turn would be recorded twice.
+        with pytest.raises(ConfigError, match="inner is a Mem01Session already"):
+            Mem01Session("conv", "ada", inner=inner, memory=memory)
     await manager.aclose()
     await session.aclose()

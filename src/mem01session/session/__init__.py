@@ -5,6 +5,6 @@ recalled memory into each model call), :mod:`.durable` (the durable tier as one 
 sees it: turns out, recalls in, failures contained), :mod:`.items` (reading SDK items).
 """
 
-from .session import Mem01Session
+from .session import Mem01Session, records_turns
 
-__all__ = ["Mem01Session"]
+__all__ = ["Mem01Session", "records_turns"]

@@ -104,6 +104,12 @@ class Mem01Session:
         check_flag("strict", strict)
         if inner is not None:
             check_session("inner", inner)
+            if records_turns(inner):
+                raise ConfigError(
+                    "inner is a Mem01Session already: every turn would be remembered twice; "
+                    "give it the session that keeps the transcript (SQLiteSession, "
+                    "TrimmingSession, ...)"
+                )
         if memory is not None and not isinstance(memory, Memory):
             raise ConfigError(f"memory must be a Memory, got {type(memory).__name__}")
         self._owns_memory = memory is None
@@ -367,4 +373,11 @@ async def _managed(tier: DurableTier, work: Callable[[BeliefEngine], Awaitable[T
     raise Mem01MemoryError(f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s ({STALLED})")
 
 
-__all__ = ["Mem01Session"]
+def records_turns(session: object) -> bool:
+    """A Mem01Session, or a managed chat over one: what is added to it becomes memory."""
+    return isinstance(session, Mem01Session) or isinstance(
+        getattr(session, "session", None), Mem01Session
+    )
+
+
+__all__ = ["Mem01Session", "records_turns"]

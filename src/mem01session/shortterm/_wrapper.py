@@ -9,7 +9,7 @@ from agents.memory import Session, SessionSettings
 
 from ..checks import check_session
 from ..errors import ConfigError
-from ..session import Mem01Session
+from ..session import records_turns
 from ._items import strip
 
 
@@ -22,7 +22,7 @@ class Wrapper:
 
     def __init__(self, inner: Session) -> None:
         check_session("inner", inner)
-        if _records_turns(inner):
+        if records_turns(inner):
             name = type(self).__name__
             raise ConfigError(
                 f"inner is a Mem01Session: put the {name} inside it instead, "
@@ -63,13 +63,6 @@ class Wrapper:
             return self._inner.session_id
         except Exception:
             return None
-
-
-def _records_turns(session: Session) -> bool:
-    """A Mem01Session, or a managed chat over one: what is added to it becomes memory."""
-    return isinstance(session, Mem01Session) or isinstance(
-        getattr(session, "session", None), Mem01Session
-    )
 
 
 __all__ = ["Wrapper"]
