@@ -3,6 +3,7 @@ model call, and its enqueue) and never its wait for the model; no mark outlives 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,8 +13,16 @@ from agents.testing import ScriptedModel, assistant_message
 
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.queue import JobStore
-from mem01session.queue.foreground import FOREGROUND
+from mem01session.queue.foreground import FOREGROUND, MARK_SECONDS
 from mem01session.session import Mem01Session
+
+
+@pytest.fixture(autouse=True)
+def no_marks_of_earlier_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FOREGROUND is the process's: a run of an earlier test that stopped before its model
+    call left a mark that lasts MARK_SECONDS. Seen from a clock that far ahead, it has
+    lapsed; this test's marks are timed on the same clock."""
+    monkeypatch.setattr(FOREGROUND, "_clock", lambda: time.monotonic() + MARK_SECONDS)
 
 
 class Seen:
