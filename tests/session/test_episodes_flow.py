@@ -108,24 +108,27 @@ async def test_a_conversation_is_not_quoted_its_own_words(
     assert "old maps of Lisbon" in json.dumps(model.calls[0].input)
 
 
+class Down(ScriptedModel):
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the model is down")
+
+
+async def fails(session: Mem01Session, words: str) -> None:
+    """A run that stores ``words`` and fails at its model call: they wait for an answer."""
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await Runner.run(
+            Agent(name="a", model=Down([])), words, session=session, run_config=session.run_config()
+        )
+
+
 async def test_a_message_taken_back_before_its_answer_is_not_remembered(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
     """A run failed; the application removes its question (``pop_item``) and asks again:
     memory holds what the transcript holds, not the words taken back."""
 
-    class Down(ScriptedModel):
-        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("the model is down")
-
     session = make_session("c", "dora")
-    with pytest.raises(RuntimeError, match="the model is down"):
-        await Runner.run(
-            Agent(name="a", model=Down([])),
-            "I live in Lisbn.",
-            session=session,
-            run_config=session.run_config(),
-        )
+    await fails(session, "I live in Lisbn.")
     assert (await session.pop_item()) == {"role": "user", "content": "I live in Lisbn."}
     await say(session, "I live in Lisbon.")
     assert await session.flush_memory(timeout=30)
@@ -148,19 +151,9 @@ async def test_a_question_cleared_with_the_transcript_before_its_answer_is_not_r
     over: the unanswered question goes with the transcript, as with ``pop_item``, instead of
     joining the next answer's turn. What was answered before stays remembered."""
 
-    class Down(ScriptedModel):
-        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("the model is down")
-
     session = make_session("c", "cleo")
     await say(session, "I have a cat.")
-    with pytest.raises(RuntimeError, match="the model is down"):
-        await Runner.run(
-            Agent(name="a", model=Down([])),
-            "I live in Lisbn.",
-            session=session,
-            run_config=session.run_config(),
-        )
+    await fails(session, "I live in Lisbn.")
     await session.clear_session()
     assert await session.get_items() == []
     await say(session, "I live in Lisbon.")
