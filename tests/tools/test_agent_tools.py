@@ -120,7 +120,9 @@ async def test_a_key_replaces_and_a_restatement_confirms(
 
 
 async def test_refusals_are_tool_results_and_change_nothing(
-    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+    make_session: Callable[..., Mem01Session],
+    engine: BeliefEngine,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     theirs = await engine.apply(
         "other-user", [Op.add("Lives in Oslo")], provenance=Provenance(extractor="test")
@@ -153,6 +155,9 @@ async def test_refusals_are_tool_results_and_change_nothing(
     assert f"one over the {MAX_CONTENT_CHARS:,} characters a belief holds" in readme
     assert shown["secret"].startswith("error: not stored: the statement held a secret")
     assert "SENTINEL" not in json.dumps(shown)  # the refusal never quotes the secret
+    # Logged for the operator without the secret, and not as an extraction's doing.
+    [logged] = [r.getMessage() for r in caplog.records if "held a secret" in r.getMessage()]
+    assert logged == "memory: a statement was not stored: it held a secret (api key)"
     for ref in ("theirs", "theirs-f"):  # another user's belief: as if it did not exist
         assert f"belief #{other_id} does not exist for this user" in shown[ref]
     assert shown["same"] == f"error: belief #{my_id} already says that; nothing to correct"

@@ -80,7 +80,8 @@ def screen(ops: Sequence[Op]) -> Screened:
         if statement_secrets:
             labels = ", ".join(unique(m.label for m in statement_secrets))
             notes.append(f"op #{index} ({op.op}) dropped: its content held a secret ({labels})")
-            log.warning("extraction: dropped an op whose content held a secret (%s)", labels)
+            # Every writer screens here (the extractors, the worker, the memory tools).
+            log.warning("memory: a statement was not stored: it held a secret (%s)", labels)
             continue
         if _masked(content) or _masked(key):
             # The turn was scrubbed before extraction: a statement made of the mark is a
