@@ -207,3 +207,22 @@ async def test_a_wrapper_or_a_mem01_session_over_a_mem01_session_is_refused(
             Mem01Session("conv", "ada", inner=inner, memory=memory)
     await manager.aclose()
     await session.aclose()
+
+
+def test_a_factory_option_mem01_session_does_not_take_is_refused_when_the_factory_is_made(
+    memory: Memory,
+) -> None:
+    """It failed at the first chat (in production, a user's first message): an option
+    Mem01Session does not take, one the manager gives each chat itself, a memory that is
+    not a Memory."""
+    from mem01session.errors import ConfigError
+
+    for memory_, options, message in [
+        (memory, {"bogus": 1}, "got an unexpected keyword argument 'bogus'"),
+        (memory, {"inner": None}, "inner: the manager gives each chat its own"),
+        (memory, {"user_id": "x"}, "user_id: the manager gives each chat its own"),
+        ("postgresql://x", {}, "memory must be a Memory, got str"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            mem01_session_factory(memory_, **options)  # type: ignore[arg-type]
+    mem01_session_factory(memory, max_memory_tokens=400, strict=True)  # what it takes

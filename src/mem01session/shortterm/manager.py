@@ -21,6 +21,7 @@ closes the chats still open.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import sqlite3
 import threading
@@ -30,19 +31,17 @@ from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents import SQLiteSession
 from agents.memory import Session
 
-from ..checks import check_positive_int, check_seconds
+from ..checks import check_instance, check_positive_int, check_seconds
 from ..errors import ConfigError
 from ..logs import describe, get_logger
+from ..memory import Memory
 from ..session import Mem01Session
 from .managed import ManagedSession, SessionKey, SessionRecord, check_state_key
-
-if TYPE_CHECKING:
-    from ..memory import Memory
 
 log = get_logger(__name__)
 
@@ -63,8 +62,22 @@ def plain_factory(session_id: str, memory_user_id: str, inner: SQLiteSession) ->
 def mem01_session_factory(memory: Memory, **options: Any) -> SessionFactory:
     """A factory making ``Mem01Session``s whose durable memory is scoped to the platform user.
 
-    ``options`` go to ``Mem01Session`` (e.g. ``max_memory_tokens``, ``strict``).
+    ``options`` go to ``Mem01Session`` (e.g. ``max_memory_tokens``, ``strict``). A memory
+    that is not a ``Memory``, or an option ``Mem01Session`` does not take (or one the manager
+    gives each chat: its id, user id and transcript), is a ``ConfigError`` here, not at the
+    first chat.
     """
+    check_instance("memory", memory, Memory, optional=False)
+    given = sorted(set(options) & {"session_id", "user_id", "inner"})
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)}: the manager gives each chat its own; pass only other "
+            "Mem01Session options"
+        )
+    try:
+        inspect.signature(Mem01Session).bind("chat", "user", **options)
+    except TypeError as exc:
+        raise ConfigError(f"mem01_session_factory: {exc}") from None
 
     def build(session_id: str, memory_user_id: str, inner: SQLiteSession) -> Session:
         return Mem01Session(session_id, memory_user_id, inner=inner, memory=memory, **options)
