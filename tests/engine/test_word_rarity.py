@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mem01session.engine import BeliefEngine, Op, Provenance, RecallRequest
+import pytest
+
+from mem01session.engine import BeliefEngine, Op, Provenance, RecallRequest, Utterance
 
 PROV = Provenance(session_id="s1", extractor="test")
 FACTS = [
@@ -50,3 +52,32 @@ async def test_word_counts_follow_the_beliefs_through_their_lifecycle(
     assert "Caroline paints landscapes" in matches
     await engine.correct(uid, paints, "Melanie paints portraits")
     assert "Caroline" not in " ".join(await _text_matches(engine, uid, "Caroline"))
+
+
+# A long message: far more distinct words than the text query keeps (MAX_QUERY_TERMS),
+# none of them the user's; the one that is comes last, as a question after a pasted text does.
+LETTERS = ("bcdfghjklmnprstvwxz", "aeiou", "bcdfgklmnprst")
+FILLER = " ".join(f"v{a}{b}{c}" for a in LETTERS[0] for b in LETTERS[1] for c in LETTERS[2])
+PASTED = " ".join([FILLER] * 4)  # longer than the query the recall reads (MAX_QUERY_CHARS)
+
+
+@pytest.mark.parametrize("message", [FILLER, PASTED], ids=["many words", "longer than read"])
+async def test_a_long_message_keeps_the_words_the_user_said_for_the_text_query(
+    engine: BeliefEngine, uid: str, message: str
+) -> None:
+    await engine.apply(uid, [Op.add(f) for f in FACTS], provenance=PROV)
+    matches = await _text_matches(engine, uid, f"{message} What about the landscapes?")
+    assert list(matches) == ["Caroline paints landscapes"]
+
+
+@pytest.mark.parametrize("message", [FILLER, PASTED], ids=["many words", "longer than read"])
+async def test_a_long_message_keeps_the_words_the_user_said_for_quoting_episodes(
+    engine: BeliefEngine, uid: str, message: str
+) -> None:
+    said = Provenance(session_id="s1", extractor="test", job_id=1)
+    turn = [Utterance(0, "user", "My grandmother grew apricots."), Utterance(1, "assistant", "Ok.")]
+    await engine.apply(uid, [], provenance=said, utterances=turn)
+    result = await engine.recall(uid, RecallRequest(f"{message} Any apricots?", explain=True))
+    assert [(e.episode.content, e.signals["text_rank"] > 0) for e in result.episodes] == [
+        ("My grandmother grew apricots.", True)
+    ]

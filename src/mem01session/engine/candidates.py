@@ -46,7 +46,10 @@ def pool_for(max_tokens: int) -> int:
 
 
 SOURCES_PER_BELIEF = 3
+# A long message's words beyond this many are left out of the text query: the words the
+# user's records hold are kept first, the rarest first (the others match nothing).
 MAX_QUERY_TERMS = 64
+# A longer message is read by its start and its end, where a question after a pasted text is.
 MAX_QUERY_CHARS = 4000
 # A word in at least this share of the user's active beliefs (and in at least COMMON_MIN of
 # them: a user with three beliefs has no common words) is left out of the text query.
@@ -85,14 +88,15 @@ vec AS MATERIALIZED (
 _TEXT_CTE = """
 w AS MATERIALIZED (
   SELECT l.lexeme, ln((n.n + 1.0) / (coalesce(t.beliefs, 0) + 0.5)) AS idf
-  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
-        LIMIT %(max_terms)s) l
+  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme) l
   CROSS JOIN (SELECT greatest(1, coalesce(max(u.active_beliefs), 0)) AS n
               FROM memory_users u WHERE u.user_id = %(user_id)s) n
   LEFT JOIN LATERAL (  -- one index probe per query word, not a scan of the user's words
     SELECT t.beliefs FROM belief_terms t WHERE t.user_id = %(user_id)s AND t.lexeme = l.lexeme
   ) t ON true
   WHERE coalesce(t.beliefs, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
+  ORDER BY coalesce(t.beliefs, 0) = 0, idf DESC, l.lexeme  -- see MAX_QUERY_TERMS
+  LIMIT %(max_terms)s
 ),
 tq AS MATERIALIZED (
   SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS t, sum(idf) AS total FROM w

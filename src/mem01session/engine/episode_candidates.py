@@ -46,14 +46,15 @@ vec AS MATERIALIZED (
 w AS MATERIALIZED (
   SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS q,
          ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf
-  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
-        LIMIT %(max_terms)s) l
+  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme) l
   CROSS JOIN (SELECT greatest(1, coalesce(max(u.episodes), 0)) AS n
               FROM memory_users u WHERE u.user_id = %(user_id)s) n
   LEFT JOIN LATERAL (
     SELECT t.episodes FROM episode_terms t WHERE t.user_id = %(user_id)s AND t.lexeme = l.lexeme
   ) t ON true
   WHERE coalesce(t.episodes, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
+  ORDER BY coalesce(t.episodes, 0) = 0, idf DESC, l.lexeme  -- see MAX_QUERY_TERMS
+  LIMIT %(max_terms)s
 ),
 tq AS MATERIALIZED (
   SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS t, sum(idf) AS total FROM w

@@ -41,8 +41,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 def clean_query(query: str) -> str:
     """The user's message as a query: control characters and lone surrogates removed,
-    clipped rather than refused, so that odd input never breaks a conversation."""
-    text = _CONTROL.sub(" ", query)[:MAX_QUERY_CHARS]
+    clipped rather than refused, so that odd input never breaks a conversation (a message
+    longer than ``MAX_QUERY_CHARS`` is read by its start and its end)."""
+    if len(query) > MAX_QUERY_CHARS:
+        half = MAX_QUERY_CHARS // 2
+        query = f"{query[:half]}\n{query[-half:]}"
+    text = _CONTROL.sub(" ", query)
     text = text.encode("utf-8", "ignore").decode("utf-8") if not is_utf8(text) else text
     return text.strip()
 
@@ -180,7 +184,7 @@ async def read_block(
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
     ranked = await _ranked(parts, user_id, request, pool, probe, sources)
-    style = Style(dates=asks_when(request.query), provenance=request.provenance)
+    style = Style(dates=asks_when(clean_query(request.query)), provenance=request.provenance)
     block = render_block(
         ranked.beliefs,
         parts.token_counter,
@@ -213,7 +217,7 @@ def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) ->
     ``pending_turns``, ``pending_said``): the same records and quotes, the lowest-scored
     left out if the notes take their room. No statement, no embedding: what was read is
     reused."""
-    style = Style(dates=asks_when(request.query), provenance=request.provenance)
+    style = Style(dates=asks_when(clean_query(request.query)), provenance=request.provenance)
     block = render_block(
         result.beliefs,
         parts.token_counter,
