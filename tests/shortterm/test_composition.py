@@ -213,14 +213,19 @@ def test_a_factory_option_mem01_session_does_not_take_is_refused_when_the_factor
     memory: Memory,
 ) -> None:
     """It failed at the first chat (in production, a user's first message): an option
-    Mem01Session does not take, one the manager gives each chat itself, a memory that is
-    not a Memory."""
+    Mem01Session does not take, one the manager gives each chat itself, a bad value of one
+    it takes, a memory that is not a Memory."""
     from mem01session.errors import ConfigError
 
     for memory_, options, message in [
         (memory, {"bogus": 1}, "got an unexpected keyword argument 'bogus'"),
         (memory, {"inner": None}, "inner: the manager gives each chat its own"),
         (memory, {"user_id": "x"}, "user_id: the manager gives each chat its own"),
+        (memory, {"max_memory_tokens": 0}, "max_memory_tokens must be"),
+        (memory, {"strict": "yes"}, "strict must be"),
+        (memory, {"recall_wait": -1}, "recall_wait must be a number of seconds"),
+        (memory, {"provenance": "full"}, "provenance"),
+        (memory, {"memory_placement": "footer"}, "memory_placement must be one of"),
         ("postgresql://x", {}, "memory must be a Memory, got str"),
     ]:
         with pytest.raises(ConfigError, match=message):

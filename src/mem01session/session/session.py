@@ -18,11 +18,9 @@ from ..checks import (
     check_id,
     check_items,
     check_limit,
-    check_positive_int,
     check_seconds,
     check_session,
 )
-from ..config import MEMORY_PLACEMENTS
 from ..engine import BeliefEngine
 from ..engine.records import (
     DEFAULT_MAX_TOKENS,
@@ -39,6 +37,7 @@ from ..memory import Memory
 from ..spans import enqueue_span
 from .durable import DurableTier
 from .items import turn_messages
+from .options import SessionOptions
 from .runs import SessionRuns
 
 T = TypeVar("T")
@@ -96,12 +95,11 @@ class Mem01Session:
     ) -> None:
         self.session_id = check_id("session_id", session_id)
         self.user_id = check_id("user_id", user_id)
-        self.max_memory_tokens = check_positive_int("max_memory_tokens", max_memory_tokens)
-        RecallRequest("", provenance=provenance)  # checks it
-        self.provenance: BlockProvenance = provenance
-        wait = check_seconds("recall_wait", recall_wait)
-        assert wait is not None
-        check_flag("strict", strict)
+        options = SessionOptions(
+            max_memory_tokens, strict, recall_wait, provenance, memory_placement
+        )
+        self.max_memory_tokens = options.max_memory_tokens
+        self.provenance: BlockProvenance = options.provenance
         if inner is not None:
             check_session("inner", inner)
             if records_turns(inner):
@@ -114,20 +112,15 @@ class Mem01Session:
             raise ConfigError(f"memory must be a Memory, got {type(memory).__name__}")
         self._owns_memory = memory is None
         self._memory = memory if memory is not None else Memory()
-        placement = memory_placement or self._memory.settings.memory_placement
-        if placement not in MEMORY_PLACEMENTS:
-            raise ConfigError(
-                f"memory_placement must be one of {', '.join(MEMORY_PLACEMENTS)}, got {placement!r}"
-            )
-        self.memory_placement = placement
+        self.memory_placement = options.placement(self._memory)
         self._owns_inner = inner is None
         self._inner: Session = inner if inner is not None else self._default_inner()
         self._tier = DurableTier(
             self._memory,
             self.user_id,
             self.session_id,
-            strict=strict,
-            recall_wait=wait,
+            strict=options.strict,
+            recall_wait=options.recall_wait,
             owns_memory=self._owns_memory,
         )
         self._runs = SessionRuns(self._tier, self.session_id, weakref.WeakMethod(self._request))

@@ -41,6 +41,7 @@ from ..errors import ConfigError
 from ..logs import describe, get_logger
 from ..memory import Memory
 from ..session import Mem01Session
+from ..session.options import SessionOptions
 from .managed import ManagedSession, SessionKey, SessionRecord, check_state_key
 
 log = get_logger(__name__)
@@ -63,9 +64,9 @@ def mem01_session_factory(memory: Memory, **options: Any) -> SessionFactory:
     """A factory making ``Mem01Session``s whose durable memory is scoped to the platform user.
 
     ``options`` go to ``Mem01Session`` (e.g. ``max_memory_tokens``, ``strict``). A memory
-    that is not a ``Memory``, or an option ``Mem01Session`` does not take (or one the manager
-    gives each chat: its id, user id and transcript), is a ``ConfigError`` here, not at the
-    first chat.
+    that is not a ``Memory``, an option ``Mem01Session`` does not take (or one the manager
+    gives each chat: its id, user id and transcript) or a bad value of one is a
+    ``ConfigError`` here, not at the first chat.
     """
     check_instance("memory", memory, Memory, optional=False)
     given = sorted(set(options) & {"session_id", "user_id", "inner"})
@@ -78,6 +79,7 @@ def mem01_session_factory(memory: Memory, **options: Any) -> SessionFactory:
         inspect.signature(Mem01Session).bind("chat", "user", **options)
     except TypeError as exc:
         raise ConfigError(f"mem01_session_factory: {exc}") from None
+    SessionOptions(**options).placement(memory)
 
     def build(session_id: str, memory_user_id: str, inner: SQLiteSession) -> Session:
         return Mem01Session(session_id, memory_user_id, inner=inner, memory=memory, **options)

@@ -1,0 +1,49 @@
+"""The options of a :class:`~mem01session.session.Mem01Session`, checked in one place: by the
+session, and by ``mem01_session_factory`` when the factory is made (not at a first chat)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..checks import check_flag, check_positive_int, check_seconds
+from ..config import MEMORY_PLACEMENTS
+from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest
+from ..errors import ConfigError
+from ..memory import Memory
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """What a session's runs are given of memory and how its failures are met (see
+    ``Mem01Session``); a bad value is a ``ConfigError`` naming it."""
+
+    max_memory_tokens: int = DEFAULT_MAX_TOKENS
+    strict: bool = False
+    recall_wait: float = 2.0
+    provenance: BlockProvenance = "none"
+    memory_placement: str | None = None
+    """None: the memory's setting (``MEM01_MEMORY_PLACEMENT``)."""
+
+    def __post_init__(self) -> None:
+        check_positive_int("max_memory_tokens", self.max_memory_tokens)
+        check_flag("strict", self.strict)
+        wait = check_seconds("recall_wait", self.recall_wait)
+        object.__setattr__(self, "recall_wait", wait)
+        RecallRequest("", provenance=self.provenance)  # checks it
+        if self.memory_placement is not None:
+            _check_placement(self.memory_placement)
+
+    def placement(self, memory: Memory) -> str:
+        """Where the block goes in the model input, for a session of ``memory``."""
+        return _check_placement(self.memory_placement or memory.settings.memory_placement)
+
+
+def _check_placement(placement: object) -> str:
+    if not isinstance(placement, str) or placement not in MEMORY_PLACEMENTS:
+        raise ConfigError(
+            f"memory_placement must be one of {', '.join(MEMORY_PLACEMENTS)}, got {placement!r}"
+        )
+    return placement
+
+
+__all__ = ["SessionOptions"]
