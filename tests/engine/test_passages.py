@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mem01session.engine.episodes import PASSAGE_TOKENS, EpisodePolicy, passages
+from mem01session.engine.episodes import MAX_PASSAGES, PASSAGE_TOKENS, EpisodePolicy, passages
 from mem01session.errors import ConfigError
 from mem01session.tokens import byte_bound_counter, default_token_counter
 
@@ -19,6 +19,16 @@ def test_a_long_message_is_split_into_passages_that_fit() -> None:
     assert "".join(cut).replace(" ", "") == body.replace(" ", "")  # nothing lost but spaces
     assert passages("Short one.\n\n  Two.  ", counter) == ["Short one. Two."]
     assert passages("   ", counter) == []
+
+
+def test_a_message_of_too_many_passages_keeps_its_first_and_last() -> None:
+    """What a user says before and after a paste is kept; the middle is left out."""
+    said = [f"Sentence {n} of the pasted minutes goes here." for n in range(300)]
+    cut = passages(" ".join(said), default_token_counter())
+    kept = " ".join(cut)
+    assert len(cut) == MAX_PASSAGES
+    assert kept.startswith(" ".join(said[:10])) and kept.endswith(" ".join(said[-10:]))
+    assert said[150] not in kept
 
 
 def test_passages_fit_with_any_counter() -> None:

@@ -15,7 +15,7 @@ from mem01session.db import Database
 from mem01session.engine import BeliefEngine
 from mem01session.extraction import RuleExtractor
 from mem01session.queue import JobStore
-from mem01session.queue.turns import MAX_MESSAGE_CHARS
+from mem01session.queue.turns import MAX_MESSAGE_CHARS, storable_text
 from tests.reliability.harness import say
 from tests.session.conftest import MemoryFactory
 
@@ -63,14 +63,44 @@ async def test_a_megabyte_message_is_recorded_and_the_run_returns(
         payload = (await conn.execute(text("SELECT payload FROM memory_jobs"))).scalar_one()
     user_text = payload["messages"][0]["text"]
     assert len(user_text) < MAX_MESSAGE_CHARS + 100
-    assert user_text.startswith("I like hiking.") and "more characters cut" in user_text
+    assert user_text == "I like hiking. [... 1000001 characters cut ...]"
     assert "Likes hiking" in await active(engine, "hugo")
     await session.aclose()
 
 
+async def test_what_the_user_says_after_a_long_paste_is_remembered(
+    make_session: Callable[..., Mem01Session],
+    memories: MemoryFactory,
+    engine: BeliefEngine,
+) -> None:
+    """A message past the cap keeps its start and its end: the words a user says about
+    themselves before or after what they paste. (It kept the start only.)"""
+    session = rules_session(make_session, memories, "paste", "petra")
+    paste = "Minutes of the meeting. " * 2000
+    await say(session, f"Can you shorten this? {paste} I live in Lisbon.")
+    assert await session.flush_memory(timeout=60)
+    assert "Lives in Lisbon" in await active(engine, "petra")
+    [episode] = [e for e in await engine.episodes("petra") if "Lisbon" in e.content]
+    assert episode.content.endswith("I live in Lisbon.")
+    await session.aclose()
+
+
+def test_a_word_the_cap_would_split_is_left_out_whole() -> None:
+    """No fragment of a secret the cut falls in gets past the screen unrecognized."""
+    key = "sk-proj-" + "Zq8wR2xT" * 6
+    half = MAX_MESSAGE_CHARS // 2
+    words = ("x " * 6000).strip()
+    for start in (half - 10, len(words) + len(key) - half - 8):  # across each cut
+        message = words[:start] + " " + key + " " + words[start:]
+        kept = storable_text(message)
+        assert len(kept) <= MAX_MESSAGE_CHARS + 40 and "characters cut" in kept
+        assert not any(key[i : i + 8] in kept for i in range(len(key) - 8)), start
+    assert storable_text("a" * 5000 + " " + "b" * 5000) == "[... 10001 characters cut ...]"
+
+
 def test_the_readme_states_the_cap_the_code_applies() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    assert f"up to its first {MAX_MESSAGE_CHARS:,} characters" in readme
+    assert f"its first and last {MAX_MESSAGE_CHARS // 2:,} characters" in readme
 
 
 async def test_a_turn_the_database_refuses_is_recorded_as_failed_and_blocks_nothing(

@@ -29,8 +29,9 @@ PASSAGE_TOKENS = 32
 """The most tokens one passage holds: a longer message is split at sentence ends (and a
 longer sentence at spaces), so that recall can quote the part that answers."""
 MAX_PASSAGES = 64
-"""The most passages kept of one message (a pasted document is not what episodes are for;
-the job's text is capped already)."""
+"""The most passages kept of one message, its first and last half of them (a pasted
+document is not what episodes are for, the words said before or after it are; the job's
+text is capped already)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,9 @@ def passages(body: str, counter: TokenCounter, limit: int = PASSAGE_TOKENS) -> l
         used += cost + (1 if used else 0)
     if current:
         out.append(" ".join(current))
-    return out[:MAX_PASSAGES]
+    if len(out) > MAX_PASSAGES:
+        out = out[: MAX_PASSAGES // 2] + out[-(MAX_PASSAGES // 2) :]
+    return out
 
 
 def _cut(sentence: str, counter: TokenCounter, limit: int) -> list[str]:

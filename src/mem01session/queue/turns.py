@@ -3,9 +3,11 @@
 
 Text enters here from the conversation as the SDK gave it; :func:`storable_text` makes it
 something PostgreSQL stores and an extractor reads in bounded time (the transcript keeps
-the original). A message longer than :data:`MAX_MESSAGE_CHARS` is cut, with a marker
-saying how much was left out: beliefs come from what people say about themselves, not from
-pasted documents, and the cap keeps one turn's scrubbing and extraction bounded.
+the original). A message longer than :data:`MAX_MESSAGE_CHARS` is cut in the middle, with a
+marker saying how much was left out: beliefs come from what people say about themselves,
+before or after what they paste, not from pasted documents, and the cap keeps one turn's
+scrubbing and extraction bounded. A word the cut would split is left out whole, so that no
+part of a secret gets past the screen as a fragment it cannot recognize.
 """
 
 from __future__ import annotations
@@ -15,19 +17,36 @@ import re
 from ..extraction.base import Turn, TurnMessage
 
 MAX_MESSAGE_CHARS = 8000
-"""The longest message text a job keeps (characters); the rest is cut with a marker."""
+"""The longest message text a job keeps (characters): of a longer one, its first and last
+half of that, with a marker between."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def storable_text(text: str) -> str:
-    """``text`` cut to :data:`MAX_MESSAGE_CHARS` (marked), without NUL characters, and with
-    lone surrogates (not UTF-8) replaced by U+FFFD: nothing PostgreSQL would refuse."""
+    """``text`` cut to :data:`MAX_MESSAGE_CHARS` (its start and its end, marked), without
+    NUL characters, and with lone surrogates (not UTF-8) replaced by U+FFFD: nothing
+    PostgreSQL would refuse."""
     if len(text) > MAX_MESSAGE_CHARS:
-        text = (
-            f"{text[:MAX_MESSAGE_CHARS]} [... {len(text) - MAX_MESSAGE_CHARS} more characters cut]"
-        )
+        half = MAX_MESSAGE_CHARS // 2
+        head, tail = text[:half], text[-half:]
+        if not (head[-1].isspace() or text[half].isspace()):  # a word cut: leave it out
+            head = _before_last_word(head)
+        if not (tail[0].isspace() or text[-half - 1].isspace()):
+            tail = _after_first_word(tail)
+        marker = f"[... {len(text) - len(head) - len(tail)} characters cut ...]"
+        text = " ".join(part for part in (head.rstrip(), marker, tail.lstrip()) if part)
     return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
+
+
+def _before_last_word(text: str) -> str:
+    parts = text.rsplit(None, 1)
+    return parts[0] if len(parts) == 2 else ""
+
+
+def _after_first_word(text: str) -> str:
+    parts = text.split(None, 1)
+    return parts[1] if len(parts) == 2 else ""
 
 
 __all__ = ["MAX_MESSAGE_CHARS", "Turn", "TurnMessage", "storable_text"]
