@@ -237,3 +237,20 @@ async def test_a_vector_comes_back_to_the_cache_after_its_caller_gave_up() -> No
     kept = emb.recent_vector("I moved to Porto.")
     assert kept is not None
     assert kept == (await MiniLMEmbedder(recent_texts=0).embed(["I moved to Porto."]))[0]
+
+
+async def test_a_long_query_is_not_queued_behind_the_batches_ahead_of_it() -> None:
+    """A run's query of a pasted text went to the bulk thread, behind the worker's batches
+    (seconds of them after another long message); it goes to the query lane like any."""
+    embedder = MiniLMEmbedder(batch_size=16, max_batch_tokens=512, recent_texts=0)
+    process = embedder._process  # a process of this test's own batching
+    assert process is not None
+    try:
+        bulk = process.submit(
+            [f"passage {i} about the garden " * 25 for i in range(300)], query=False
+        )
+        [vector] = await embedder.embed(["Where do I live now? " * 60])
+        assert len(vector) == 384
+        assert not bulk.done()  # answered while the batches ahead of it still ran
+    finally:
+        process.close()

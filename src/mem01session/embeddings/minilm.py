@@ -50,10 +50,11 @@ if TYPE_CHECKING:
 # one intra-op thread, bench/embedder_bench.py) goes to the model's query lane
 # (.query_lane): a thread of its own, so the event loop serves other conversations while
 # the model runs (it releases the GIL), and queries that arrive meanwhile are embedded
-# together. Anything larger (several texts, or one over _LANE_MAX_CHARS: 256 tokens take
-# ~75 ms, an ingest batch far more) is bulk work (asyncio.to_thread here), so that a batch
-# never holds a query up.
-_LANE_MAX_CHARS: Final = 200
+# together. A long one too (a pasted text: the model reads its first 256 tokens, ~75 ms):
+# as bulk work it waited behind every batch of the worker ahead of it. Several texts, or
+# one over _LANE_MAX_CHARS (a run's query is at most 4,000), are bulk work
+# (asyncio.to_thread here), so that a batch never holds a query up.
+_LANE_MAX_CHARS: Final = 8000
 _OUTPUT: Final = "last_hidden_state"
 # The vectors of the last texts embedded are kept: a turn's words are embedded by the run
 # (its query) and again by the worker (the extractor's candidates, the episode), and a
