@@ -22,7 +22,7 @@ class SessionOptions:
     recall_wait: float = 2.0
     provenance: BlockProvenance = "none"
     memory_placement: str | None = None
-    """None: the memory's setting (``MEM01_MEMORY_PLACEMENT``)."""
+    """None (or empty): the memory's setting (``MEM01_MEMORY_PLACEMENT``)."""
 
     def __post_init__(self) -> None:
         check_positive_int("max_memory_tokens", self.max_memory_tokens)
@@ -30,7 +30,7 @@ class SessionOptions:
         wait = check_seconds("recall_wait", self.recall_wait)
         object.__setattr__(self, "recall_wait", wait)
         RecallRequest("", provenance=self.provenance)  # checks it
-        if self.memory_placement is not None:
+        if self.memory_placement:
             _check_placement(self.memory_placement)
 
     def placement(self, memory: Memory) -> str:
