@@ -60,6 +60,19 @@ async def test_a_call_never_takes_more_than_max_texts_nor_splits_a_request() -> 
     assert gate.calls == [["x"], ["p", "q"], ["r", "s", "t"]]
 
 
+async def test_a_long_text_is_embedded_alone_not_padding_the_short_ones() -> None:
+    gate = Gate()
+    lane = QueryLane(gate, max_texts=8)
+    pasted = "pasted " * 40  # over SHORT_CHARS
+    first = asyncio.ensure_future(lane.embed(["x"]))
+    await asyncio.to_thread(gate.entered.wait, 30)
+    queued = [asyncio.ensure_future(lane.embed([t])) for t in ("a", pasted, "b", "c")]
+    await asyncio.sleep(0)
+    gate.release.set()
+    await asyncio.gather(first, *queued)
+    assert gate.calls == [["x"], ["a"], [pasted], ["b", "c"]]
+
+
 async def test_a_failure_reaches_its_callers_and_the_lane_goes_on() -> None:
     gate = Gate()
     gate.release.set()

@@ -5,9 +5,11 @@ event loop, that time blocks every other conversation of the process; sent throu
 ``asyncio.to_thread``, it waits behind whatever else the default executor holds (the SDK's
 ``SQLiteSession`` uses it too). A :class:`QueryLane` is a thread of its own: callers put
 their texts in its queue and await the result; while the model runs, texts that arrive
-wait, and the next inference takes all of them at once (up to ``max_texts``). The model
-releases the GIL while it computes, so the event loop goes on meanwhile, and under many
-concurrent runs one batched inference costs less than the same texts one by one.
+wait, and the next inference takes all of them at once (up to ``max_texts``); a long one
+(a pasted message) gets an inference of its own, so that the short ones are not padded to
+its length. The model releases the GIL while it computes, so the event loop goes on
+meanwhile, and under many concurrent runs one batched inference costs less than the same
+texts one by one.
 """
 
 from __future__ import annotations
@@ -36,10 +38,16 @@ class _Request:
     )
 
 
+SHORT_CHARS = 200
+"""A request of more characters than this (a pasted text) is embedded in a call of its own:
+the short texts beside it would be padded to its length."""
+
+
 class QueryLane:
     """Embeds texts with ``infer`` (texts -> one row each) on one daemon thread, started on
     first use; requests queued while it is busy are embedded in one call of at most
-    ``max_texts`` texts (a request is never split)."""
+    ``max_texts`` texts (a request is never split), a long one (:data:`SHORT_CHARS`)
+    alone."""
 
     def __init__(self, infer: Infer, *, max_texts: int, name: str = "mem01-embed") -> None:
         self._infer = infer
@@ -82,17 +90,21 @@ class QueryLane:
             taken = [held if held is not None else self._queue.get()]
             held = None
             count = len(taken[0].texts)
-            while count < self._max_texts:
+            while count < self._max_texts and self._short(taken[0]):
                 try:
                     request = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if count + len(request.texts) > self._max_texts:
+                if count + len(request.texts) > self._max_texts or not self._short(request):
                     held = request
                     break
                 taken.append(request)
                 count += len(request.texts)
             self._answer(taken)
+
+    @staticmethod
+    def _short(request: _Request) -> bool:
+        return sum(map(len, request.texts)) <= SHORT_CHARS
 
     def _answer(self, taken: list[_Request]) -> None:
         wanted = [r for r in taken if r.future.set_running_or_notify_cancel()]
@@ -113,4 +125,4 @@ class QueryLane:
             at += len(r.texts)
 
 
-__all__ = ["QueryLane"]
+__all__ = ["SHORT_CHARS", "QueryLane"]
