@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mem01session.engine import BeliefEngine, Op, Provenance, RecallRequest, Utterance
+from mem01session.engine.candidates import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 
 PROV = Provenance(session_id="s1", extractor="test")
 FACTS = [
@@ -81,3 +84,10 @@ async def test_a_long_message_keeps_the_words_the_user_said_for_quoting_episodes
     assert [(e.episode.content, e.signals["text_rank"] > 0) for e in result.episodes] == [
         ("My grandmother grew apricots.", True)
     ]
+
+
+def test_the_readme_states_the_limits_the_code_applies() -> None:
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text("utf-8").split())
+    assert f"the {MAX_QUERY_TERMS} of its words the user's records hold" in readme
+    half = MAX_QUERY_CHARS // 2
+    assert f"past {MAX_QUERY_CHARS:,} characters its first and last {half:,}" in readme
