@@ -54,13 +54,14 @@ def clean_query(query: str) -> str:
 @dataclass(frozen=True)
 class _Ranked:
     """Both kinds of candidates, scored, best first; what the recall result reports of
-    them; and the probe's value (same snapshot as the beliefs)."""
+    them; the probe's value (same snapshot as the beliefs); and the query as read."""
 
     beliefs: list[ScoredBelief]
     episodes: list[ScoredEpisode]
     considered: int
     other_model: int
     probed: Any
+    query: str
 
 
 async def _ranked(
@@ -131,7 +132,7 @@ async def _ranked(
         explain=request.explain,
     )
     considered = len(got.candidates) + len(quotes)
-    return _Ranked(kept, episodes, considered, got.other_model, got.probed)
+    return _Ranked(kept, episodes, considered, got.other_model, got.probed, query)
 
 
 def _said(text: str) -> str:
@@ -184,7 +185,7 @@ async def read_block(
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
     ranked = await _ranked(parts, user_id, request, pool, probe, sources)
-    style = Style(dates=asks_when(clean_query(request.query)), provenance=request.provenance)
+    style = Style(dates=asks_when(ranked.query), provenance=request.provenance)
     block = render_block(
         ranked.beliefs,
         parts.token_counter,

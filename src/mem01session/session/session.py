@@ -96,7 +96,11 @@ class Mem01Session:
         self.session_id = check_id("session_id", session_id)
         self.user_id = check_id("user_id", user_id)
         options = SessionOptions(
-            max_memory_tokens, strict, recall_wait, provenance, memory_placement
+            max_memory_tokens=max_memory_tokens,
+            strict=strict,
+            recall_wait=recall_wait,
+            provenance=provenance,
+            memory_placement=memory_placement,
         )
         self.max_memory_tokens = options.max_memory_tokens
         self.provenance: BlockProvenance = options.provenance
