@@ -98,6 +98,38 @@ def test_a_word_the_cap_would_split_is_left_out_whole() -> None:
     assert storable_text("a" * 5000 + " " + "b" * 5000) == "[... 10001 characters cut ...]"
 
 
+async def test_a_secret_whose_label_the_cut_leaves_out_is_still_screened(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, db: Database
+) -> None:
+    """A cut that fell in a secret's label ("password:", "Bearer") left its value after the
+    cut unrecognized: the screen now reads each kept part with what lies past its cut."""
+    half = MAX_MESSAGE_CHARS // 2
+    filler = ("x " * 6000).strip()
+    cases = [
+        ("my password: hunter2xyz", "password:", "hunter2xyz"),
+        ("the wifi passphrase is tulip-orbit-55", "passphrase", "tulip-orbit-55"),
+        ("Authorization: Bearer abcdefghijklmnop1234", "Bearer", "abcdefghijklmnop1234"),
+        ("my secret: velvet-anchor-42", "secret:", "velvet-anchor-42"),
+    ]
+    session = rules_session(make_session, memories, "cut", "carla")
+    for secret, label, value in cases:
+        # The tail keeps the last `half` characters: put its cut inside `label`.
+        after = half - (len(secret) - secret.index(label)) + 3
+        message = f"{filler} {secret} {filler[:after]}"
+        assert label not in message[-half:] and value in message[-half:], secret
+        assert value not in storable_text(message), secret
+        await say(session, message)
+    assert await session.flush_memory(timeout=60)
+    async with db.sa_engine.connect() as conn:
+        stored = (await conn.execute(text("SELECT payload::text FROM memory_jobs"))).scalars()
+        episodes = (await conn.execute(text("SELECT content FROM episodes"))).scalars()
+        everything = " ".join([*stored, *episodes])
+    assert "[redacted]" in everything
+    for _, _, value in cases:
+        assert value not in everything
+    await session.aclose()
+
+
 def test_the_readme_states_the_cap_the_code_applies() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     assert f"its first and last {MAX_MESSAGE_CHARS // 2:,} characters" in readme
