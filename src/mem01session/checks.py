@@ -7,7 +7,7 @@ Each check returns the value it accepted (normalized where that is harmless) or 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from .errors import ConfigError
 
@@ -77,6 +77,23 @@ def check_moment(name: str, value: object) -> datetime:
     if not isinstance(value, datetime):
         raise ConfigError(f"{name} must be a datetime, got {type(value).__name__}")
     return aware(value)
+
+
+def check_timezone(name: str, value: object) -> tzinfo:
+    """An IANA time zone name (``"Europe/Lisbon"``, ``"UTC"``), as its zone."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(
+            f"{name} must be an IANA time zone name such as 'Europe/Lisbon', got {value!r:.60}"
+        )
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ConfigError(
+            f"{name} must be an IANA time zone name such as 'Europe/Lisbon', got {value!r:.60} "
+            "(no such zone)"
+        ) from None
 
 
 SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")

@@ -146,6 +146,25 @@ async def test_request_carries_schema_candidates_and_turn() -> None:
     assert extraction.usage == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
 
 
+async def test_times_and_dates_are_the_users_when_the_turn_was_stamped_in_their_zone() -> None:
+    """A session with a ``timezone`` stamps its turns in it: the model is told the time
+    there, a candidate's start is the day there, and a date it answers is midnight there."""
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    late = datetime(2026, 5, 13, 3, tzinfo=UTC)  # 20:00 on 12 May in Los Angeles
+    turn = Turn(TURN.session_id, TURN.messages, late.astimezone(la))
+    since = datetime(2026, 4, 1, 2, tzinfo=UTC)  # 19:00 on 31 Mar there
+    candidates = (Candidate("b1", "Lives in New York City", "home.city", valid_from=since),)
+    server = FakeServer(good())
+    extraction = await server.extractor().extract(turn, candidates, late)
+    user = server.requests[0]["messages"][1]["content"]
+    assert "Current time: 2026-05-12T20:00:00-07:00" in user
+    assert "b1: Lives in New York City [home.city] (since 2026-03-31)" in user
+    (result,) = extraction.ops
+    assert result.valid_from == datetime(2026, 5, 9, tzinfo=la)
+
+
 def test_strict_schema_requires_every_property() -> None:
     item = OP_SCHEMA["properties"]["ops"]["items"]
     assert OP_SCHEMA["additionalProperties"] is False and item["additionalProperties"] is False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.table import Table
@@ -33,7 +33,8 @@ def when(moment: datetime | None) -> str:
 
 
 def day(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.date().isoformat()
+    """The day of ``moment`` in UTC (``-`` for none), as the browser shows it."""
+    return "-" if moment is None else moment.astimezone(UTC).date().isoformat()
 
 
 def status(value: str) -> Text:

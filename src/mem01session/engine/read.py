@@ -185,7 +185,7 @@ async def read_block(
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
     ranked = await _ranked(parts, user_id, request, pool, probe, sources)
-    style = Style(dates=asks_when(ranked.query), provenance=request.provenance)
+    style = Style(asks_when(ranked.query), request.provenance, request.zone)
     block = render_block(
         ranked.beliefs,
         parts.token_counter,
@@ -218,7 +218,7 @@ def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) ->
     ``pending_turns``, ``pending_said``): the same records and quotes, the lowest-scored
     left out if the notes take their room. No statement, no embedding: what was read is
     reused."""
-    style = Style(dates=asks_when(clean_query(request.query)), provenance=request.provenance)
+    style = Style(asks_when(clean_query(request.query)), request.provenance, request.zone)
     block = render_block(
         result.beliefs,
         parts.token_counter,

@@ -4,10 +4,10 @@ receipts, recall results."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Literal
 
-from ..checks import check_flag, check_moment, check_positive_int
+from ..checks import check_flag, check_moment, check_positive_int, check_timezone
 from ..errors import ConfigError
 
 BeliefStatus = Literal["active", "superseded", "invalidated", "merged"]
@@ -37,7 +37,8 @@ class RecallRequest:
     user messages of it that the model reads already, so that its own words are not quoted
     back to it; ``pending_turns``: how many other turns of the user are still queued for
     extraction (the block says so); ``pending_said``: the words of the newest of them,
-    newest first (the block quotes them). A malformed field raises :class:`ConfigError`.
+    newest first (the block quotes them); ``timezone``: the IANA zone whose days the block's
+    dates are (the user's; None: UTC). A malformed field raises :class:`ConfigError`.
     """
 
     query: str
@@ -52,6 +53,7 @@ class RecallRequest:
     conversation_text: str = ""
     pending_turns: int = 0
     pending_said: tuple[str, ...] = ()
+    timezone: str | None = None
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -77,6 +79,13 @@ class RecallRequest:
             )
         if self.as_of is not None:
             object.__setattr__(self, "as_of", check_moment("as_of", self.as_of))
+        if self.timezone is not None:
+            check_timezone("timezone", self.timezone)
+
+    @property
+    def zone(self) -> tzinfo:
+        """The zone of :attr:`timezone` (UTC when None)."""
+        return UTC if self.timezone is None else check_timezone("timezone", self.timezone)
 
 
 @dataclass(frozen=True)

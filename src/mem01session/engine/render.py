@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from functools import lru_cache
 
 from ..tokens import TokenCounter
@@ -74,28 +74,31 @@ def asks_when(query: str) -> bool:
 _NOTE_LIKE = re.compile(r" \(([^()]*)\)$")
 
 
-def day(moment: datetime) -> str:
-    """A short date: ``1 Mar 2026``."""
+def day(moment: datetime, zone: tzinfo = UTC) -> str:
+    """A short date, the day of ``moment`` in ``zone``: ``1 Mar 2026``."""
+    moment = moment.astimezone(zone)
     return f"{moment.day} {moment:%b %Y}"
 
 
 @dataclass(frozen=True)
 class Style:
-    """How records are written: dates for questions about time, the provenance level."""
+    """How records are written: dates for questions about time, the provenance level, and
+    the time zone whose days the dates are (the user's, else UTC)."""
 
     dates: bool = False
     provenance: BlockProvenance = "none"
+    zone: tzinfo = UTC
 
 
 def _details(belief: Belief, style: Style) -> list[str]:
     details: list[str] = []
     if belief.status == "invalidated":
         ended = belief.valid_to or belief.updated_at
-        details.append(f"no longer true, {day(ended)}")
+        details.append(f"no longer true, {day(ended, style.zone)}")
     elif belief.status != "active":  # superseded or merged: replaced from that day on
-        details.append(f"until {day(belief.valid_to or belief.updated_at)}")
+        details.append(f"until {day(belief.valid_to or belief.updated_at, style.zone)}")
     elif style.dates or style.provenance != "none":
-        details.append(day(belief.valid_from))  # since when it holds (when it was said)
+        details.append(day(belief.valid_from, style.zone))  # since when it holds (when it was said)
     if style.provenance != "none" and belief.sources:
         src = next((s for s in belief.sources if s.evidence), belief.sources[0])
         if src.session_id:
@@ -336,7 +339,7 @@ def render_block(
         if believed.intersection(episode.belief_ids):
             continue
         line, cost = _quote_line(counter, episode.content, episode.role, _quote_note(item, style))
-        day = _day_line(episode.said_at.date())
+        day = _day_line(episode.said_at.astimezone(style.zone).date())
         if line and packing.used + cost + packing.extra_for(day) <= max_tokens:
             packing.add_quote(_Pick(item, line, cost, day))
     # Per-line counts are an estimate (BPE merges across joins); the exact count decides.

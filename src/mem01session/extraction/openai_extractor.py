@@ -56,12 +56,23 @@ def load_prompt(version: str = PROMPT_VERSION) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def users_time(turn: Turn, now: datetime) -> datetime:
+    """``now`` in the time zone the turn was stamped in (the user's, when their session
+    names one), so that the dates the model computes are the user's days."""
+    zone = turn.observed_at.tzinfo
+    return now.astimezone(zone) if zone is not None else now
+
+
 def render_request(turn: Turn, candidates: Sequence[Candidate], now: datetime) -> str:
-    """The user message: current time, candidates under their aliases, the role-tagged turn."""
+    """The user message: current time, candidates under their aliases, the role-tagged turn
+    (times and dates in the user's time zone, see :func:`users_time`)."""
+    now = users_time(turn, now)
     lines = [f"Current time: {now.isoformat()}", "", "Candidate beliefs (active):"]
     for c in candidates:
         extra = f" [{c.key}]" if c.key else ""
-        since = f" (since {c.valid_from.date().isoformat()})" if c.valid_from else ""
+        since = ""
+        if c.valid_from is not None:
+            since = f" (since {c.valid_from.astimezone(now.tzinfo).date().isoformat()})"
         lines.append(f"{c.alias}: {c.content}{extra}{since}")
     if not candidates:
         lines.append("(none)")
@@ -183,7 +194,10 @@ class OpenAIExtractor:
                 f"the model's answer was cut off at {self.max_tokens} tokens "
                 "(finish_reason=length; MEM01_LLM_MAX_TOKENS raises the limit)"
             )
-        ops = parse_ops(choice.message.content or "", {c.alias for c in candidates}, now)
+        # A date the model gives is a day of the user's (midnight there).
+        ops = parse_ops(
+            choice.message.content or "", {c.alias for c in candidates}, users_time(turn, now)
+        )
         screened = screen(ops)
         usage: dict[str, int] = {}
         if response.usage is not None:

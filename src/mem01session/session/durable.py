@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Sequence
 
 from ..bounded import Bound
+from ..checks import check_timezone
 from ..engine import BeliefEngine
 from ..engine.records import EraseReceipt, RecallRequest, RecallResult
 from ..errors import ConfigError, DatabaseError, Mem01MemoryError
@@ -47,6 +48,7 @@ class DurableTier:
         *,
         strict: bool,
         recall_wait: float,
+        timezone: str | None = None,
         owns_memory: bool = False,
     ) -> None:
         self.memory = memory
@@ -54,6 +56,7 @@ class DurableTier:
         self.session_id = session_id
         self.failures = FailurePolicy(strict)
         self.recall_wait = recall_wait
+        self._zone = None if timezone is None else check_timezone("timezone", timezone)
         self.last_recall: RecallResult | None = None
         self.waited_ms = 0.0  # how long the last recall waited for the user's turns
         self.last_jobs: list[int] = []  # the jobs the last enqueue made
@@ -92,7 +95,11 @@ class DurableTier:
         """Hold input until its answer; enqueue each completed turn (fail-open), within
         the run's budget (:func:`.barrier.budget`): a turn that cannot be stored by then
         stays here and is sent with the next one."""
-        if not self._buffer.add(messages, self.memory.now()):
+        now = self.memory.now()
+        # Stamped with the user's local time: the extractor reads "yesterday" from it.
+        if not self._buffer.add(
+            messages, now if self._zone is None else now.astimezone(self._zone)
+        ):
             self._keep()  # input waiting for its answer
             return
         mark = self.failures.count

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checks import check_flag, check_positive_int, check_seconds
+from ..checks import check_flag, check_positive_int, check_seconds, check_timezone
 from ..config import MEMORY_PLACEMENTS
 from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest
 from ..errors import ConfigError
@@ -23,6 +23,9 @@ class SessionOptions:
     provenance: BlockProvenance = "none"
     memory_placement: str | None = None
     """None (or empty): the memory's setting (``MEM01_MEMORY_PLACEMENT``)."""
+    timezone: str | None = None
+    """The user's IANA time zone: when their turns were said, and the days of the block's
+    dates. None: UTC."""
 
     def __post_init__(self) -> None:
         check_positive_int("max_memory_tokens", self.max_memory_tokens)
@@ -32,6 +35,8 @@ class SessionOptions:
         RecallRequest("", provenance=self.provenance)  # checks it
         if self.memory_placement:
             _check_placement(self.memory_placement)
+        if self.timezone is not None:
+            check_timezone("timezone", self.timezone)
 
     def placement(self, memory: Memory) -> str:
         """Where the block goes in the model input, for a session of ``memory``."""

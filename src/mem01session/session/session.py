@@ -70,6 +70,10 @@ class Mem01Session:
     it otherwise), ``system``, ``user`` or ``instructions``; default ``MEM01_MEMORY_PLACEMENT``
     (see :mod:`mem01session.session.placement`).
 
+    ``timezone`` is the user's IANA time zone (``"America/Los_Angeles"``): their turns are
+    stamped with its local time, so that "yesterday" is their yesterday, and the block's
+    dates are days there. Default None: UTC.
+
     Memory failures never break the conversation (``last_memory_error`` says what went
     wrong; a model call refused because of the block is made again without it) unless
     ``strict=True``, which raises :class:`Mem01MemoryError` instead. While
@@ -92,6 +96,7 @@ class Mem01Session:
         recall_wait: float = 2.0,
         provenance: BlockProvenance = "none",
         memory_placement: str | None = None,
+        timezone: str | None = None,
     ) -> None:
         self.session_id = check_id("session_id", session_id)
         self.user_id = check_id("user_id", user_id)
@@ -101,9 +106,11 @@ class Mem01Session:
             recall_wait=recall_wait,
             provenance=provenance,
             memory_placement=memory_placement,
+            timezone=timezone,
         )
         self.max_memory_tokens = options.max_memory_tokens
         self.provenance: BlockProvenance = options.provenance
+        self.timezone = options.timezone
         if inner is not None:
             check_session("inner", inner)
             if records_turns(inner):
@@ -125,6 +132,7 @@ class Mem01Session:
             self.session_id,
             strict=options.strict,
             recall_wait=options.recall_wait,
+            timezone=options.timezone,
             owns_memory=self._owns_memory,
         )
         self._runs = SessionRuns(self._tier, self.session_id, weakref.WeakMethod(self._request))
@@ -270,7 +278,9 @@ class Mem01Session:
 
     def _request(self, query: str) -> RecallRequest:
         """A run's recall request for ``query``."""
-        return RecallRequest(query, self.max_memory_tokens, provenance=self.provenance)
+        return RecallRequest(
+            query, self.max_memory_tokens, provenance=self.provenance, timezone=self.timezone
+        )
 
     # -- management --------------------------------------------------------------------
 
@@ -290,7 +300,13 @@ class Mem01Session:
         """
         budget = self.max_memory_tokens if max_tokens is None else max_tokens
         request = RecallRequest(
-            query, budget, include_history, as_of, explain, provenance=self.provenance
+            query,
+            budget,
+            include_history,
+            as_of,
+            explain,
+            provenance=self.provenance,
+            timezone=self.timezone,
         )
         return await self._tier.recall(request, during_run=False)
 

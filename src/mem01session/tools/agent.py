@@ -64,6 +64,7 @@ def memory_tools(
         conversation=session.session_id,
         max_tokens=max_tokens if max_tokens is not None else session.max_memory_tokens,
         timeout=timeout,
+        timezone=getattr(session, "timezone", None),
     )
 
     async def search_memory(

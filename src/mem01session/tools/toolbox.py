@@ -114,8 +114,8 @@ class MemoryToolbox:
     ``source`` is what provenance and the ledger name as the author (:data:`AGENT_TOOL`,
     :data:`MCP_TOOL`); ``conversation`` the conversation the calls come from (recorded as
     the provenance's ``session_id``); ``max_tokens`` the budget of a search's result;
-    ``timeout`` the seconds one call may take. A malformed ``user_id`` raises
-    :class:`MemoryToolError`.
+    ``timeout`` the seconds one call may take; ``timezone`` the user's (the days of a
+    search's dates; None: UTC). A malformed ``user_id`` raises :class:`MemoryToolError`.
     """
 
     def __init__(
@@ -127,6 +127,7 @@ class MemoryToolbox:
         conversation: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout: float = CALL_TIMEOUT_SECONDS,
+        timezone: str | None = None,
     ) -> None:
         try:
             checked = check_seconds("timeout", timeout)
@@ -134,12 +135,13 @@ class MemoryToolbox:
             self.conversation = (
                 None if conversation is None else check_id("conversation", conversation)
             )
-            RecallRequest("", max_tokens)  # checks the budget
+            RecallRequest("", max_tokens, timezone=timezone)  # checks both
         except ConfigError as exc:
             raise MemoryToolError(str(exc)) from None
         self.memory = memory
         self.source = source
         self.max_tokens = max_tokens
+        self.timezone = timezone
         assert checked is not None
         self.timeout = checked
 
@@ -158,6 +160,7 @@ class MemoryToolbox:
             self.max_tokens,
             include_history=bool(include_history),
             provenance="quote",
+            timezone=self.timezone,
         )
         result = await self._run(lambda engine: engine.recall(self.user_id, request))
         return f"{result.text}\n{SEARCH_LEGEND}" if result.text else NOTHING_FOUND

@@ -1,0 +1,94 @@
+"""A session's ``timezone`` is the user's: their turns are stamped with its local time, so
+that "yesterday" is their yesterday, and the block's dates are days there. Real Runner,
+real PostgreSQL, the rule extractor."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from agents import Agent, Runner
+from agents.testing import ScriptedModel, assistant_message
+
+from mem01session import Mem01Session, Memory
+from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.errors import ConfigError
+from mem01session.extraction import RuleExtractor
+from mem01session.shortterm import mem01_session_factory
+from tests.session.conftest import MemoryFactory
+from tests.tools.test_agent_tools import call, outputs, run
+
+# 19:00 on 30 Nov in Los Angeles, 01:00 on 2 Dec in Tokyo: in UTC, both on 1 Dec.
+EVENING_IN_LA = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+NIGHT_IN_TOKYO = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def say(session: Mem01Session, words: str) -> str:
+    """One turn through the real Runner; what the model was sent."""
+    model = ScriptedModel([[assistant_message("I see.")]])
+    await Runner.run(
+        Agent(name="a", model=model), words, session=session, run_config=session.run_config()
+    )
+    return json.dumps(model.calls[0].input)
+
+
+@pytest.mark.parametrize(
+    ("timezone", "at", "midnight_before", "moved", "said"),
+    [
+        ("America/Los_Angeles", EVENING_IN_LA, datetime(2026, 11, 29, 8, tzinfo=UTC),
+         "29 Nov 2026", "30 Nov 2026:"),
+        ("Asia/Tokyo", NIGHT_IN_TOKYO, datetime(2026, 11, 30, 15, tzinfo=UTC),
+         "1 Dec 2026", "2 Dec 2026:"),
+        (None, EVENING_IN_LA, datetime(2026, 11, 30, tzinfo=UTC),  # UTC's days
+         "30 Nov 2026", "1 Dec 2026:"),
+    ],
+)  # fmt: skip
+async def test_yesterday_and_the_dates_shown_are_the_users_days(
+    memories: MemoryFactory,
+    make_session: Callable[..., Mem01Session],
+    engine: BeliefEngine,
+    timezone: str | None,
+    at: datetime,
+    midnight_before: datetime,
+    moved: str,
+    said: str,
+) -> None:
+    clock = Clock(at)
+    memory = memories(extractor=RuleExtractor(), clock=clock)
+    monday = make_session("monday", "lena", memory=memory, timezone=timezone)
+    await say(monday, "I moved to Lisbon yesterday.")
+    await say(monday, "I lost my job as a banker yesterday.")  # no belief: a quote
+    assert await monday.flush_memory(timeout=30)
+    [lisbon] = await engine.history("lena")
+    assert lisbon.content == "Lives in Lisbon"
+    assert lisbon.valid_from == midnight_before  # the start of the user's yesterday
+
+    clock.now = at + timedelta(days=3)
+    friday = make_session("friday", "lena", memory=memory, timezone=timezone)
+    sent = await say(friday, "When did I move, and when did I lose my job?")
+    assert f"Lives in Lisbon ({moved})" in sent
+    assert said + '\\n- \\"I lost my job as a banker yesterday.\\"' in sent
+    assert friday.timezone == timezone
+    # The agent's search tool, bound to the session, dates in the same zone.
+    model, _ = await run(friday, "Look it up.", call("search_memory", "s1", query="Lisbon"))
+    assert f"Lives in Lisbon ({moved};" in outputs(model)["s1"]
+
+
+async def test_a_timezone_that_is_not_one_is_refused_by_name(memory: Memory) -> None:
+    for bad in ("Mars/Olympus_Mons", "", 5, "../../etc/passwd"):
+        with pytest.raises(ConfigError, match="timezone must be an IANA time zone name"):
+            Mem01Session("conv", "ada", memory=memory, timezone=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="timezone"):
+            mem01_session_factory(memory, timezone=bad)
+        with pytest.raises(ConfigError, match="timezone"):
+            RecallRequest("where?", timezone=bad)  # type: ignore[arg-type]
