@@ -84,10 +84,30 @@ async def test_yesterday_and_the_dates_shown_are_the_users_days(
     assert f"Lives in Lisbon ({moved};" in outputs(model)["s1"]
 
 
+async def test_a_user_who_travels_is_stamped_in_their_new_zone_from_then_on(
+    memories: MemoryFactory, make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    memory = memories(extractor=RuleExtractor(), clock=Clock(NIGHT_IN_TOKYO))
+    session = make_session("trip", "tomo", memory=memory, timezone="America/Los_Angeles")
+    await say(session, "I moved to Lisbon yesterday.")
+    session.timezone = "Asia/Tokyo"  # the app learns they are in Tokyo now
+    await say(session, "I adopted a cat named Miso yesterday.")
+    assert await session.flush_memory(timeout=30)
+    starts = {b.content: b.valid_from for b in await engine.history("tomo")}
+    assert starts == {
+        "Lives in Lisbon": datetime(2026, 11, 30, 8, tzinfo=UTC),  # LA's 30 Nov
+        "Has a cat named Miso": datetime(2026, 11, 30, 15, tzinfo=UTC),  # Tokyo's 1 Dec
+    }
+
+
 async def test_a_timezone_that_is_not_one_is_refused_by_name(memory: Memory) -> None:
+    session = Mem01Session("conv", "ada", memory=memory, timezone="Europe/Lisbon")
     for bad in ("Mars/Olympus_Mons", "", 5, "../../etc/passwd"):
         with pytest.raises(ConfigError, match="timezone must be an IANA time zone name"):
             Mem01Session("conv", "ada", memory=memory, timezone=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="timezone must be an IANA time zone name"):
+            session.timezone = bad  # type: ignore[assignment]
+        assert session.timezone == "Europe/Lisbon"  # unchanged
         with pytest.raises(ConfigError, match="timezone"):
             mem01_session_factory(memory, timezone=bad)
         with pytest.raises(ConfigError, match="timezone"):

@@ -97,6 +97,10 @@ async def test_a_managed_chat_answers_as_its_mem01_session(memory: Memory, tmp_p
         assert (await s.clear_memory()).total > 0
         assert {"flush_memory", "recall", "set_state"} <= set(dir(s))
         assert s.get_state("language") == "pt"
+        s.timezone = "Asia/Tokyo"  # set on the chat's Mem01Session, not shadowed by the chat
+        assert s.session.timezone == "Asia/Tokyo" and "timezone" not in vars(s)
+        s.anything_else = 1  # the chat's own attributes are still its own
+        assert vars(s)["anything_else"] == 1 and not hasattr(s.session, "anything_else")
 
 
 async def test_a_chat_without_durable_memory_says_how_to_get_it(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ class DurableTier:
         self.session_id = session_id
         self.failures = FailurePolicy(strict)
         self.recall_wait = recall_wait
-        self._zone = None if timezone is None else check_timezone("timezone", timezone)
+        self.timezone = timezone  # the user's IANA zone (checked by SessionOptions)
         self.last_recall: RecallResult | None = None
         self.waited_ms = 0.0  # how long the last recall waited for the user's turns
         self.last_jobs: list[int] = []  # the jobs the last enqueue made
@@ -96,10 +96,9 @@ class DurableTier:
         the run's budget (:func:`.barrier.budget`): a turn that cannot be stored by then
         stays here and is sent with the next one."""
         now = self.memory.now()
-        # Stamped with the user's local time: the extractor reads "yesterday" from it.
-        if not self._buffer.add(
-            messages, now if self._zone is None else now.astimezone(self._zone)
-        ):
+        if self.timezone is not None:  # the user's local time: "yesterday" is read from it
+            now = now.astimezone(check_timezone("timezone", self.timezone))
+        if not self._buffer.add(messages, now):
             self._keep()  # input waiting for its answer
             return
         mark = self.failures.count

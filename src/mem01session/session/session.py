@@ -72,7 +72,7 @@ class Mem01Session:
 
     ``timezone`` is the user's IANA time zone (``"America/Los_Angeles"``): their turns are
     stamped with its local time, so that "yesterday" is their yesterday, and the block's
-    dates are days there. Default None: UTC.
+    dates are days there. Default None: UTC. It can be changed later (``session.timezone``).
 
     Memory failures never break the conversation (``last_memory_error`` says what went
     wrong; a model call refused because of the block is made again without it) unless
@@ -110,7 +110,6 @@ class Mem01Session:
         )
         self.max_memory_tokens = options.max_memory_tokens
         self.provenance: BlockProvenance = options.provenance
-        self.timezone = options.timezone
         if inner is not None:
             check_session("inner", inner)
             if records_turns(inner):
@@ -142,6 +141,16 @@ class Mem01Session:
             f"Mem01Session(session_id={self.session_id!r}, user_id={self.user_id!r}, "
             f"strict={self.strict})"
         )
+
+    @property
+    def timezone(self) -> str | None:
+        """The user's IANA time zone (None: UTC); settable, e.g. when they travel: turns
+        said from then on are stamped with it, and recalls date in it."""
+        return self._tier.timezone
+
+    @timezone.setter
+    def timezone(self, name: str | None) -> None:
+        self._tier.timezone = SessionOptions(timezone=name).timezone
 
     @property
     def memory(self) -> Memory:

@@ -121,6 +121,16 @@ class ManagedSession:
                 "SessionManager(..., session_factory=mem01_session_factory(memory)))"
             ) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A settable property of the inner session (a Mem01Session's timezone) is set there:
+        # set on this wrapper, it would shadow the inner's and change nothing.
+        inner = self.__dict__.get("_session")
+        prop = getattr(type(inner), name, None)
+        if isinstance(prop, property) and prop.fset is not None and not hasattr(type(self), name):
+            setattr(inner, name, value)
+        else:
+            super().__setattr__(name, value)
+
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(dir(self._session)))
 

@@ -64,7 +64,6 @@ def memory_tools(
         conversation=session.session_id,
         max_tokens=max_tokens if max_tokens is not None else session.max_memory_tokens,
         timeout=timeout,
-        timezone=getattr(session, "timezone", None),
     )
 
     async def search_memory(
@@ -73,7 +72,8 @@ def memory_tools(
         include_history: Annotated[bool, ARGUMENTS["include_history"]] = False,
     ) -> str:
         session.recalled_by_tool(ctx.tool_call_id)  # its output stays out of the transcript
-        return await _answer(box.search(query, include_history=include_history))
+        zone = getattr(session, "timezone", None)  # the user's, as the session has it now
+        return await _answer(box.search(query, include_history=include_history, timezone=zone))
 
     async def remember(
         ctx: ToolContext[Any],

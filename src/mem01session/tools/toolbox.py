@@ -114,8 +114,8 @@ class MemoryToolbox:
     ``source`` is what provenance and the ledger name as the author (:data:`AGENT_TOOL`,
     :data:`MCP_TOOL`); ``conversation`` the conversation the calls come from (recorded as
     the provenance's ``session_id``); ``max_tokens`` the budget of a search's result;
-    ``timeout`` the seconds one call may take; ``timezone`` the user's (the days of a
-    search's dates; None: UTC). A malformed ``user_id`` raises :class:`MemoryToolError`.
+    ``timeout`` the seconds one call may take. A malformed ``user_id`` raises
+    :class:`MemoryToolError`.
     """
 
     def __init__(
@@ -127,7 +127,6 @@ class MemoryToolbox:
         conversation: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout: float = CALL_TIMEOUT_SECONDS,
-        timezone: str | None = None,
     ) -> None:
         try:
             checked = check_seconds("timeout", timeout)
@@ -135,13 +134,12 @@ class MemoryToolbox:
             self.conversation = (
                 None if conversation is None else check_id("conversation", conversation)
             )
-            RecallRequest("", max_tokens, timezone=timezone)  # checks both
+            RecallRequest("", max_tokens)  # checks the budget
         except ConfigError as exc:
             raise MemoryToolError(str(exc)) from None
         self.memory = memory
         self.source = source
         self.max_tokens = max_tokens
-        self.timezone = timezone
         assert checked is not None
         self.timeout = checked
 
@@ -150,9 +148,12 @@ class MemoryToolbox:
 
     # -- the tools ---------------------------------------------------------------------
 
-    async def search(self, query: str, *, include_history: bool = False) -> str:
+    async def search(
+        self, query: str, *, include_history: bool = False, timezone: str | None = None
+    ) -> str:
         """What is remembered that bears on ``query`` (beliefs, then the user's dated
-        words), with ids; ``include_history`` adds beliefs that no longer hold."""
+        words), with ids; ``include_history`` adds beliefs that no longer hold; the dates
+        are days in ``timezone`` (the user's IANA zone; None: UTC)."""
         if not isinstance(query, str):
             raise MemoryToolError("query must be a string")
         request = RecallRequest(
@@ -160,7 +161,7 @@ class MemoryToolbox:
             self.max_tokens,
             include_history=bool(include_history),
             provenance="quote",
-            timezone=self.timezone,
+            timezone=timezone,
         )
         result = await self._run(lambda engine: engine.recall(self.user_id, request))
         return f"{result.text}\n{SEARCH_LEGEND}" if result.text else NOTHING_FOUND
