@@ -98,7 +98,7 @@ def _details(belief: Belief, style: Style) -> list[str]:
     elif belief.status != "active":  # superseded or merged: replaced from that day on
         details.append(f"until {day(belief.valid_to or belief.updated_at, style.zone)}")
     elif style.dates or style.provenance != "none":
-        details.append(day(belief.valid_from, style.zone))  # since when it holds (when it was said)
+        details.append(day(belief.valid_from, style.zone))  # since when it holds (said then)
     if style.provenance != "none" and belief.sources:
         src = next((s for s in belief.sources if s.evidence), belief.sources[0])
         if src.session_id:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 
 import httpx2
@@ -72,7 +72,8 @@ def render_request(turn: Turn, candidates: Sequence[Candidate], now: datetime) -
         extra = f" [{c.key}]" if c.key else ""
         since = ""
         if c.valid_from is not None:
-            since = f" (since {c.valid_from.astimezone(now.tzinfo).date().isoformat()})"
+            start = c.valid_from.astimezone(now.tzinfo or UTC)
+            since = f" (since {start.date().isoformat()})"
         lines.append(f"{c.alias}: {c.content}{extra}{since}")
     if not candidates:
         lines.append("(none)")
