@@ -255,3 +255,9 @@ def test_demo_refuses_an_unwritable_json_path_before_running(
     path = clean_env / where
     line = fails("demo", "--json", str(path))
     assert line == f"error: --json {path}: " + expected.format(tmp=clean_env)
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "  "])
+def test_an_mcp_timezone_that_is_not_one_is_one_line_naming_it(clean_env: Path, zone: str) -> None:
+    line = fails("mcp", "--timezone", zone)
+    assert line.startswith("error: --timezone must be an IANA time zone name such as")

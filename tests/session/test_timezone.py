@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message
+from mcp.types import TextContent
 
 from mem01session import Mem01Session, Memory
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.errors import ConfigError
 from mem01session.extraction import RuleExtractor
 from mem01session.shortterm import mem01_session_factory
+from mem01session.tools.mcp_server import build_server
 from tests.session.conftest import MemoryFactory
 from tests.tools.test_agent_tools import call, outputs, run
 
@@ -100,6 +103,26 @@ async def test_a_user_who_travels_is_stamped_in_their_new_zone_from_then_on(
     }
 
 
+async def test_the_mcp_servers_search_dates_in_its_timezone(memory: Memory) -> None:
+    """Kiritimati (UTC+14) and Pago Pago (UTC-11) are always on different days."""
+    shown = {}
+    for zone in ("Pacific/Kiritimati", "Pacific/Pago_Pago"):
+        server = build_server(memory, user_id=f"kei-{zone[8:12]}", timezone=zone)
+        await server.call_tool("remember", {"statement": "Lives in Lisbon"})
+        found = await server.call_tool("search_memory", {"query": "Lisbon"})
+        assert isinstance(found.content[0], TextContent)
+        shown[zone] = found.content[0].text
+    # The day it is there now: the engine's clock is the real one (the day may turn
+    # between the write and the search, hence both ends).
+    for zone, text in shown.items():
+        days = {_day(datetime.now(ZoneInfo(zone)) - timedelta(minutes=m)) for m in (0, 5)}
+        assert any(f"Lives in Lisbon ({d};" in text for d in days), (zone, text)
+
+
+def _day(moment: datetime) -> str:
+    return f"{moment.day} {moment:%b %Y}"
+
+
 async def test_a_timezone_that_is_not_one_is_refused_by_name(memory: Memory) -> None:
     session = Mem01Session("conv", "ada", memory=memory, timezone="Europe/Lisbon")
     for bad in ("Mars/Olympus_Mons", "", 5, "../../etc/passwd"):
@@ -112,3 +135,5 @@ async def test_a_timezone_that_is_not_one_is_refused_by_name(memory: Memory) -> 
             mem01_session_factory(memory, timezone=bad)
         with pytest.raises(ConfigError, match="timezone"):
             RecallRequest("where?", timezone=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="timezone"):
+            build_server(memory, timezone=bad)  # type: ignore[arg-type]

@@ -38,6 +38,14 @@ def mcp(
             help="http: access token every request must carry as a bearer token (16+ chars).",
         ),
     ] = None,
+    timezone: Annotated[
+        str | None,
+        typer.Option(
+            "--timezone",
+            help="The user's IANA time zone (Europe/Lisbon): the days a search's dates are "
+            "(default UTC).",
+        ),
+    ] = None,
 ) -> None:
     """Serve search_memory, remember, correct_memory and forget_memory over MCP.
 
@@ -57,17 +65,19 @@ def mcp(
     import asyncio
     import contextlib
 
-    from ..checks import check_id
+    from ..checks import check_id, check_timezone
     from ._settings import load_settings
 
     if user is not None:
         check_id("--user", user)
+    if timezone is not None:
+        check_timezone("--timezone", timezone)
     settings = load_settings()
     if transport == "stdio":
         from ..tools.mcp_server import serve_stdio
 
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_stdio(settings, user_id=user))
+            asyncio.run(serve_stdio(settings, user_id=user, timezone=timezone))
         return
 
     from rich.text import Text
@@ -76,7 +86,9 @@ def mcp(
     from ._console import console
 
     try:
-        server = HttpServer(settings, user_id=user, host=host, port=port, token=token)
+        server = HttpServer(
+            settings, user_id=user, host=host, port=port, token=token, timezone=timezone
+        )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     line = Text(f"MCP server (streamable HTTP) on {server.url}")

@@ -36,7 +36,7 @@ from pydantic import Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..checks import check_id
+from ..checks import check_id, check_timezone
 from ..config import Settings
 from ..engine.records import DEFAULT_MAX_TOKENS
 from ..errors import ConfigError, MemoryToolError
@@ -88,10 +88,14 @@ def build_server(
     user_id: str | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     lifespan: Callable[[MCPServer[Any]], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+    timezone: str | None = None,
 ) -> MCPServer[Any]:
     """An MCP server offering the memory tools over ``memory``: for ``user_id`` only, or,
-    without it, for the user each call names."""
+    without it, for the user each call names; a search dates in ``timezone`` (an IANA
+    zone, the user's; None: UTC)."""
     bound = None if user_id is None else check_id("user_id", user_id)
+    if timezone is not None:
+        check_timezone("timezone", timezone)
     server: MCPServer[Any] = MCPServer(
         NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
     )
@@ -113,7 +117,9 @@ def build_server(
             ctx: Context[Any, Any], user_id: UserId, query: Query, include_history: History = False
         ) -> str:
             return await run(
-                user_id, ctx, lambda b: b.search(query, include_history=include_history)
+                user_id,
+                ctx,
+                lambda b: b.search(query, include_history=include_history, timezone=timezone),
             )
 
         async def remember(
@@ -146,7 +152,11 @@ def build_server(
         async def search_memory_bound(
             ctx: Context[Any, Any], query: Query, include_history: History = False
         ) -> str:
-            return await run(user, ctx, lambda b: b.search(query, include_history=include_history))
+            return await run(
+                user,
+                ctx,
+                lambda b: b.search(query, include_history=include_history, timezone=timezone),
+            )
 
         async def remember_bound(
             ctx: Context[Any, Any], statement: Statement, key: Key = None
@@ -200,10 +210,12 @@ def _opening(
     return lifespan
 
 
-async def serve_stdio(settings: Settings, *, user_id: str | None = None) -> None:
+async def serve_stdio(
+    settings: Settings, *, user_id: str | None = None, timezone: str | None = None
+) -> None:
     """Serve the memory tools on this process's stdin and stdout until the client leaves."""
     memory = Memory(settings)
-    server = build_server(memory, user_id=user_id, lifespan=_opening(memory))
+    server = build_server(memory, user_id=user_id, lifespan=_opening(memory), timezone=timezone)
     try:
         await server.run_stdio_async()
     finally:
@@ -301,15 +313,19 @@ class HttpServer:
         port: int = 8702,
         token: str | None = None,
         log_level: str = "warning",
+        timezone: str | None = None,
     ) -> None:
         check_http_bind(host, token)
         if user_id is not None:
             check_id("user_id", user_id)
+        if timezone is not None:
+            check_timezone("timezone", timezone)
         register_secret(token)
         from ..serving import bind
 
         self.settings = settings
         self.user_id = user_id
+        self.timezone = timezone
         self.host = host
         self.token = token
         self.log_level = log_level
@@ -337,7 +353,7 @@ class HttpServer:
             self.socket.close()
             raise
         try:
-            server = build_server(memory, user_id=self.user_id)
+            server = build_server(memory, user_id=self.user_id, timezone=self.timezone)
             app = http_app(server, host=self.host, token=self.token)
             config = uvicorn.Config(
                 app, log_level=self.log_level, lifespan="on", server_header=False
