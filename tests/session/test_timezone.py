@@ -87,6 +87,23 @@ async def test_yesterday_and_the_dates_shown_are_the_users_days(
     assert f"Lives in Lisbon ({moved};" in outputs(model)["s1"]
 
 
+async def test_a_date_reckoned_back_across_a_daylight_saving_change_is_the_users_day(
+    memories: MemoryFactory, make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    """Said on 10 Apr in Los Angeles (PDT, UTC-7), "in March" starts on 1 Mar, which was
+    in PST (UTC-8). Reckoned with the offset of the day it was said (what the job's ISO
+    time keeps), it was 28 Feb 23:00 there, and shown as 28 Feb."""
+    april = datetime(2026, 4, 10, 17, tzinfo=UTC)
+    memory = memories(extractor=RuleExtractor(), clock=Clock(april))
+    session = make_session("dst", "dana", memory=memory, timezone="America/Los_Angeles")
+    await say(session, "I moved to Lisbon in March.")
+    assert await session.flush_memory(timeout=30)
+    [lisbon] = await engine.history("dana")
+    assert lisbon.valid_from == datetime(2026, 3, 1, 8, tzinfo=UTC)  # midnight, PST
+    sent = await say(session, "Since when do I live in Lisbon?")
+    assert "Lives in Lisbon (1 Mar 2026)" in sent
+
+
 async def test_a_user_who_travels_is_stamped_in_their_new_zone_from_then_on(
     memories: MemoryFactory, make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:

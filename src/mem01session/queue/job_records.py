@@ -6,11 +6,15 @@ read-only CLI commands share (the latter without SQLAlchemy, which :mod:`.jobs` 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
+from ..checks import check_timezone
+from ..errors import ConfigError
 from ..extraction.base import Turn, TurnMessage
 from ..redaction import redact
 
@@ -44,6 +48,12 @@ class Job:
             for m in self.payload.get("messages", [])
         )
         observed = datetime.fromisoformat(self.payload["observed_at"])
+        zone = self.payload.get("timezone")
+        if isinstance(zone, str):
+            # In the zone itself, not the offset the ISO text kept: a date reckoned back
+            # from it ("in March", said in April) crosses daylight-saving changes right.
+            with contextlib.suppress(ConfigError):
+                observed = observed.astimezone(check_timezone("timezone", zone))
         return Turn(session_id=self.session_id, messages=messages, observed_at=observed)
 
 
@@ -148,12 +158,15 @@ def scrub(text: str) -> str:
 
 
 def payload_for(messages: Sequence[TurnMessage], observed_at: datetime) -> dict[str, Any]:
-    return {
+    payload: dict[str, Any] = {
         "messages": [
             {"role": m.role, "text": scrub(m.text), "item_ref": m.item_ref} for m in messages
         ],
         "observed_at": observed_at.isoformat(),
     }
+    if isinstance(observed_at.tzinfo, ZoneInfo) and observed_at.tzinfo.key != "UTC":
+        payload["timezone"] = observed_at.tzinfo.key  # the user's (a session's timezone=)
+    return payload
 
 
 # Nothing is stored for a user whose memory was erased (a tombstone in memory_users).
