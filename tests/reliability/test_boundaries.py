@@ -63,7 +63,7 @@ async def test_a_megabyte_message_is_recorded_and_the_run_returns(
         payload = (await conn.execute(text("SELECT payload FROM memory_jobs"))).scalar_one()
     user_text = payload["messages"][0]["text"]
     assert len(user_text) < MAX_MESSAGE_CHARS + 100
-    assert user_text == "I like hiking. [... 1000001 characters cut ...]"
+    assert user_text.startswith("I like hiking. xxx") and "characters cut ..." in user_text
     assert "Likes hiking" in await active(engine, "hugo")
     await session.aclose()
 
@@ -95,7 +95,26 @@ def test_a_word_the_cap_would_split_is_left_out_whole() -> None:
         kept = storable_text(message)
         assert len(kept) <= MAX_MESSAGE_CHARS + 40 and "characters cut" in kept
         assert not any(key[i : i + 8] in kept for i in range(len(key) - 8)), start
-    assert storable_text("a" * 5000 + " " + "b" * 5000) == "[... 10001 characters cut ...]"
+    # A run longer than a word (a blob; text written without spaces) is cut, not dropped.
+    assert storable_text("a" * 5000 + " " + "b" * 5000) == (
+        "a" * 4000 + " [... 2001 characters cut ...] " + "b" * 4000
+    )
+
+
+async def test_a_long_message_in_a_language_written_without_spaces_keeps_its_ends(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, engine: BeliefEngine
+) -> None:
+    """Chinese, Japanese or Thai text has no spaces for the cut to stop at: the word-sized
+    rule left out each end whole, and a long message was stored as the marker alone."""
+    session = rules_session(make_session, memories, "zh", "zhang")
+    start, end = "你好，请帮我总结这篇文章。", "对了，我的猫叫小米。"
+    message = start + "会议纪要，第一项议程讨论了预算。" * 700 + end
+    assert len(message) > MAX_MESSAGE_CHARS
+    await say(session, message)
+    assert await session.flush_memory(timeout=60)
+    said = " ".join(e.content for e in await engine.episodes("zhang"))
+    assert start in said and end in said
+    await session.aclose()
 
 
 async def test_a_secret_whose_label_the_cut_leaves_out_is_still_screened(

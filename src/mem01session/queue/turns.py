@@ -6,10 +6,11 @@ something PostgreSQL stores and an extractor reads in bounded time (the transcri
 the original). A message longer than :data:`MAX_MESSAGE_CHARS` is cut in the middle, with a
 marker saying how much was left out: beliefs come from what people say about themselves,
 before or after what they paste, not from pasted documents, and the cap keeps one turn's
-scrubbing and extraction bounded. A word the cut would split is left out whole, and the
-secret screen reads each kept part with what lies past its cut before cutting, so that no
-part of a secret gets past it as a fragment it cannot recognize (a value whose label, or a
-key body whose header, the cut left out).
+scrubbing and extraction bounded. A word the cut would split is left out whole (a longer
+run without whitespace, such as Chinese, Japanese or Thai text, is cut where the cap falls),
+and the secret screen reads each kept part with what lies past its cut before cutting, so
+that no part of a secret gets past it as a fragment it cannot recognize (a value whose
+label, or a key body whose header, the cut left out).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ SCREEN_MARGIN = 4000
 """Characters past each cut that the secret screen reads with the part kept (a PEM block
 of a 4096-bit RSA key is about 3,300)."""
 
+MAX_WORD_CHARS = 100
+"""The longest run without whitespace that a cut leaves out whole rather than split."""
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -37,11 +41,8 @@ def storable_text(text: str) -> str:
         text = _screened_ends(text)
     if len(text) > MAX_MESSAGE_CHARS:
         half = MAX_MESSAGE_CHARS // 2
-        head, tail = text[:half], text[-half:]
-        if not (head[-1].isspace() or text[half].isspace()):  # a word cut: leave it out
-            head = _before_last_word(head)
-        if not (tail[0].isspace() or text[-half - 1].isspace()):
-            tail = _after_first_word(tail)
+        head = _cut_after(text, half)
+        tail = _cut_after(text[::-1], half)[::-1]
         marker = f"[... {len(text) - len(head) - len(tail)} characters cut ...]"
         text = " ".join(part for part in (head.rstrip(), marker, tail.lstrip()) if part)
     return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
@@ -60,14 +61,17 @@ def _screened_ends(text: str) -> str:
     return scrub(text[:window]) + text[window:-window] + scrub(text[-window:])
 
 
-def _before_last_word(text: str) -> str:
-    parts = text.rsplit(None, 1)
-    return parts[0] if len(parts) == 2 else ""
-
-
-def _after_first_word(text: str) -> str:
-    parts = text.split(None, 1)
-    return parts[1] if len(parts) == 2 else ""
+def _cut_after(text: str, size: int) -> str:
+    """The first ``size`` characters of ``text``, less the word the cut falls in; a run
+    without whitespace longer than :data:`MAX_WORD_CHARS` is not a word (text in a script
+    written without spaces, a pasted blob) and is cut where the cut falls."""
+    kept = text[:size]
+    if kept[-1].isspace() or text[size].isspace():
+        return kept
+    # The cut word's length on each side, counted up to the limit only.
+    before = len(kept[-MAX_WORD_CHARS - 1 :].rsplit(None, 1)[-1])
+    after = len(text[size : size + MAX_WORD_CHARS + 1].split(None, 1)[0])
+    return kept if before + after > MAX_WORD_CHARS else kept[: size - before]
 
 
 __all__ = ["MAX_MESSAGE_CHARS", "Turn", "TurnMessage", "storable_text"]
