@@ -21,6 +21,18 @@ def test_a_long_message_is_split_into_passages_that_fit() -> None:
     assert passages("   ", counter) == []
 
 
+def test_chinese_and_japanese_sentences_end_passages_without_a_space() -> None:
+    """。！？ end a sentence with no space after them: passages keep whole sentences, as
+    written (they were cut mid-sentence at a token count)."""
+    counter = default_token_counter()
+    said = ["我住在里斯本，我是一名老师。", "你今天好吗？", "私はリスボンに住んでいます！"]
+    body = "".join(said * 15)
+    cut = passages(body, counter)
+    assert len(cut) > 1 and "".join(cut) == body
+    assert all(p.endswith(("。", "？", "！")) for p in cut)
+    assert all(0 < counter.count(p) <= PASSAGE_TOKENS for p in cut)
+
+
 def test_a_message_of_too_many_passages_keeps_its_first_and_last() -> None:
     """What a user says before and after a paste is kept; the middle is left out."""
     said = [f"Sentence {n} of the pasted minutes goes here." for n in range(300)]

@@ -91,7 +91,9 @@ class Draft:
     item_ref: str | None
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+# A sentence ends at . ! ? … and a space, or at 。！？ (Chinese and Japanese, without one).
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*|\n+")
+_CJK_END = ("。", "！", "？")
 _SPACE = re.compile(r"\s+")
 
 
@@ -109,20 +111,28 @@ def passages(body: str, counter: TokenCounter, limit: int = PASSAGE_TOKENS) -> l
         cost = counter.count(sentence)
         if cost > limit:
             if current:
-                out.append(" ".join(current))
+                out.append(_joined(current))
                 current, used = [], 0
             out += _cut(sentence, counter, limit)
             continue
         if current and used + 1 + cost > limit:
-            out.append(" ".join(current))
+            out.append(_joined(current))
             current, used = [], 0
         current.append(sentence)
         used += cost + (1 if used else 0)
     if current:
-        out.append(" ".join(current))
+        out.append(_joined(current))
     if len(out) > MAX_PASSAGES:
         out = out[: MAX_PASSAGES // 2] + out[-(MAX_PASSAGES // 2) :]
     return out
+
+
+def _joined(sentences: list[str]) -> str:
+    """Sentences as written: a space after . ! ?, none after 。！？."""
+    text = sentences[0]
+    for sentence in sentences[1:]:
+        text += sentence if text.endswith(_CJK_END) else " " + sentence
+    return text
 
 
 def _cut(sentence: str, counter: TokenCounter, limit: int) -> list[str]:
