@@ -131,6 +131,21 @@ PHRASES = [
     "postgres://bob:{}@db.internal/app",
     "redis://:{}@cache:6379/0",
     "host=db password={} dbname=app",
+    # Other languages: the password said the way their speakers say it.
+    "我的密码是{}",
+    "密碼：{}",
+    "パスワードは{}",
+    "내 비밀번호는 {}",
+    "Mi contraseña es {}",
+    "mot de passe : {}",
+    "Mein Passwort ist {}",
+    "Minha senha é {}",
+    "La mia password è {}",
+    "Мой пароль — {}",
+    "Mijn wachtwoord is {}",
+    "Moje hasło to {}",
+    "Mitt lösenord är {}",
+    "Şifrem: {}",
 ]
 # Around a planted secret: any text, but set apart by a separator (a secret glued to
 # other characters is another string: "94111 1111 1111 1111" is no card number, and
@@ -303,3 +318,19 @@ def test_codes_pins_and_passphrases_are_found(text: str, secret: str) -> None:
 def test_talk_about_codes_is_not_a_code(text: str) -> None:
     assert find_secrets(text) == []
     assert scrub(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我的密码很长，我记不住。",
+        "パスワードを忘れました。",
+        "Mi contraseña es la misma que antes.",
+        "Le mot de passe est expiré.",
+        "Mein Passwort ist abgelaufen.",
+        "A senha e o usuário estão certos.",
+        "La parola chiave è importante.",
+    ],
+)
+def test_talk_about_a_password_in_another_language_is_kept(text: str) -> None:
+    assert redact_secrets(text) == (text, [])

@@ -42,7 +42,17 @@ LABELS = (
 # Values after "password is" that are ordinary words, not the secret itself.
 _NOT_A_SECRET = frozenset(
     "a an the my your our their his her its same different new old too very really "
-    "not never always expired wrong correct saved stored long short required".split()
+    "not never always expired wrong correct saved stored long short required "
+    # ... and in the other languages whose "password is" is recognized (see below)
+    "una uno mismo misma igual nueva nuevo muy demasiado caducada incorrecta correcta "
+    "guardada larga corta une mon même nouveau nouvelle trop très expiré incorrect "
+    "correct enregistré long court das der die ein eine mein meine gleich neu neues "
+    "sehr abgelaufen falsch richtig gespeichert lang kurz uma meu minha mesma nova "
+    "muito expirada errada certa salva longa curta una mia stessa nuova molto scaduta "
+    "sbagliata giusta lunga corta het mijn zelfde nieuw verlopen fout juist lang kort "
+    "moje takie samo nowe stare bardzo błędne такой же новый старый очень неверный "
+    "samma nytt gammalt för fel rätt samme nytt gammelt for feil riktig sama uusi "
+    "vanha liian väärä oikea aynı yeni eski çok yanlış doğru".split()
 )
 
 
@@ -70,7 +80,8 @@ def _iban(candidate: str) -> bool:
 
 
 def _not_a_word(value: str) -> bool:
-    return value.strip("\"'`").casefold() not in _NOT_A_SECRET
+    # "is expired." is a word ending its sentence; a value's own "!" is kept (not compared).
+    return value.strip("\"'`").rstrip(".!?…").casefold() not in _NOT_A_SECRET
 
 
 _HAS_ALPHA = re.compile(r"[A-Za-z]")
@@ -110,6 +121,8 @@ class Detector:
     guard: Callable[[str, re.Match[str]], bool] | None = None
     """A last look at the whole match in the original text (its case kept): ``False``
     means it is no secret after all. Constant time, so the scan stays linear."""
+    unicode_only: bool = False
+    """Its literal is not ASCII: an ASCII text is not scanned for it."""
 
 
 def _det(
@@ -120,10 +133,15 @@ def _det(
     check: Callable[[str], bool] | None = None,
     folded: bool = False,
     guard: Callable[[str, re.Match[str]], bool] | None = None,
+    literal: str = "",
 ) -> Detector:
+    """``literal``: the text every match starts with, when it is not ASCII."""
     text = source if isinstance(source, str) else source.pattern
     compiled = re.compile(text, re.ASCII), re.compile(text)
-    return Detector(label, *compiled, group=group, check=check, folded=folded, guard=guard)
+    return Detector(
+        label, *compiled, group=group, check=check, folded=folded, guard=guard,
+        unicode_only=not literal.isascii(),
+    )  # fmt: skip
 
 
 def _word(literal: str) -> str:
@@ -217,6 +235,43 @@ _PASSWORD_WORDS = (
     ("secret", r"[\s_\-]?key"),
 )
 
+# "Password" in other languages, each with the verbs that say what it is ("es", "ist"...);
+# any of them also in the ``label: value`` form (a full-width colon too).
+_PASSWORDS_ELSEWHERE = (
+    (("contraseña", "contrasena"), "es|era"),
+    (("mot de passe", "mdp"), "est|était|etait|c'est"),
+    (("passwort", "kennwort"), "ist|lautet|war"),
+    (("senha",), "é|era"),
+    (("password",), "è|era"),  # Italian (the English "is/was" are above)
+    (("wachtwoord",), "is|was"),
+    (("hasło", "haslo"), "to|jest"),
+    (("пароль",), "это|—|-"),
+    (("lösenord", "losenord"), "är|ar|var"),
+    (("passord", "adgangskode"), "er|var"),
+    (("salasana",), "on|oli"),
+    (("şifre", "sifre", "parola"), ""),  # Turkish: the colon form only
+)
+_ELSEWHERE_VALUE = r"\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
+# Chinese, Japanese and Korean: no spaces, the verb glued on; the value is the ASCII run
+# after it ("我的密码是hunter2，..."), so that a description in the language is not one.
+_PASSWORDS_CJK = (
+    ("密码", "是|为|：|:|="), ("密碼", "是|為|：|:|="), ("口令", "是|为|：|:|="),
+    ("パスワード", "は|が|：|:|="), ("暗証番号", "は|が|：|:|="),
+    ("비밀번호", "는|은|：|:|="), ("패스워드", "는|은|：|:|="),
+)  # fmt: skip
+_CJK_VALUE = r"\s*+(?P<v>[!-~]{3,})"
+
+
+def _elsewhere(label: str, verbs: str) -> str:
+    said = rf"\s++(?P<verb>{verbs})\s|" if verbs else ""
+    return (
+        _word(label)
+        + r"\w{0,3}+"  # an ending ("şifrem": my password)
+        + rf"(?:{said}\s*+[:=：])"
+        + _ELSEWHERE_VALUE
+    )
+
+
 DETECTORS: tuple[Detector, ...] = (
     _det(
         "private key",
@@ -298,6 +353,27 @@ DETECTORS: tuple[Detector, ...] = (
     *(
         _det("secret", _word(w) + r"\s*+[:=]\s*+(?P<v>[^\s\"'`,;]{6,})", group="v", folded=True)
         for w in ("secret", "token", "key")
+    ),
+    *(
+        _det(
+            "password",
+            _elsewhere(label, verbs),
+            group="v",
+            folded=True,
+            check=_not_a_word,
+            literal=label,
+        )
+        for labels, verbs in _PASSWORDS_ELSEWHERE
+        for label in labels
+    ),
+    *(
+        _det(
+            "password",
+            re.escape(label) + rf"\s*+(?:{verbs})?" + _CJK_VALUE,
+            group="v",
+            literal=label,
+        )
+        for label, verbs in _PASSWORDS_CJK
     ),
 )
 

@@ -112,6 +112,8 @@ def _found(
     det: Detector, text: str, subject: str, ascii_text: bool, lo: int, hi: int
 ) -> Iterator[tuple[int, int, int]]:
     """``det``'s finds in ``subject[lo:hi]`` as ``(start, end, rank)``, values checked."""
+    if ascii_text and det.unicode_only:
+        return
     pattern = det.ascii if ascii_text else det.unicode
     rank = _RANK[det.label]
     for m in pattern.finditer(subject, lo, hi):
