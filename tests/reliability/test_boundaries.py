@@ -149,6 +149,31 @@ async def test_a_secret_whose_label_the_cut_leaves_out_is_still_screened(
     await session.aclose()
 
 
+async def test_a_password_said_in_another_language_reaches_no_row(
+    make_session: Callable[..., Mem01Session], memories: MemoryFactory, db: Database
+) -> None:
+    """The screen knew English labels only: "我的新密码是..." was stored as said."""
+    said = {
+        "我的新密码是Tr0ub4dor3，请记住。": "Tr0ub4dor3",
+        "Mi contraseña es Sommer2024!": "Sommer2024",
+        "Mein Passwort ist Kx9mQ2zw": "Kx9mQ2zw",
+    }
+    session = rules_session(make_session, memories, "pw", "paula")
+    for text_in in said:
+        await say(session, text_in)
+    assert await session.flush_memory(timeout=60)
+    async with db.sa_engine.connect() as conn:
+        rows = [
+            *(await conn.execute(text("SELECT payload::text FROM memory_jobs"))).scalars(),
+            *(await conn.execute(text("SELECT content FROM episodes"))).scalars(),
+            *(await conn.execute(text("SELECT content FROM beliefs"))).scalars(),
+        ]
+    stored = " ".join(rows)
+    assert "请记住" in stored and "[redacted]" in stored
+    assert not any(secret in stored for secret in said.values())
+    await session.aclose()
+
+
 def test_the_readme_states_the_cap_the_code_applies() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     assert f"its first and last {MAX_MESSAGE_CHARS // 2:,} characters" in readme
