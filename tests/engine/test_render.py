@@ -96,6 +96,16 @@ def test_a_record_is_its_statement_and_only_the_details_that_carry_information()
         ("What year did she start painting?", True),
         ("Where do I live?", False),
         ("What is my dog called?", False),
+        ("¿Cuándo me mudé a Lisboa?", True),
+        ("Depuis quand j'habite à Lisbonne ?", True),
+        ("Seit wann wohne ich in Lissabon?", True),
+        ("Когда я переехал в Лиссабон?", True),
+        ("我什么时候搬到里斯本的？", True),
+        ("いつリスボンに引っ越しましたか？", True),
+        ("언제 리스본으로 이사했어요?", True),
+        ("¿Dónde vivo?", False),
+        ("我住在哪里？", False),
+        ("Wo wohne ich?", False),
     ],
 )
 def test_questions_about_time_are_recognised(query: str, when: bool) -> None:

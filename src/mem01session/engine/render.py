@@ -61,13 +61,20 @@ SESSION_CHARS = 48
 # Questions about time: the observation date is then worth its tokens.
 _WHEN = re.compile(
     r"\b(?:when|how long|ago|since|until|what (?:year|month|date|day|time)|which "
-    r"(?:year|month|date|day)|before|after|first|last|recently|yet)\b",
+    r"(?:year|month|date|day)|before|after|first|last|recently|yet"
+    # "when" and "how long" in the other languages whose passwords the screen knows
+    r"|cu[aá]ndo|desde cu[aá]ndo|quand|depuis quand|wann|seit wann|quando|h[aá] quanto"
+    r"|когда|сколько времени|wanneer|hoe lang|kiedy|jak d[łl]ugo|n[äa]r|hur l[äa]nge"
+    r"|hvorn[åa]r|n[åa]r|milloin|kuinka kauan|ne zaman)\b"
+    # Chinese, Japanese and Korean: no word boundaries
+    r"|什么时候|什麼時候|何时|何時|多久|哪年|哪一年|几号|幾號|いつ|언제|얼마나 오래",
     re.IGNORECASE,
 )
 
 
 def asks_when(query: str) -> bool:
-    """Whether ``query`` asks about time (then records show when they were observed)."""
+    """Whether ``query`` asks about time (then records show when they were observed), in
+    English and the other languages of :mod:`mem01session._secret_rules`' passwords."""
     return bool(_WHEN.search(query))
 
 
