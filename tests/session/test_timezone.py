@@ -21,19 +21,12 @@ from mem01session.extraction import RuleExtractor
 from mem01session.shortterm import mem01_session_factory
 from mem01session.tools.mcp_server import build_server
 from tests.session.conftest import MemoryFactory
+from tests.session.test_episodes_flow import Clock
 from tests.tools.test_agent_tools import call, outputs, run
 
 # 19:00 on 30 Nov in Los Angeles, 01:00 on 2 Dec in Tokyo: in UTC, both on 1 Dec.
 EVENING_IN_LA = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 NIGHT_IN_TOKYO = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 async def say(session: Mem01Session, words: str) -> str:

@@ -42,7 +42,7 @@ def storable_text(text: str) -> str:
     if len(text) > MAX_MESSAGE_CHARS:
         half = MAX_MESSAGE_CHARS // 2
         head = _cut_after(text, half)
-        tail = _cut_after(text[::-1], half)[::-1]
+        tail = _cut_after(text[-half - MAX_WORD_CHARS - 1 :][::-1], half)[::-1]
         marker = f"[... {len(text) - len(head) - len(tail)} characters cut ...]"
         text = " ".join(part for part in (head.rstrip(), marker, tail.lstrip()) if part)
     return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
