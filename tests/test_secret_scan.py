@@ -146,6 +146,15 @@ PHRASES = [
     "Moje hasło to {}",
     "Mitt lösenord är {}",
     "Şifrem: {}",
+    "Moje heslo je {}",
+    "jelszó: {}",
+    "Mật khẩu của tôi là {}",
+    "Kata sandi saya adalah {}",
+    "Ο κωδικός μου είναι {}",
+    "הסיסמה שלי היא {}",
+    "كلمة المرور هي {}",
+    "पासवर्ड: {}",
+    "รหัสผ่านคือ{}",
 ]
 # Around a planted secret: any text, but set apart by a separator (a secret glued to
 # other characters is another string: "94111 1111 1111 1111" is no card number, and
@@ -330,6 +339,9 @@ def test_talk_about_codes_is_not_a_code(text: str) -> None:
         "Mein Passwort ist abgelaufen.",
         "A senha e o usuário estão certos.",
         "La parola chiave è importante.",
+        "Mi contraseña no es segura.",
+        "Moje heslo je příliš krátké.",
+        "Mein Passwort ist zu kurz.",
     ],
 )
 def test_talk_about_a_password_in_another_language_is_kept(text: str) -> None:

@@ -52,7 +52,10 @@ _NOT_A_SECRET = frozenset(
     "sbagliata giusta lunga corta het mijn zelfde nieuw verlopen fout juist lang kort "
     "moje takie samo nowe stare bardzo błędne такой же новый старый очень неверный "
     "samma nytt gammalt för fel rätt samme nytt gammelt for feil riktig sama uusi "
-    "vanha liian väärä oikea aynı yeni eski çok yanlış doğru".split()
+    "vanha liian väärä oikea aynı yeni eski çok yanlış doğru segura seguro fuerte débil "
+    "sicher stark schwach sûr forte fort faible fraca sterk zwak silna słaba příliš "
+    "stejné nové staré dlouhé krátké špatné mới cũ quá sai đúng baru lama terlalu salah "
+    "benar ίδιος νέος παλιός πολύ λάθος σωστός".split()
 )
 
 
@@ -250,16 +253,30 @@ _PASSWORDS_ELSEWHERE = (
     (("passord", "adgangskode"), "er|var"),
     (("salasana",), "on|oli"),
     (("şifre", "sifre", "parola"), ""),  # Turkish: the colon form only
+    (("heslo",), "je|bylo"),  # Czech, Slovak
+    (("jelszó", "jelszo", "jelszavam"), ""),  # Hungarian
+    (("mật khẩu", "mat khau"), "là|la"),  # Vietnamese
+    (("kata sandi", "kata laluan"), "adalah|ialah"),  # Indonesian, Malay
+    (("κωδικός", "κωδικος"), "είναι|ειναι"),  # Greek
+    (("סיסמה", "הסיסמה"), "היא|הוא"),  # Hebrew
+    (("كلمة المرور", "كلمة السر"), "هي"),  # Arabic
+    (("पासवर्ड",), ""),  # Hindi (the value comes before its verb)
 )
 _ELSEWHERE_VALUE = r"\s*+(?P<v>[\"'`]?[^\s\"'`,;]{3,}[\"'`]?)"
-# Chinese, Japanese and Korean: no spaces, the verb glued on; the value is the ASCII run
+# Chinese, Japanese, Korean and Thai: no spaces, the verb glued on; the value is the ASCII run
 # after it ("我的密码是hunter2，..."), so that a description in the language is not one.
 _PASSWORDS_CJK = (
     ("密码", "是|为|：|:|="), ("密碼", "是|為|：|:|="), ("口令", "是|为|：|:|="),
     ("パスワード", "は|が|：|:|="), ("暗証番号", "は|が|：|:|="),
     ("비밀번호", "는|은|：|:|="), ("패스워드", "는|은|：|:|="),
+    ("รหัสผ่าน", "คือ|：|:|="),  # Thai
 )  # fmt: skip
 _CJK_VALUE = r"\s*+(?P<v>[!-~]{3,})"
+
+
+# Up to three short words between the label and its verb or colon: whose it is or what it
+# opens ("Mật khẩu của tôi là", "Le mot de passe de mon compte est", "Passwort für Gmail:").
+_ELSEWHERE_GAP = r"(?:\s++[^\s:=：.,;!?]{1,10}+){0,3}?"
 
 
 def _elsewhere(label: str, verbs: str) -> str:
@@ -267,6 +284,7 @@ def _elsewhere(label: str, verbs: str) -> str:
     return (
         _word(label)
         + r"\w{0,3}+"  # an ending ("şifrem": my password)
+        + _ELSEWHERE_GAP
         + rf"(?:{said}\s*+[:=：])"
         + _ELSEWHERE_VALUE
     )

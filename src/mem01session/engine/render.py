@@ -65,9 +65,11 @@ _WHEN = re.compile(
     # "when" and "how long" in the other languages whose passwords the screen knows
     r"|cu[aá]ndo|desde cu[aá]ndo|quand|depuis quand|wann|seit wann|quando|h[aá] quanto"
     r"|когда|сколько времени|wanneer|hoe lang|kiedy|jak d[łl]ugo|n[äa]r|hur l[äa]nge"
-    r"|hvorn[åa]r|n[åa]r|milloin|kuinka kauan|ne zaman)\b"
-    # Chinese, Japanese and Korean: no word boundaries
-    r"|什么时候|什麼時候|何时|何時|多久|哪年|哪一年|几号|幾號|いつ|언제|얼마나 오래",
+    r"|hvorn[åa]r|n[åa]r|milloin|kuinka kauan|ne zaman|kdy|kedy|jak dlouho|mikor|mióta"
+    r"|khi nào|lúc nào|bao lâu|kapan|berapa lama|πότε|πόσο καιρό|מתי|متى|कब)\b"
+    # Chinese, Japanese, Korean and Thai: no word boundaries
+    r"|什么时候|什麼時候|何时|何時|多久|哪年|哪一年|几号|幾號|いつ|언제|얼마나 오래"
+    r"|เมื่อไหร่|เมื่อไร|นานเท่าไหร่",
     re.IGNORECASE,
 )
 
