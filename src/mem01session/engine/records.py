@@ -54,6 +54,8 @@ class RecallRequest:
     pending_turns: int = 0
     pending_said: tuple[str, ...] = ()
     timezone: str | None = None
+    zone: tzinfo = field(default=UTC, init=False, repr=False, compare=False)
+    """The zone of :attr:`timezone` (UTC when None)."""
 
     def __post_init__(self) -> None:
         if self.query is None:
@@ -80,12 +82,7 @@ class RecallRequest:
         if self.as_of is not None:
             object.__setattr__(self, "as_of", check_moment("as_of", self.as_of))
         if self.timezone is not None:
-            check_timezone("timezone", self.timezone)
-
-    @property
-    def zone(self) -> tzinfo:
-        """The zone of :attr:`timezone` (UTC when None)."""
-        return UTC if self.timezone is None else check_timezone("timezone", self.timezone)
+            object.__setattr__(self, "zone", check_timezone("timezone", self.timezone))
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ marker saying how much was left out: beliefs come from what people say about the
 before or after what they paste, not from pasted documents, and the cap keeps one turn's
 scrubbing and extraction bounded. A word the cut would split is left out whole (a longer
 run without whitespace, such as Chinese, Japanese or Thai text, is cut where the cap falls),
-and the secret screen reads each kept part with what lies past its cut before cutting, so
-that no part of a secret gets past it as a fragment it cannot recognize (a value whose
-label, or a key body whose header, the cut left out).
+and the secret screen reads the text on both sides of each cut before cutting, so that no
+part of a secret gets past it as a fragment it cannot recognize (a value whose label the
+cut left out).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ MAX_MESSAGE_CHARS = 8000
 """The longest message text a job keeps (characters): of a longer one, its first and last
 half of that, with a marker between."""
 
-SCREEN_MARGIN = 4000
-"""Characters past each cut that the secret screen reads with the part kept (a PEM block
-of a 4096-bit RSA key is about 3,300)."""
+SCREEN_MARGIN = 500
+"""Characters on each side of a cut that the secret screen reads together before the cut,
+so that a label on one side and its value on the other are seen as one (the job's scrub
+screens the rest of what is kept)."""
 
 MAX_WORD_CHARS = 100
 """The longest run without whitespace that a cut leaves out whole rather than split."""
@@ -38,7 +39,7 @@ def storable_text(text: str) -> str:
     NUL characters, and with lone surrogates (not UTF-8) replaced by U+FFFD: nothing
     PostgreSQL would refuse."""
     if len(text) > MAX_MESSAGE_CHARS:
-        text = _screened_ends(text)
+        text = _screened_at_cuts(text)
     if len(text) > MAX_MESSAGE_CHARS:
         half = MAX_MESSAGE_CHARS // 2
         head = _cut_after(text, half)
@@ -48,17 +49,20 @@ def storable_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
-def _screened_ends(text: str) -> str:
-    """``text`` with the secrets of its kept parts and their margins past the cuts redacted
-    (the job's scrub redacts the rest of what is kept; this one sees across the cuts)."""
+def _screened_at_cuts(text: str) -> str:
+    """``text`` with the secrets within :data:`SCREEN_MARGIN` of either cut redacted."""
     # Imported here: compiling the scan's patterns takes a tenth of a second, which only a
     # message past the cap needs before the job is written.
     from .job_records import scrub
 
-    window = MAX_MESSAGE_CHARS // 2 + SCREEN_MARGIN
-    if len(text) <= 2 * window:
-        return scrub(text)
-    return scrub(text[:window]) + text[window:-window] + scrub(text[-window:])
+    half, n, margin = MAX_MESSAGE_CHARS // 2, len(text), SCREEN_MARGIN
+    head, tail = (half - margin, half + margin), (n - half - margin, n - half + margin)
+    windows = [(head[0], tail[1])] if tail[0] <= head[1] else [head, tail]  # met: one
+    pieces, at = [], 0
+    for start, end in windows:
+        pieces += [text[at:start], scrub(text[start:end])]
+        at = end
+    return "".join([*pieces, text[at:]])
 
 
 def _cut_after(text: str, size: int) -> str:

@@ -56,7 +56,7 @@ class DurableTier:
         self.session_id = session_id
         self.failures = FailurePolicy(strict)
         self.recall_wait = recall_wait
-        self.timezone = timezone  # the user's IANA zone (checked by SessionOptions)
+        self.timezone = timezone  # the user's IANA zone (the setter resolves it)
         self.last_recall: RecallResult | None = None
         self.waited_ms = 0.0  # how long the last recall waited for the user's turns
         self.last_jobs: list[int] = []  # the jobs the last enqueue made
@@ -73,6 +73,16 @@ class DurableTier:
         # closes then, in the background, instead of keeping its pools and threads.
         self._freed = weakref.finalize(self, _left_behind, memory, user_id, self._jobs, owns_memory)
         self._freed.atexit = False
+
+    @property
+    def timezone(self) -> str | None:
+        """The user's IANA zone (None: UTC), as :class:`.options.SessionOptions` checked it."""
+        return self._timezone
+
+    @timezone.setter
+    def timezone(self, name: str | None) -> None:
+        self._zone = None if name is None else check_timezone("timezone", name)
+        self._timezone = name
 
     async def engine_or_raise(self) -> BeliefEngine:
         """The engine, or :class:`Mem01MemoryError` saying why there is none."""
@@ -96,8 +106,8 @@ class DurableTier:
         the run's budget (:func:`.barrier.budget`): a turn that cannot be stored by then
         stays here and is sent with the next one."""
         now = self.memory.now()
-        if self.timezone is not None:  # the user's local time: "yesterday" is read from it
-            now = now.astimezone(check_timezone("timezone", self.timezone))
+        if self._zone is not None:  # the user's local time: "yesterday" is read from it
+            now = now.astimezone(self._zone)
         if not self._buffer.add(messages, now):
             self._keep()  # input waiting for its answer
             return

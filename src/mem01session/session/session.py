@@ -150,7 +150,7 @@ class Mem01Session:
 
     @timezone.setter
     def timezone(self, name: str | None) -> None:
-        self._tier.timezone = SessionOptions(timezone=name).timezone
+        self._tier.timezone = name  # checked there, before anything changes
 
     @property
     def memory(self) -> Memory:
