@@ -42,15 +42,20 @@ async def _say(
         pytest.skip(f"engine write path unavailable: {exc}")
 
 
+@pytest.mark.parametrize(
+    ("monday", "wednesday"),
+    [
+        ("I live in NYC and pay $2,400 in rent.", "I moved to San Francisco."),
+        ("I live in NYC, rent is $2,400", "I moved to SF"),  # as the README tells it
+    ],
+)
 async def test_monday_wednesday_through_rules_and_engine(
-    db: Database, embedder: HashingEmbedder
+    db: Database, embedder: HashingEmbedder, monday: str, wednesday: str
 ) -> None:
     engine = BeliefEngine(db, embedder, clock=lambda: WEDNESDAY)
     rules = RuleExtractor()
-    await _say(
-        engine, rules, "conv-monday", "mon-1", "I live in NYC and pay $2,400 in rent.", MONDAY
-    )
-    await _say(engine, rules, "conv-wednesday", "wed-1", "I moved to San Francisco.", WEDNESDAY)
+    await _say(engine, rules, "conv-monday", "mon-1", monday, MONDAY)
+    await _say(engine, rules, "conv-wednesday", "wed-1", wednesday, WEDNESDAY)
 
     beliefs = await engine.history(USER, include_inactive=True)
     by_content = {b.content: b for b in beliefs}
@@ -72,7 +77,7 @@ async def test_monday_wednesday_through_rules_and_engine(
             for s in full.sources
         ), full.sources
     (nyc_source,) = (await engine.get(USER, nyc.id)).sources
-    assert nyc_source.evidence == "I live in NYC and pay $2,400 in rent."
+    assert nyc_source.evidence == monday
 
 
 PLANTED = (

@@ -4,18 +4,24 @@
 sentence, and recognizes plain first-person statements:
 
 * where the user lives and moves ("I live in NYC", "I'm based in Austin", "we relocated
-  to Denver", "I just moved to SF last weekend") -> ``home.city``; where they are from
-  -> ``person.origin``;
-* rent and other recurring amounts ("I pay $2,400 a month in rent", "my rent is $2,400",
-  "I pay $15 a month for Netflix") -> ``home.rent`` / ``expense.<thing>``;
+  to Denver", "I've just moved to SF", "we moved from NYC to SF"; as a whole sentence
+  without "I" too: "Moved to SF last weekend!", "Living in Lisbon now") ->
+  ``home.city``; where they are from -> ``person.origin``;
+* rent and other recurring amounts ("I pay $2,400 a month in rent", "I live in NYC, rent
+  is $2,400", "I pay $15 a month for Netflix") -> ``home.rent`` / ``expense.<thing>``; a
+  rent said as a number alone ("my rent is 2400 a month") keeps no currency;
 * name and age -> ``person.name`` / ``person.age``; job and employer ("I work at X",
-  "I'm a nurse at X", "I joined X") -> ``work.employer`` / ``work.role``;
+  "I'm a nurse at X", "I joined X", "Started a new job at X today!") ->
+  ``work.employer`` / ``work.role``;
 * partner and pets -> ``family.partner`` / ``pets.<animal>``; allergies, intolerances
   and diet -> ``health.allergy.<x>`` / ``diet``;
 * likes, dislikes, preferences, favorites and games played -> ``likes.<x>``,
   ``dislikes.<x>``, ``prefers.<x>``, ``favorite.<thing>``, ``activity.<x>``;
 * negations ("I no longer ...", "I don't ... anymore", "I quit ...", "I moved out of X",
   "I'm not vegetarian anymore"), which invalidate the matching candidate belief.
+
+A state said to have lasted holds now ("I've been vegetarian for years", "I've been
+working at X since 2019"), and a change said as made is made ("I've quit smoking").
 
 It skips questions, hypotheticals and plans ("if I moved to Paris", "I might move",
 "I'd love to live in Rome someday", "I want to ..."), other people's facts ("my sister
@@ -118,7 +124,10 @@ _WORD = re.compile(r"[a-z0-9$€£][a-z0-9,.'\-]*")
 def _words(text: str) -> frozenset[str]:
     """The stems of ``text``'s words but stop words (cached: a user's candidates are
     compared with every fact of every turn)."""
-    return frozenset(_stem(w) for w in _WORD.findall(text.casefold())) - _STOP_STEMS
+    words = _WORD.findall(text.casefold())
+    # "$2,400" is also "2,400": an amount said without its currency is the same amount.
+    words += [w[1:] for w in words if w[0] in "$€£" and len(w) > 1]
+    return frozenset(_stem(w) for w in words) - _STOP_STEMS
 
 
 def _mentions(candidate: Candidate, value: str) -> bool:

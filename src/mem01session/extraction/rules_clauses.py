@@ -42,7 +42,7 @@ _INTERJECTION = re.compile(
 # "Hi, I'm Sam" introduces a name; "I'm Sam" alone is too ambiguous to read as one.
 _GREETING = re.compile(r"^(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I'm|I\s+am|this\s+is)\s+", re.I)
 _FILLER = re.compile(
-    r"\b(I|we|I'm|I\s+am|we're)\s+(?:(?:just|recently|finally|currently|now|still|actually"
+    r"\b(I|we|I'm|I\s+am|we're|I\s+have|we\s+have)\s+(?:(?:just|recently|finally|currently|now|still|actually"
     r"|really|also|absolutely|totally|honestly|officially|already|definitely)\s+)+",
     re.IGNORECASE,
 )
@@ -54,7 +54,8 @@ _TAIL = re.compile(
 )
 _TAIL_REACH = 24
 _CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although)\s+|,\s+")
-_SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our)\b", re.IGNORECASE)
+# Rent is a subject of its own too: "I live in NYC, rent is $2,400".
+_SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our|(?:the\s+)?rent(?:'s)?)\b", re.IGNORECASE)
 # A piece that is a clause of its own with another subject, or a subordinate one ("I love
 # music, it's my life"; "..., 'cause nature brings peace"): it ends the clause before.
 _OTHER_CLAUSE = re.compile(
@@ -138,9 +139,41 @@ def clauses(sentence: str) -> list[str]:
     return out
 
 
+# The present perfect reads as the pattern tables spell a fact. "I've" is "I have"; a
+# state that has lasted holds now ("I've been working at X" -> "I am working at X"); a
+# change made is said as done ("I've quit smoking" -> "I quit smoking"); "I've got" is
+# "I have" unless it is a job got.
+_HAVE = re.compile(r"\b(I|we)'ve\b", re.IGNORECASE)
+_HAVE_BEEN = re.compile(
+    r"\b(?:(I)|we)\s+have\s+been\s+(?=(?:working|living|based|employed|married|engaged"
+    r"|vegetarian|vegan|pescatarian|an?)\b)",
+    re.IGNORECASE,
+)
+_JOB_GOT = r"(?:a|an|the)\s+(?:new\s+)?(?:job|position|role|offer)\b"
+_HAVE_DONE = re.compile(
+    rf"\b(I|we)\s+have\s+(?=(?:quit|left|started|joined|adopted|stopped|got\s+{_JOB_GOT})\b)",
+    re.IGNORECASE,
+)
+_HAVE_GOT = re.compile(rf"\b(I|we)\s+have\s+got\b(?!\s+{_JOB_GOT})", re.IGNORECASE)
+# How long a fact has held, at the end ("... for ten years"): not part of the fact.
+_LASTED = re.compile(
+    r",?\s+for\s+(?:(?:over|almost|nearly|about|around|the\s+past|the\s+last)\s+)?"
+    r"(?:(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple"
+    r"(?:\s+of)?|several|many)\s+)?(?:years?|months?|weeks?|decades?|ages|a\s+while"
+    r"|a\s+long\s+time)$",
+    re.IGNORECASE,
+)
+_LASTED_REACH = 48
+
+
 def normalize(clause: str) -> str:
-    clause = _INTERJECTION.sub("", clause.strip())
+    clause = _HAVE.sub(r"\1 have", _INTERJECTION.sub("", clause.strip()))
+    clause = _HAVE_BEEN.sub(lambda m: "I am " if m[1] else "we are ", clause)
+    clause = _HAVE_GOT.sub(r"\1 have", _HAVE_DONE.sub(r"\1 ", clause))
     clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)
+    clause = clause.strip().rstrip(".!,")
+    if m := _LASTED.search(clause, max(0, len(clause) - _LASTED_REACH)):
+        clause = clause[: m.start()]
     while m := _TAIL.search(clause, max(0, len(clause) - _TAIL_REACH)):
         clause = clause[: m.start()]
     return clause.strip().rstrip(".!,")

@@ -35,6 +35,10 @@ def _neg(*keys: str, value: str | None = None, reason: str) -> list[Fact]:
     return [Fact(None, negate=True, keys=keys, value=value, reason=reason)]
 
 
+# "I'm no longer at Google", "I'm not working for Acme anymore"
+_AT_WORK = r"(?i:at|with|working\s+(?:at|for)|employed\s+(?:at|by))"
+
+
 @_rule(
     rf"^{I_}\s+(?i:moved\s+out\s+of|moved\s+away\s+from|left)\s+{PLACE}{END}",
     rf"^{I_}\s+{NOT}\s+(?i:live|reside)\s+in\s+{PLACE}{ANYMORE}{END}",
@@ -46,9 +50,11 @@ def _left_place(m: re.Match[str]) -> list[Fact]:
 
 @_rule(
     rf"^I\s+(?i:quit|left)\s+(?i:my)\s+(?i:job|position|role)(?:\s+(?i:at|with)\s+{ORG})?{END}",
-    rf"^I\s+(?i:was|got|have\s+been|'ve\s+been)\s+(?i:laid\s+off|fired|let\s+go)(?:\s+(?i:from|by)\s+{ORG})?{END}",
+    rf"^I\s+(?i:was|got|have\s+been)\s+(?i:laid\s+off|fired|let\s+go)(?:\s+(?i:from|by)\s+{ORG})?{END}",
     rf"^I\s+(?i:lost\s+my\s+job)(?:\s+(?i:at|with)\s+{ORG})?{END}",
     rf"^I\s+{NOT}\s+work\s+(?i:at|for)\s+{ORG}{ANYMORE}{END}",
+    rf"^{IM}\s+(?i:no\s+longer)\s+{_AT_WORK}\s+{ORG}{ANYMORE}{END}",
+    rf"^{IM}\s+(?i:not)\s+{_AT_WORK}\s+{ORG}\s+(?i:anymore|any\s+more|any\s+longer){END}",
     rf"^{IM}\s+(?i:unemployed|between\s+jobs|out\s+of\s+work|job\s+hunting){END}",
 )
 def _left_job(m: re.Match[str]) -> list[Fact]:

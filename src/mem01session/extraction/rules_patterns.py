@@ -25,6 +25,7 @@ from .rules_vocab import (
     NAME,
     NON_ROLES,
     NOT_NAMES,
+    NUMBER,
     ORG,
     PARTNER,
     PEOPLE,
@@ -54,12 +55,20 @@ ASSERTIONS: list[Rule] = []
 _rule = registrar(ASSERTIONS)
 
 
+# "I moved from Chicago to Austin": where the user lives is the second place.
+_LATELY = r"(?i:just|recently|finally|currently|now)"
+_FROM = rf"(?:(?i:from)\s+{PLACE.replace('?P<place>', '')}\s+)?"
+
+
 @_rule(
-    rf"^{I_}\s+(?i:live|reside|stay|have\s+lived|'ve\s+lived)\s+in\s+{PLACE}",
+    rf"^{I_}\s+(?i:live|reside|stay|have\s+lived)\s+in\s+{PLACE}",
     rf"^{IM}\s+(?i:based|living|located|settled)\s+in\s+{PLACE}",
-    rf"^{I_}\s+(?i:moved|relocated|have\s+moved|'ve\s+moved|have\s+relocated|'ve\s+relocated)"
-    rf"\s+(?:(?i:back)\s+)?to\s+{PLACE}",
+    rf"^{I_}\s+(?i:moved|relocated|have\s+moved|have\s+relocated)"
+    rf"\s+{_FROM}(?:(?i:back)\s+)?to\s+{PLACE}",
     rf"^(?i:my\s+home\s+is|home\s+is)\s+(?:(?i:in)\s+)?{PLACE}",
+    # Without "I", as people write in chat ("Moved to SF last week!"): the whole clause only.
+    rf"^(?:{_LATELY}\s+)?(?i:moved|relocated)\s+{_FROM}(?:(?i:back)\s+)?to\s+{PLACE}{END}",
+    rf"^(?:{_LATELY}\s+)?(?i:living|based)\s+in\s+{PLACE}{END}",
 )
 def _home(m: re.Match[str]) -> list[Fact]:
     place = expand_place(m["place"])
@@ -74,12 +83,19 @@ def _origin(m: re.Match[str]) -> list[Fact]:
     return [Fact("person.origin", f"Is from {place}", value=place)] if place else []
 
 
+# Said of rent, a number alone is an amount ("my rent is 2400 a month"); its currency
+# is not guessed.
+_RENT_AMOUNT = rf"(?:{MONEY}|{NUMBER})"
+
+
 @_rule(
-    rf"^{I_}\s+pay\s+(?:(?i:about|around|roughly)\s+)?{MONEY}(?:\s+{PERIOD})?\s+(?:(?i:in|for|of)\s+)?(?:(?i:my|the|our)\s+)?(?i:rent)(?:\s+{PERIOD2})?{END}",
-    rf"^(?:(?i:my|our|the)\s+)?(?:(?i:monthly)\s+)?(?i:rent)(?:'s|\s+(?i:is|went\s+up\s+to|was\s+raised\s+to|increased\s+to|is\s+now|costs?(?:\s+me)?))\s+(?:(?i:about|around|roughly)\s+)?{MONEY}(?:\s+{PERIOD})?{END}",
+    rf"^{I_}\s+pay\s+(?:(?i:about|around|roughly)\s+)?{_RENT_AMOUNT}(?:\s*{PERIOD})?\s+(?:(?i:in|for|of)\s+)?(?:(?i:my|the|our)\s+)?(?i:rent)(?:\s+{PERIOD2})?{END}",
+    rf"^(?:(?i:my|our|the)\s+)?(?:(?i:monthly)\s+)?(?i:rent)(?:'s|\s*:|\s+(?i:is|went\s+(?:up|down)\s+to|was\s+(?:raised|lowered|cut|reduced)\s+to|(?:increased|decreased|dropped)\s+to|is\s+now|costs?(?:\s+me)?))\s+(?:(?i:about|around|roughly)\s+)?{_RENT_AMOUNT}(?:\s*{PERIOD})?{END}",
 )
 def _rent(m: re.Match[str]) -> list[Fact]:
     amount = money(m)
+    if not amount:
+        return []
     return [Fact("home.rent", f"Pays {amount} {period(m, 'a month')} in rent", value=amount)]
 
 
@@ -148,6 +164,9 @@ def _role(m: re.Match[str]) -> list[Fact]:
     rf"^I\s+(?i:got|landed|started|accepted|took)\s+(?i:a|an|the)\s+(?:(?i:new)\s+)?(?i:job|position|role|offer)\s+(?i:at|with|from)\s+{ORG}",
     rf"^I\s+(?i:joined|started\s+at|started\s+working\s+at|got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by))\s+{ORG}",
     rf"^{IM}\s+(?i:employed\s+(?:at|by)|working\s+at)\s+{ORG}",
+    # Without "I": the whole clause only ("Started a new job at Stripe today!")
+    rf"^(?:{_LATELY}\s+)?(?i:got|landed|started|accepted|took)\s+(?i:a|an|the)\s+(?:(?i:new)\s+)?(?i:job|position|role)\s+(?i:at|with)\s+{ORG}{END}",
+    rf"^(?:{_LATELY}\s+)?(?i:joined|started\s+at|started\s+working\s+at)\s+{ORG}{END}",
 )
 def _employer(m: re.Match[str]) -> list[Fact]:
     org = m["org"].strip()
@@ -206,7 +225,7 @@ def _allergy(m: re.Match[str]) -> list[Fact]:
 
 @_rule(
     rf"^{IM}\s+(?:(?i:a|an|strictly|fully)\s+)?{DIET}{END}",
-    rf"^I\s+(?i:went|became|turned|have\s+gone|'ve\s+gone)\s+(?:(?i:a|an)\s+)?{DIET}{END}",
+    rf"^I\s+(?i:went|became|turned|have\s+gone)\s+(?:(?i:a|an)\s+)?{DIET}{END}",
     rf"^I\s+(?i:eat|follow|am\s+on|'m\s+on)\s+(?:(?i:a|an)\s+)?{DIET}\s+diet{END}",
 )
 def _diet(m: re.Match[str]) -> list[Fact]:

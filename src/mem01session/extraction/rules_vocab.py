@@ -83,6 +83,8 @@ MONEY = (
     r"(?P<amount>[$€£]\s?\d[\d,]*(?:\.\d{1,2})?(?i:k)?"
     r"|\d[\d,]*(?:\.\d{1,2})?\s?(?i:dollars|bucks|euros|pounds|usd|eur|gbp)\b)"
 )
+# A number said without a currency (where only an amount can be meant, as of rent).
+NUMBER = r"(?P<number>\d[\d,]*(?:\.\d{1,2})?(?i:k)?)"
 
 
 def per(name: str = "period") -> str:
@@ -195,13 +197,19 @@ def ok_name(name: str) -> bool:
 
 
 def money(m: re.Match[str]) -> str:
-    raw = m["amount"].replace(" ", "")
+    """The amount matched, written "$2,400"; a bare :data:`NUMBER` has no currency
+    ("2,400"), and is no amount below 10 ("" then)."""
+    raw = (m["amount"] or "").replace(" ", "")
     symbol = next((c for c in raw if c in "$€£"), None)
-    if symbol is None:
+    if not raw:
+        raw, symbol = m["number"].replace(" ", ""), ""
+    elif symbol is None:
         unit = re.sub(r"[\d.,]", "", raw).lower()
         symbol = {"euros": "€", "eur": "€", "pounds": "£", "gbp": "£"}.get(unit, "$")
     number = re.sub(r"[^\d.]", "", raw)
     value = float(number) * (1000 if raw.lower().endswith("k") else 1)
+    if not symbol and value < 10:
+        return ""
     text = f"{value:,.2f}" if value % 1 else f"{int(value):,}"
     return f"{symbol}{text}"
 
