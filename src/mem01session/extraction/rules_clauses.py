@@ -42,8 +42,9 @@ _INTERJECTION = re.compile(
 # "Hi, I'm Sam" introduces a name; "I'm Sam" alone is too ambiguous to read as one.
 _GREETING = re.compile(r"^(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I'm|I\s+am|this\s+is)\s+", re.I)
 _FILLER = re.compile(
-    r"\b(I|we|I'm|I\s+am|we're|I\s+have|we\s+have)\s+(?:(?:just|recently|finally|currently|now|still|actually"
-    r"|really|also|absolutely|totally|honestly|officially|already|definitely)\s+)+",
+    r"\b(I|we|I'm|I\s+am|we're|I\s+have|we\s+have)\s+(?:(?:just|recently|finally|currently"
+    r"|now|still|actually|really|also|absolutely|totally|honestly|officially|already"
+    r"|definitely)\s+)+",
     re.IGNORECASE,
 )
 # One "now" tail; stripped from the end one at a time, each looked for in the last few
