@@ -71,6 +71,14 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I've been to Paris twice.", False, []),
     ("I've been thinking about moving to Denver.", False, []),
     ("I'm not at Google right now.", False, []),
+    # pets said with a word about them, or a breed of two words
+    (
+        "I have a golden retriever named Rex.",
+        False,
+        [(A, None, "pets.dog", "Has a golden retriever named Rex")],
+    ),
+    ("Got a new puppy named Max!", False, [(A, None, "pets.dog", "Has a dog named Max")]),
+    ("I have a big family.", False, []),
     # -- rent and recurring amounts
     (
         "I live in NYC and pay $2,400 in rent.",

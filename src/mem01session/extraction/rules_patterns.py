@@ -190,8 +190,13 @@ def _married(m: re.Match[str]) -> list[Fact]:
     return [Fact("family.partner", f"Is {how} to {name}", value=name)] if ok_name(name) else []
 
 
+# "a new puppy", "a little dog": said of the pet, not part of what it is.
+_PET_WORD = r"(?:(?i:new|little|small|big|young|old|rescue|rescued|sweet|cute)\s+)?"
+
+
 @_rule(
-    rf"^{I_}\s+(?i:have|got|adopted)\s+{COUNT}\s+{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
+    rf"^{I_}\s+(?i:have|got|adopted)\s+{COUNT}\s+{_PET_WORD}{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
+    rf"^(?:{_LATELY}\s+)?(?i:got|adopted)\s+{COUNT}\s+{_PET_WORD}{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
     rf"^(?i:my|our)\s+{ANIMAL}(?:'s\s+name)?\s+(?i:is|'s)\s+(?:(?i:called|named)\s+)?{NAME}{END}",
 )
 def _pet(m: re.Match[str]) -> list[Fact]:

@@ -113,7 +113,8 @@ BREEDS = {
     "beagle": "dog", "labrador": "dog", "poodle": "dog", "terrier": "dog", "retriever": "dog",
     "bulldog": "dog", "spaniel": "dog", "husky": "dog", "dachshund": "dog", "chihuahua": "dog",
     "corgi": "dog", "collie": "dog", "pug": "dog", "siamese": "cat", "persian": "cat",
-    "maine coon": "cat", "tabby": "cat",
+    "maine coon": "cat", "tabby": "cat", "golden retriever": "dog", "german shepherd": "dog",
+    "border collie": "dog", "french bulldog": "dog",
 }  # fmt: skip
 ANIMALS |= BREEDS
 ANIMAL = rf"(?P<animal>(?i:{'|'.join(sorted(ANIMALS, key=len, reverse=True))}))\b"
