@@ -3,8 +3,9 @@
 A message is split into sentences (a bracketed note such as "[image: a photo of a dog]"
 is one of its own); questions are dropped; each sentence is split into clauses where a
 new statement of the user's starts (:func:`clauses`); hypotheticals and plans are
-dropped. What is left is tidied (:func:`normalize`: interjections, fillers and "now"
-tails off) for the pattern tables of :mod:`.rules_patterns` and :mod:`.rules_negations`.
+dropped. What is left is tidied (:func:`normalize`: interjections, fillers, "now" tails and
+how long a fact has held off; "I've ..." read as the tables spell it) for the pattern
+tables of :mod:`.rules_patterns` and :mod:`.rules_negations`.
 """
 
 from __future__ import annotations
@@ -41,12 +42,15 @@ _INTERJECTION = re.compile(
 )
 # "Hi, I'm Sam" introduces a name; "I'm Sam" alone is too ambiguous to read as one.
 _GREETING = re.compile(r"^(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I'm|I\s+am|this\s+is)\s+", re.I)
-_FILLER = re.compile(
-    r"\b(I|we|I'm|I\s+am|we're|I\s+have|we\s+have)\s+(?:(?:just|recently|finally|currently"
-    r"|now|still|actually|really|also|absolutely|totally|honestly|officially|already"
-    r"|definitely)\s+)+",
-    re.IGNORECASE,
+_ADVERBS = (
+    r"(?:just|recently|finally|currently|now|still|actually|really|also|absolutely|totally"
+    r"|honestly|officially|already|definitely)"
 )
+_FILLER = re.compile(
+    rf"\b(I|we|I'm|I\s+am|we're|I\s+have|we\s+have)\s+(?:{_ADVERBS}\s+)+", re.IGNORECASE
+)
+# ... and at the start of a clause said without "I" ("Just moved to SF!").
+_LEADING = re.compile(rf"^(?:{_ADVERBS}\s+)+", re.IGNORECASE)
 # One "now" tail; stripped from the end one at a time, each looked for in the last few
 # characters only (a search for a run of them ending the text would retry every start).
 _TAIL = re.compile(
@@ -168,7 +172,8 @@ _LASTED_REACH = 48
 
 
 def normalize(clause: str) -> str:
-    clause = _HAVE.sub(r"\1 have", _INTERJECTION.sub("", clause.strip()))
+    clause = _LEADING.sub("", _INTERJECTION.sub("", clause.strip()))
+    clause = _HAVE.sub(r"\1 have", clause)
     clause = _HAVE_BEEN.sub(lambda m: "I am " if m[1] else "we are ", clause)
     clause = _HAVE_GOT.sub(r"\1 have", _HAVE_DONE.sub(r"\1 ", clause))
     clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)

@@ -56,7 +56,6 @@ _rule = registrar(ASSERTIONS)
 
 
 # "I moved from Chicago to Austin": where the user lives is the second place.
-_LATELY = r"(?i:just|recently|finally|currently|now)"
 _FROM = rf"(?:(?i:from)\s+{PLACE.replace('?P<place>', '')}\s+)?"
 
 
@@ -67,8 +66,8 @@ _FROM = rf"(?:(?i:from)\s+{PLACE.replace('?P<place>', '')}\s+)?"
     rf"\s+{_FROM}(?:(?i:back)\s+)?to\s+{PLACE}",
     rf"^(?i:my\s+home\s+is|home\s+is)\s+(?:(?i:in)\s+)?{PLACE}",
     # Without "I", as people write in chat ("Moved to SF last week!"): the whole clause only.
-    rf"^(?:{_LATELY}\s+)?(?i:moved|relocated)\s+{_FROM}(?:(?i:back)\s+)?to\s+{PLACE}{END}",
-    rf"^(?:{_LATELY}\s+)?(?i:living|based)\s+in\s+{PLACE}{END}",
+    rf"^(?i:moved|relocated)\s+{_FROM}(?:(?i:back)\s+)?to\s+{PLACE}{END}",
+    rf"^(?i:living|based)\s+in\s+{PLACE}{END}",
 )
 def _home(m: re.Match[str]) -> list[Fact]:
     place = expand_place(m["place"])
@@ -165,8 +164,8 @@ def _role(m: re.Match[str]) -> list[Fact]:
     rf"^I\s+(?i:joined|started\s+at|started\s+working\s+at|got\s+hired\s+(?:at|by)|was\s+hired\s+(?:at|by))\s+{ORG}",
     rf"^{IM}\s+(?i:employed\s+(?:at|by)|working\s+at)\s+{ORG}",
     # Without "I": the whole clause only ("Started a new job at Stripe today!")
-    rf"^(?:{_LATELY}\s+)?(?i:got|landed|started|accepted|took)\s+(?i:a|an|the)\s+(?:(?i:new)\s+)?(?i:job|position|role)\s+(?i:at|with)\s+{ORG}{END}",
-    rf"^(?:{_LATELY}\s+)?(?i:joined|started\s+at|started\s+working\s+at)\s+{ORG}{END}",
+    rf"^(?i:got|landed|started|accepted|took)\s+(?i:a|an|the)\s+(?:(?i:new)\s+)?(?i:job|position|role)\s+(?i:at|with)\s+{ORG}{END}",
+    rf"^(?i:joined|started\s+at|started\s+working\s+at)\s+{ORG}{END}",
 )
 def _employer(m: re.Match[str]) -> list[Fact]:
     org = m["org"].strip()
@@ -196,7 +195,7 @@ _PET_WORD = r"(?:(?i:new|little|small|big|young|old|rescue|rescued|sweet|cute)\s
 
 @_rule(
     rf"^{I_}\s+(?i:have|got|adopted)\s+{COUNT}\s+{_PET_WORD}{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
-    rf"^(?:{_LATELY}\s+)?(?i:got|adopted)\s+{COUNT}\s+{_PET_WORD}{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
+    rf"^(?i:got|adopted)\s+{COUNT}\s+{_PET_WORD}{ANIMAL}(?:\s+(?i:named|called)\s+{NAME})?{END}",
     rf"^(?i:my|our)\s+{ANIMAL}(?:'s\s+name)?\s+(?i:is|'s)\s+(?:(?i:called|named)\s+)?{NAME}{END}",
 )
 def _pet(m: re.Match[str]) -> list[Fact]:
