@@ -432,6 +432,70 @@ def test_markup_in_a_user_id_is_printed_as_is(seeded: Seeded) -> None:
     assert line == "error: unknown user '[red]x[/red]': no memory recorded for this user"
 
 
+# What acts on a terminal: an SGR colour, an OSC retitling the window (ended by BEL), a
+# carriage return, a C1 CSI, a right-to-left override and an isolate.
+ACTIVE = ("\x1b", "\x07", "\r", "\x9b", "\u202e", "\u2066", "\u2069")
+HOSTILE_SESSION = "conv-\x1b[2J"
+
+
+async def _hostile(user: str) -> None:
+    """A belief, its evidence, its episode, a ledger reason and a failed job, each holding
+    characters that act on a terminal, and Chinese and an emoji that must stay as they are."""
+    async with Memory(Settings.from_env()) as memory:
+        engine = await memory.engine()
+        said = "I live in \u202eocsicnarF naS\x1b]0;pwned\x07 \u5317\u4eac \U0001f600"
+        result = await engine.apply(
+            user,
+            [
+                Op.add(
+                    "Lives in \u202eocsicnarF naS \x1b[31mred\x1b[0m\r\x9b2J",
+                    key="home\u2066x\u2069",
+                    evidence=said,
+                )
+            ],
+            provenance=Provenance(
+                session_id=HOSTILE_SESSION, job_id=1, observed_at=MONDAY, extractor="test"
+            ),
+            utterances=[Utterance(0, "user", said)],
+        )
+        belief = result.changes[0].belief_id
+        await engine.forget(user, belief, "asked to \x1b[5mforget\u202e")
+        store = JobStore(engine.db)
+        await store.enqueue(user, HOSTILE_SESSION, [TurnMessage("user", "hi")], now=WEDNESDAY)
+        [job] = await store.claim("w1", now=WEDNESDAY, lease=timedelta(minutes=1))
+        await store.fail(job, "w1", "failed on \x1b[31m\u202e", now=WEDNESDAY, retry_at=None)
+
+
+def test_words_from_a_conversation_never_act_on_the_terminal(env: str) -> None:
+    """Terminal controls and bidi overrides in stored text are printed as escapes by every
+    command that shows it; other scripts and emoji are printed as they are."""
+    asyncio.run(_hostile("mallory"))
+    [belief] = json.loads(ok("beliefs", "list", "--user", "mallory", "--all", "--json"))
+    outputs = {
+        "list": ok("beliefs", "list", "--user", "mallory", "--all"),
+        "show": ok("beliefs", "show", str(belief["id"]), "--user", "mallory"),
+        "history": ok("beliefs", "history", "--user", "mallory"),
+        "episodes": ok("episodes", "list", "--user", "mallory"),
+        "recall": ok("recall", "--user", "mallory", "where do I live?", "--explain", "--history"),
+        "jobs": ok("jobs", "list", "--user", "mallory"),
+        "users": ok("users"),
+    }
+    for name, out in outputs.items():
+        assert not any(ch in out for ch in ACTIVE), (name, out)
+    flat = {name: "".join(out.split()) for name, out in outputs.items()}  # cells wrap
+    assert "\\u202eocsicnarFnaS" in flat["list"]
+    assert "\\x1b[31mred\\x1b[0m\\x0d\\x9b2J" in flat["list"]
+    assert "home\\u2066x\\u2069" in flat["show"]
+    assert "\\x1b]0;pwned\\x07" in flat["episodes"] and "\u5317\u4eac\U0001f600" in flat["episodes"]
+    assert "asked to \\x1b[5mforget\\u202e" in " ".join(outputs["history"].split())
+    assert "conv-\\x1b[2J" in flat["jobs"] and "\\u202e" in flat["jobs"]
+    for listing in (["beliefs", "list", "--all"], ["episodes", "list"]):
+        out = ok(*listing, "--user", "mallory", "--json")
+        assert not any(ch in out for ch in ACTIVE), out
+        assert "\\u202e" in out and "\u5317\u4eac" in out  # the same text once parsed:
+        assert "\u202e" in json.dumps(json.loads(out), ensure_ascii=False)
+
+
 def test_erasing_an_unknown_user_leaves_no_tombstone(seeded: Seeded) -> None:
     failed("erase", "--user", "nobody", "--yes")
     failed("beliefs", "list", "--user", "nobody")

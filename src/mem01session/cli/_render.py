@@ -1,13 +1,16 @@
 """Rendering shared by the inspector commands: tables, timelines, JSON.
 
-Everything that came from a conversation is wrapped in :class:`rich.text.Text`, so
-brackets in a belief are printed as they are, never read as console markup.
+Everything that came from a conversation or a database row is shown through
+:func:`outside`: wrapped in :class:`rich.text.Text`, so brackets in a belief are printed as
+they are, never read as console markup, and with the characters that act on a terminal
+(:func:`inert`) shown as escapes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +26,29 @@ STATUS_STYLE = {
     "invalidated": "red",
     "merged": "blue",
 }
+
+
+# Terminal controls (C0 but tab and newline, DEL, C1) and the bidirectional embeddings,
+# overrides and isolates (U+202A-U+202E, U+2066-U+2069). Printed as they are, words a user
+# said could restyle the operator's terminal, retitle it, move its cursor, or make a line
+# read in another order than it is stored (the "Trojan Source" trick).
+_ACTIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: str) -> str:
+    """``text`` with what would act on a terminal shown as an escape (``\\x1b``,
+    ``\\u202e``); everything else, non-Latin scripts and emoji included, as it is."""
+    return _ACTIVE.sub(_escaped, text)
+
+
+def outside(text: str, style: str = "") -> Text:
+    """Text from a conversation or a row, to print: no markup read, nothing active."""
+    return Text(inert(text), style=style)
 
 
 def when(moment: datetime | None) -> str:
@@ -54,9 +80,9 @@ def source_summary(sources: Sequence[Source]) -> Text:
         return Text("-")
     src = next((s for s in reversed(sources) if s.evidence), sources[-1])
     parts = [src.session_id or "?", day(src.observed_at)]
-    text = Text(" ".join(parts))
+    text = outside(" ".join(parts))
     if src.evidence:
-        text.append(f' "{src.evidence}"', style="italic")
+        text.append(outside(f' "{src.evidence}"', style="italic"))
     if len(sources) > 1:
         text.append(f" (+{len(sources) - 1})")
     return text
@@ -79,7 +105,7 @@ def beliefs_table(beliefs: Iterable[Belief], *, show_all: bool) -> Table:
     table.add_column("conf", justify="right", no_wrap=True)
     table.add_column("source")
     for b in beliefs:
-        row: list[Text | str] = [f"#{b.id}", Text(b.content)]
+        row: list[Text | str] = [f"#{b.id}", outside(b.content)]
         if show_all:
             row.append(status(b.status) + Text(f" {link(b)}".rstrip()))
         row += [validity(b), f"{b.confidence:.2f}", source_summary(b.sources)]
@@ -95,12 +121,12 @@ def sources_table(sources: Sequence[Source]) -> Table:
     for s in sources:
         table.add_row(
             when(s.observed_at),
-            Text(s.session_id or "-"),
-            Text(s.item_ref or "-"),
-            Text(s.extractor or "-"),
+            outside(s.session_id or "-"),
+            outside(s.item_ref or "-"),
+            outside(s.extractor or "-"),
             "-" if s.job_id is None else str(s.job_id),
             "-" if s.episode_id is None else f"e#{s.episode_id}",
-            Text(s.evidence or "-", style="italic"),
+            outside(s.evidence or "-", style="italic"),
         )
     return table
 
@@ -108,11 +134,11 @@ def sources_table(sources: Sequence[Source]) -> Table:
 def said(episode: Episode) -> Text:
     """``e#N, when, in which conversation: "the words"`` (hidden ones marked)."""
     text = Text(f"e#{episode.id} {when(episode.said_at)} in ")
-    text.append(Text(episode.session_id))
+    text.append(outside(episode.session_id))
     text.append(": ")
     if episode.role == "assistant":
         text.append("(assistant) ")
-    text.append(json.dumps(episode.content, ensure_ascii=False), style="italic")
+    text.append(outside(json.dumps(episode.content, ensure_ascii=False), style="italic"))
     if episode.hidden_at is not None:
         text.append(f" (hidden {day(episode.hidden_at)}: a belief drawn from it was forgotten)")
     return text
@@ -129,13 +155,13 @@ def episodes_table(episodes: Iterable[Episode]) -> Table:
     table.add_column("beliefs", no_wrap=True)
     ordered = sorted(episodes, key=lambda e: (e.session_id, e.said_at, e.message, e.passage))
     for e in ordered:
-        words = Text(e.content, style="dim" if e.hidden_at is not None else "")
+        words = outside(e.content, style="dim" if e.hidden_at is not None else "")
         if e.hidden_at is not None:
             words.append(" (hidden)")
         table.add_row(
             f"e#{e.id}",
             when(e.said_at),
-            Text(e.session_id),
+            outside(e.session_id),
             e.role,
             words,
             ", ".join(f"#{b}" for b in e.belief_ids) or "-",
@@ -155,7 +181,7 @@ def _state(state: Mapping[str, Any] | None) -> Text:
             out += _state(src)
         return out
     text = Text(f"#{state.get('id')} ")
-    text.append(json.dumps(str(state.get("content", "")), ensure_ascii=False))
+    text.append(outside(json.dumps(str(state.get("content", "")), ensure_ascii=False)))
     text.append(" ")
     text += status(str(state.get("status", "?")))
     return text
@@ -179,7 +205,11 @@ def ledger_table(events: Iterable[LedgerEvent], *, title: str = "ledger") -> Tab
         if e.related_ids:
             subject += " (" + ", ".join(f"#{i}" for i in e.related_ids) + ")"
         table.add_row(
-            when(e.created_at), Text(e.op, style="bold"), subject, change(e), Text(e.reason or "")
+            when(e.created_at),
+            Text(e.op, style="bold"),
+            subject,
+            change(e),
+            outside(e.reason or ""),
         )
     return table
 
@@ -198,4 +228,7 @@ def jsonable(value: Any) -> Any:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+    """``value`` as indented JSON, non-ASCII text kept readable; what :func:`inert` escapes
+    is written as ``\\uXXXX`` (JSON escapes the rest of the controls itself)."""
+    text = json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+    return _ACTIVE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -104,14 +104,14 @@ def show(
 
     belief, events, episodes = with_pool(work)
     head = Text(f"#{belief.id} ", style="bold")
-    head.append(belief.content)
+    head.append(render.outside(belief.content))
     console().print(head)
     facts = [
         ("status", render.status(belief.status) + Text(f" {render.link(belief)}".rstrip())),
         ("valid", Text(render.validity(belief))),
         ("confidence", Text(f"{belief.confidence:.2f}")),
         ("version", Text(str(belief.version))),
-        ("key", Text(belief.key or "-")),
+        ("key", render.outside(belief.key or "-")),
         ("created", Text(render.when(belief.created_at))),
         ("updated", Text(render.when(belief.updated_at))),
         ("confirmed", Text(render.when(belief.last_confirmed_at))),

@@ -59,13 +59,13 @@ def list_cmd(
     for j in jobs:  # j.payload (the turn's text) is never shown
         table.add_row(
             f"#{j.id}",
-            Text(j.user_id),
-            Text(j.session_id),
+            render.outside(j.user_id),
+            render.outside(j.session_id),
             Text(j.status, style=JOB_STYLE.get(j.status, "")),
             str(j.attempts),
             render.when(j.created_at),
             render.when(j.updated_at),
-            Text(j.last_error or "", style="red"),
+            render.outside(j.last_error or "", style="red"),
         )
     console().print(table)
 
@@ -85,6 +85,7 @@ def retry_cmd(
 
     from ..queue.job_records import REFUSED
     from ..queue.jobs import JobStore
+    from . import _render as render
     from ._engine import with_engine
 
     async def work(engine: BeliefEngine) -> Job | None:
@@ -105,6 +106,6 @@ def retry_cmd(
     if job is None:
         fail(f"no failed job #{jid}")
     line = Text(f"job #{job.id} of user ")
-    line.append(job.user_id)
+    line.append(render.outside(job.user_id))
     line.append(f" is {job.status} again; a running worker will pick it up")
     console().print(line)

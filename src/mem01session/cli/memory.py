@@ -93,7 +93,7 @@ def _explained(result: RecallResult) -> Table:
         if isinstance(item, ScoredBelief):
             b = item.belief
             body = Text(f"#{b.id} ", style="bold")
-            body.append(Text(b.content))
+            body.append(render.outside(b.content))
             body.append(" (")
             body += render.status(b.status)
             body.append(")")
@@ -101,9 +101,9 @@ def _explained(result: RecallResult) -> Table:
         else:
             e = item.episode
             body = Text(f"e#{e.id} ", style="bold")
-            body.append(f'"{e.content}"', style="italic")
+            body.append(render.outside(f'"{e.content}"', style="italic"))
             body.append(f" (said {render.day(e.said_at)} in ")
-            body.append(Text(e.session_id))
+            body.append(render.outside(e.session_id))
             body.append(")")
             scores = _scores(s, ("fused", "relevance", "recency"))
         body.append("\n" + scores)
@@ -176,7 +176,7 @@ def forget(
 
     belief, result = with_engine(work)
     line = Text(f"forgot #{belief.id} ")
-    line.append(belief.content)
+    line.append(render.outside(belief.content))
     line.append(" (now ")
     line += render.status("invalidated")
     line.append(f"); reason: {reason}; memory version {result.user_version}")

@@ -74,7 +74,7 @@ def users(
     table.add_column("erased", no_wrap=True)
     for u in found:
         beliefs = f"{u.active}" if u.total == u.active else f"{u.active} of {u.total}"
-        row: list[Text | str] = [Text(u.user_id), beliefs]
+        row: list[Text | str] = [render.outside(u.user_id), beliefs]
         if show_episodes:
             row.append(str(u.episodes))
         row.append(render.when(u.updated_at))
