@@ -179,7 +179,7 @@ class Phase:
 
     loaded: bool
     separate: bool = False  # the worker in a process of its own (mem01session worker)
-    frozen: bool = False  # gc.freeze() before the phase, as a server may after start-up
+    frozen: bool = False  # gc.freeze() before the phase and once its memory is ready
     gives_way: bool = True  # False: WorkerPolicy(yield_to_runs=0), the worker never waits
     round: int = 1  # which time this machine state runs (Sizes.rounds)
     bare: Runs = field(default_factory=Runs)
@@ -289,6 +289,9 @@ async def _mem(
     memory = await open_memory(url, embedder, run_worker=not phase.separate, worker_policy=policy)
     await memory.ready()
     worker = start_worker(url, embedder) if phase.separate else None
+    if phase.frozen:  # where the README has a server freeze: its memory opened and ready
+        gc.collect()
+        gc.freeze()
     try:
         span = await _converse(url, memory, worker, convs, phase)
         if not phase.separate:

@@ -273,8 +273,9 @@ def note(r: LoadResult) -> str:
         "process's full garbage collections while the conversations ran, and the longest "
         "(each stops every conversation of the process while it runs). 'Start-up frozen': "
         "the same busy machine, `gc.collect()` then `gc.freeze()` called before the "
-        "state's runs (both sides alike), as the README suggests a server do once its "
-        "start-up is done: what the process held then is left out of later collections "
+        "state's runs (both sides alike) and again once each Mem01Session side's memory "
+        "is open and ready, where the README has a server call it when its start-up is "
+        "done: what the process held then is left out of later collections "
         "(`gc.unfreeze()` after). "
         + capacity(r)
         + " Recall at scale: one user's synthetic beliefs COPY'd as in the latency "
