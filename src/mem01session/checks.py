@@ -79,6 +79,10 @@ def check_moment(name: str, value: object) -> datetime:
     return aware(value)
 
 
+# Files of the zone database that stand for the machine's own zone, not a place.
+_MACHINE_ZONES = frozenset({"localtime", "posixrules"})
+
+
 def check_timezone(name: str, value: object) -> tzinfo:
     """An IANA time zone name (``"Europe/Lisbon"``, ``"UTC"``), as its zone."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -86,6 +90,12 @@ def check_timezone(name: str, value: object) -> tzinfo:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(
             f"{name} must be an IANA time zone name such as 'Europe/Lisbon', got {value!r:.60}"
+        )
+    if value in _MACHINE_ZONES:
+        raise ConfigError(
+            f"{name} must be an IANA time zone name such as 'Europe/Lisbon', got {value!r}: "
+            "that file names the zone of whichever machine reads it (a worker elsewhere "
+            "would read another), not the user's"
         )
     try:
         return ZoneInfo(value)
