@@ -124,6 +124,20 @@ async def test_as_of_answers_what_was_true_then(
     assert [s.belief.id for s in result.beliefs] == ids
 
 
+async def test_a_question_about_time_is_told_which_day_it_is_unless_read_as_of_another(
+    engine: BeliefEngine, db: Database, embedder: HashingEmbedder
+) -> None:
+    await _berlin_paris(db, embedder)
+    today = NOW.date()
+    said = f"Today is {today:%A}, {today.day} {today:%b %Y}.\n"
+    asked = await engine.recall("u1", RecallRequest("since when does the user live in Paris?"))
+    assert asked.text.splitlines(keepends=True)[2] == said
+    assert asked.tokens == engine.token_counter.count(asked.text)
+    assert said not in (await engine.recall("u1", RecallRequest("where does the user live"))).text
+    then = RecallRequest("since when does the user live there?", as_of=APR + timedelta(days=1))
+    assert "Today is" not in (await engine.recall("u1", then)).text
+
+
 async def test_as_of_includes_invalidated_beliefs_while_they_held(
     engine: BeliefEngine, db: Database, embedder: HashingEmbedder
 ) -> None:

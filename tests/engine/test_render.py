@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -25,6 +26,7 @@ from mem01session.engine.render import (
     OPEN,
     QUOTES_HEADER,
     Style,
+    asks_from_now,
     asks_when,
     escape,
     format_record,
@@ -114,6 +116,24 @@ def test_a_record_is_its_statement_and_only_the_details_that_carry_information()
 )
 def test_questions_about_time_are_recognised(query: str, when: bool) -> None:
     assert asks_when(query) is when
+
+
+@pytest.mark.parametrize(
+    ("query", "from_now"),
+    [
+        ("How long ago did I move?", True),
+        ("since when do I live in Lisbon?", True),
+        ("How old is Max now?", True),
+        ("How many years have I worked at Acme?", True),
+        ("¿Desde cuándo vivo en Lisboa?", True),
+        ("我搬家多久了?", True),
+        ("When did I move?", False),
+        ("What year did I start at Acme?", False),
+        ("Where do I live?", False),
+    ],
+)
+def test_questions_reckoned_from_today_are_recognised(query: str, from_now: bool) -> None:
+    assert asks_from_now(query) is from_now
 
 
 def test_the_frame_fits_in_25_tokens() -> None:
@@ -281,6 +301,23 @@ def test_block_with_quotes_never_exceeds_budget(
     assert {q.content for q in read} == said
     if any(b.belief.id == 1 for b in block.packed):  # its words are not repeated as quotes
         assert all(1 not in q.episode.belief_ids for q in block.quoted)
+
+
+def test_the_day_is_said_with_the_dates_only() -> None:
+    counter = default_token_counter()
+    today = Style(dates=True, today=datetime(2026, 12, 3, tzinfo=UTC).date())
+    block = render_block(ranked(["Lives in Porto"]), counter, 500, style=today)
+    assert block.text.split("\n")[1:4] == [
+        HEADER.strip().split("\n")[1],
+        "Today is Thursday, 3 Dec 2026.",
+        "- Lives in Porto (1 Jan 2026)",
+    ]
+    assert block.tokens == counter.count(block.text)
+    undated = render_block(
+        ranked(["Lives in Porto"]), counter, 500, style=replace(today, dates=False)
+    )
+    assert "Today" not in undated.text
+    assert render_block([], counter, 500, style=today).text == ""  # nothing recalled: no block
 
 
 def test_quotes_are_grouped_by_day_oldest_first_after_the_records() -> None:

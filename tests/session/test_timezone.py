@@ -39,14 +39,14 @@ async def say(session: Mem01Session, words: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("timezone", "at", "midnight_before", "moved", "said"),
+    ("timezone", "at", "midnight_before", "moved", "said", "today"),
     [
         ("America/Los_Angeles", EVENING_IN_LA, datetime(2026, 11, 29, 8, tzinfo=UTC),
-         "29 Nov 2026", "30 Nov 2026:"),
+         "29 Nov 2026", "30 Nov 2026:", "Thursday, 3 Dec 2026"),
         ("Asia/Tokyo", NIGHT_IN_TOKYO, datetime(2026, 11, 30, 15, tzinfo=UTC),
-         "1 Dec 2026", "2 Dec 2026:"),
+         "1 Dec 2026", "2 Dec 2026:", "Saturday, 5 Dec 2026"),
         (None, EVENING_IN_LA, datetime(2026, 11, 30, tzinfo=UTC),  # UTC's days
-         "30 Nov 2026", "1 Dec 2026:"),
+         "30 Nov 2026", "1 Dec 2026:", "Friday, 4 Dec 2026"),
     ],
 )  # fmt: skip
 async def test_yesterday_and_the_dates_shown_are_the_users_days(
@@ -58,9 +58,11 @@ async def test_yesterday_and_the_dates_shown_are_the_users_days(
     midnight_before: datetime,
     moved: str,
     said: str,
+    today: str,
 ) -> None:
     clock = Clock(at)
-    memory = memories(extractor=RuleExtractor(), clock=clock)
+    on_the_clock = BeliefEngine(engine.db, engine.embedder, clock=clock)  # its "today" too
+    memory = memories(extractor=RuleExtractor(), clock=clock, engine=on_the_clock)
     monday = make_session("monday", "lena", memory=memory, timezone=timezone)
     await say(monday, "I moved to Lisbon yesterday.")
     await say(monday, "I lost my job as a banker yesterday.")  # no belief: a quote
@@ -74,6 +76,9 @@ async def test_yesterday_and_the_dates_shown_are_the_users_days(
     sent = await say(friday, "When did I move, and when did I lose my job?")
     assert f"Lives in Lisbon ({moved})" in sent
     assert said + '\\n- \\"I lost my job as a banker yesterday.\\"' in sent
+    assert "Today is" not in sent  # the dates answer it
+    # A question reckoned from today is told the user's day.
+    assert f"override them.\\nToday is {today}.\\n" in await say(friday, "How long ago was that?")
     assert friday.timezone == timezone
     # The agent's search tool, bound to the session, dates in the same zone.
     model, _ = await run(friday, "Look it up.", call("search_memory", "s1", query="Lisbon"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date
 from functools import lru_cache
 
 from ..tokens import TokenCounter
@@ -61,13 +62,25 @@ def pending_turns_note(count: int, *, more: bool = False) -> str:
     return f"Still being processed, so not in these notes: {turns} of the user elsewhere.\n"
 
 
+def today_line(today: date) -> str:
+    """The line that says which day it is for the user, under a question about time: the
+    model can then tell how long ago a dated note or quote was said."""
+    return f"Today is {today:%A}, {today.day} {today:%b %Y}.\n"
+
+
 @lru_cache(maxsize=64)
 def frame(
-    counter: TokenCounter, newer_turns: int, pending_turns: int, quoted: int = 0
+    counter: TokenCounter,
+    newer_turns: int,
+    pending_turns: int,
+    quoted: int = 0,
+    today: date | None = None,
 ) -> tuple[str, int]:
     """The header (with its notes) and what header and footer cost; ``pending_turns``
-    queued turns of which ``quoted`` have their words at the end of the block."""
-    header = HEADER + (newer_turns_note(newer_turns) if newer_turns > 0 else "")
+    queued turns of which ``quoted`` have their words at the end of the block; ``today``:
+    the user's day, said under the header's first line."""
+    header = HEADER + (today_line(today) if today is not None else "")
+    header += newer_turns_note(newer_turns) if newer_turns > 0 else ""
     if pending_turns > quoted:
         header += pending_turns_note(pending_turns - quoted, more=quoted > 0)
     return header, counter.count(header) + counter.count(FOOTER)

@@ -32,7 +32,7 @@ from .candidates import (
 from .episode_candidates import fetch_episodes
 from .parts import EngineParts
 from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
-from .render import Style, asks_when, render_block
+from .render import Style, asks_from_now, asks_when, render_block
 
 log = get_logger(__name__)
 
@@ -185,7 +185,7 @@ async def read_block(
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
     ranked = await _ranked(parts, user_id, request, pool, probe, sources)
-    style = Style(asks_when(ranked.query), request.provenance, request.zone)
+    style = _style(parts, request, ranked.query)
     block = render_block(
         ranked.beliefs,
         parts.token_counter,
@@ -213,12 +213,22 @@ async def read_block(
     return result, ranked.probed
 
 
+def _style(parts: EngineParts, request: RecallRequest, query: str) -> Style:
+    """How the block of ``request`` is written: under a question about time, with dates;
+    under one reckoned from today ("how long ago"), with the user's day today too (not for
+    a read ``as_of`` another moment)."""
+    today = None
+    if request.as_of is None and asks_from_now(query):
+        today = parts.now().astimezone(request.zone).date()
+    return Style(today is not None or asks_when(query), request.provenance, request.zone, today)
+
+
 def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) -> RecallResult:
     """``result`` rendered again with the notes of ``request`` (``newer_turns``,
     ``pending_turns``, ``pending_said``): the same records and quotes, the lowest-scored
     left out if the notes take their room. No statement, no embedding: what was read is
     reused."""
-    style = Style(asks_when(clean_query(request.query)), request.provenance, request.zone)
+    style = _style(parts, request, clean_query(request.query))
     block = render_block(
         result.beliefs,
         parts.token_counter,

@@ -20,7 +20,10 @@ Turns of the user still queued for extraction close the block with their words (
 
 A record is its statement, plus a parenthesis only where it carries information: the end
 of validity of a belief that no longer holds (``until``, ``no longer true``), and the date
-a belief was observed when the question asks about time (:func:`asks_when`). Ids and
+a belief was observed when the question asks about time (:func:`asks_when`); when its
+answer is reckoned from today ("how long ago", :func:`asks_from_now`) the block also says,
+under its first line, which day it is for the user (``Today is Thursday, 3 Dec 2026.``; not
+for a read ``as_of`` another moment). Ids and
 provenance are left out of the default block (the model needs neither to answer;
 ``explain``, ``memory_history`` and the inspector have them); ``provenance="brief"`` adds
 where and when a belief was said, ``"quote"`` also the id and the quoted evidence, for
@@ -74,6 +77,24 @@ _WHEN = re.compile(
 )
 
 
+# Questions whose answer is reckoned from today ("how long ago", "since when"): the block
+# then says which day it is for the user. Other questions about time ("when did I move?")
+# are answered by the dates alone.
+_FROM_NOW = re.compile(
+    r"\b(?:how long|ago|since when|how old|how many (?:years|months|weeks|days)"
+    r"|desde cu[aá]ndo|depuis quand|seit wann|h[aá] quanto|сколько времени|hoe lang"
+    r"|jak d[łl]ugo|hur l[äa]nge|kuinka kauan|jak dlouho|mióta|bao lâu|berapa lama"
+    r"|πόσο καιρό)\b|多久|얼마나 오래|นานเท่าไหร่",
+    re.IGNORECASE,
+)
+
+
+def asks_from_now(query: str) -> bool:
+    """Whether ``query``'s answer is reckoned from today (``how long ago``, ``since when``,
+    ``how old``): its block then says which day it is for the user."""
+    return bool(_FROM_NOW.search(query))
+
+
 def asks_when(query: str) -> bool:
     """Whether ``query`` asks about time (then records show when they were observed), in
     English and the other languages of :mod:`mem01session._secret_rules`' passwords."""
@@ -91,12 +112,14 @@ def day(moment: datetime, zone: tzinfo = UTC) -> str:
 
 @dataclass(frozen=True)
 class Style:
-    """How records are written: dates for questions about time, the provenance level, and
-    the time zone whose days the dates are (the user's, else UTC)."""
+    """How records are written: dates for questions about time, the provenance level, the
+    time zone whose days the dates are (the user's, else UTC), and the user's day today
+    (said in the header, with the dates, for a question reckoned from it; None: not said)."""
 
     dates: bool = False
     provenance: BlockProvenance = "none"
     zone: tzinfo = UTC
+    today: date | None = None
 
 
 def _details(belief: Belief, style: Style) -> list[str]:
@@ -325,8 +348,9 @@ def render_block(
     """
     if not ranked and not episodes and not pending_turns:
         return EMPTY
+    today = style.today if style.dates else None
     header, used, tail, quoted = _framed(counter, max_tokens, newer_turns, pending_turns,
-                                         pending_said[:pending_turns])  # fmt: skip
+                                         pending_said[:pending_turns], today)  # fmt: skip
     if used > max_tokens:
         return EMPTY
     packing = _Packing(counter, header, used, tail)
@@ -372,18 +396,23 @@ def render_block(
 
 
 def _framed(
-    counter: TokenCounter, max_tokens: int, newer: int, pending: int, said: Sequence[str]
+    counter: TokenCounter,
+    max_tokens: int,
+    newer: int,
+    pending: int,
+    said: Sequence[str],
+    today: date | None,
 ) -> tuple[str, int, str, int]:
     """The header, what the frame and the queued turns' words cost, those words' section,
     and how many turns it quotes (none when they do not fit beside the frame)."""
     if said:
-        _, cost = frame(counter, newer, pending, len(said))
+        _, cost = frame(counter, newer, pending, len(said), today)
         tail, tail_tokens, quoted = pending_words(counter, said, max_tokens - cost)
         if quoted:
-            header, cost = frame(counter, newer, pending, quoted)
+            header, cost = frame(counter, newer, pending, quoted, today)
             if cost + tail_tokens <= max_tokens:
                 return header, cost + tail_tokens, tail, quoted
-    header, cost = frame(counter, newer, pending)
+    header, cost = frame(counter, newer, pending, today=today)
     return header, cost, "", 0
 
 
