@@ -26,6 +26,7 @@ KNOWN = (
     Candidate("b13", "Pays $15 a month for Netflix", "expense.netflix"),
     Candidate("b14", "Has a cat", "pets.cat"),
     Candidate("b15", "Favorite color is blue", "favorite.color"),
+    Candidate("b16", "Is engaged", "family.status"),
 )
 
 Row = tuple[str, str | None, str | None, str | None]
@@ -71,6 +72,28 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I've been to Paris twice.", False, []),
     ("I've been thinking about moving to Denver.", False, []),
     ("I'm not at Google right now.", False, []),
+    # where the user was born or grew up; married without a name; a fan; a closing remark
+    ("I was born in Lagos.", False, [(A, None, "person.origin", "Was born in Lagos")]),
+    ("I grew up in the Bronx.", False, [(A, None, "person.origin", "Grew up in the Bronx")]),
+    ("I was born in March.", False, []),
+    ("I grew up in a small town.", False, []),
+    ("I got married last month!", False, [(A, None, "family.status", "Is married")]),
+    ("We got married to Anna in June.", False, [(A, None, "family.partner", "Is married to Anna")]),
+    ("I'm getting married next year.", False, []),
+    ("My sister got married.", False, []),
+    ("I'm a big fan of jazz.", False, [(A, None, "likes.jazz", "Is a fan of jazz")]),
+    (
+        "I'm not a fan of horror movies.",
+        False,
+        [(A, None, "dislikes.horror-movies", "Is not a fan of horror movies")],
+    ),
+    ("I'm a big fan of your work.", False, []),
+    (
+        "I'm allergic to cats, sadly.",
+        False,
+        [(A, None, "health.allergy.cats", "Is allergic to cats")],
+    ),
+    ("I love sushi lol", False, [(A, None, "likes.sushi", "Loves sushi")]),
     # pets said with a word about them, or a breed of two words
     (
         "I have a golden retriever named Rex.",
@@ -235,7 +258,7 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("My sister lives in Rome.", False, []),
     ("My friend works at Google.", False, []),
     ("My husband's car costs $300 a month.", False, []),
-    ("I'm a big fan of jazz.", False, []),
+    ("I'm a huge fan of this place.", False, []),
     ("I love it!", False, []),
     ("Thanks, that was helpful.", False, []),
     ("Please book a table for two tonight.", False, []),
@@ -314,7 +337,9 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I've quit smoking.", True, [(INV, "b10", None, None)]),
     ("I no longer like sushi.", True, [(INV, "b7", None, None)]),
     ("My dog Rex died.", True, [(INV, "b5", None, None)]),
-    ("I got divorced.", True, [(INV, "b8", None, None)]),
+    ("I got divorced.", True, [(INV, "b8", None, None), (INV, "b16", None, None)]),
+    # married: a status beside the partner named, which it does not replace
+    ("I got married!", True, [(S, "b16", "family.status", "Is married")]),
     ("I cancelled my Netflix subscription.", True, [(INV, "b13", None, None)]),
     ("I'm not allergic to peanuts anymore.", True, [(INV, "b12", None, None)]),
     ("I'm retired.", True, [(INV, "b3", None, None), (INV, "b11", None, None)]),

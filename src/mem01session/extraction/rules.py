@@ -6,17 +6,19 @@ sentence, and recognizes plain first-person statements:
 * where the user lives and moves ("I live in NYC", "I'm based in Austin", "we relocated
   to Denver", "I've just moved to SF", "we moved from NYC to SF"; as a whole sentence
   without "I" too: "Moved to SF last weekend!", "Living in Lisbon now") ->
-  ``home.city``; where they are from -> ``person.origin``;
+  ``home.city``; where they are from, were born or grew up -> ``person.origin``;
 * rent and other recurring amounts ("I pay $2,400 a month in rent", "I live in NYC, rent
   is $2,400", "I pay $15 a month for Netflix") -> ``home.rent`` / ``expense.<thing>``; a
   rent said as a number alone ("my rent is 2400 a month") keeps no currency;
 * name and age -> ``person.name`` / ``person.age``; job and employer ("I work at X",
   "I'm a nurse at X", "I joined X", "Started a new job at X today!") ->
   ``work.employer`` / ``work.role``;
-* partner and pets -> ``family.partner`` / ``pets.<animal>``; allergies, intolerances
+* partner, married or engaged ("I got married last month") and pets ->
+  ``family.partner`` / ``family.status`` / ``pets.<animal>``; allergies, intolerances
   and diet -> ``health.allergy.<x>`` / ``diet``;
-* likes, dislikes, preferences, favorites and games played -> ``likes.<x>``,
-  ``dislikes.<x>``, ``prefers.<x>``, ``favorite.<thing>``, ``activity.<x>``;
+* likes ("I'm a big fan of jazz"), dislikes, preferences, favorites and games played ->
+  ``likes.<x>``, ``dislikes.<x>``, ``prefers.<x>``, ``favorite.<thing>``,
+  ``activity.<x>``;
 * negations ("I no longer ...", "I don't ... anymore", "I quit ...", "I moved out of X",
   "I'm not vegetarian anymore"), which invalidate the matching candidate belief.
 
@@ -67,7 +69,7 @@ __all__ = ["RuleExtractor", "extract_facts"]
 RULES = (*NEGATIONS, *ASSERTIONS)
 _SINGLE_KEYS = frozenset(
     "home.city home.rent person.name person.age person.origin work.employer work.role "
-    "education.school family.partner diet".split()
+    "education.school family.partner family.status diet".split()
 )
 _SINGLE_PREFIXES = ("favorite.", "expense.")
 _MULTI_PREFIXES = ("pets.",)

@@ -3,9 +3,10 @@
 A message is split into sentences (a bracketed note such as "[image: a photo of a dog]"
 is one of its own); questions are dropped; each sentence is split into clauses where a
 new statement of the user's starts (:func:`clauses`); hypotheticals and plans are
-dropped. What is left is tidied (:func:`normalize`: interjections, fillers, "now" tails and
-how long a fact has held off; "I've ..." read as the tables spell it) for the pattern
-tables of :mod:`.rules_patterns` and :mod:`.rules_negations`.
+dropped. What is left is tidied (:func:`normalize`: interjections, fillers, "now" tails, a
+closing remark ("..., sadly") and how long a fact has held off; "I've ..." read as the
+tables spell it) for the pattern tables of :mod:`.rules_patterns` and
+:mod:`.rules_negations`.
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ _FILLER = re.compile(
 _LEADING = re.compile(rf"^(?:{_ADVERBS}\s+)+", re.IGNORECASE)
 # One "now" tail; stripped from the end one at a time, each looked for in the last few
 # characters only (a search for a run of them ending the text would retry every start).
+# A remark on it closing the clause goes the same way ("I'm allergic to cats, sadly").
 _TAIL = re.compile(
-    r",?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well)$",
+    r",?\s+(?:right\s+now|now|these\s+days|at\s+the\s+moment|currently|too|as\s+well"
+    r"|sadly|unfortunately|fortunately|luckily|thankfully|though|btw|by\s+the\s+way|lol"
+    r"|haha|honestly|actually)$",
     re.IGNORECASE,
 )
 _TAIL_REACH = 24

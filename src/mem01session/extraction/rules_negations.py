@@ -82,7 +82,8 @@ def _diet_ended(m: re.Match[str]) -> list[Fact]:
     rf"^(?:{IM}\s+(?i:divorced|single|separated)(?:\s+now)?|(?i:we)\s+(?i:broke\s+up|split\s+up|separated|got\s+divorced)){END}",
 )
 def _partner_ended(m: re.Match[str]) -> list[Fact]:
-    return _neg("family.partner", value=m.groupdict().get("name"), reason="relationship ended")
+    name = m.groupdict().get("name")
+    return _neg("family.partner", "family.status", value=name, reason="relationship ended")
 
 
 @_rule(

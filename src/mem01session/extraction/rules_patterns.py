@@ -82,6 +82,24 @@ def _origin(m: re.Match[str]) -> list[Fact]:
     return [Fact("person.origin", f"Is from {place}", value=place)] if place else []
 
 
+# Capitalized, but a time, not a place: "I was born in March".
+_NOT_PLACES = frozenset(
+    """january february march april may june july august september october november
+    december monday tuesday wednesday thursday friday saturday sunday""".split()
+)
+
+
+@_rule(rf"^I\s+(?P<how>(?i:grew\s+up|was\s+born|was\s+raised))\s+in\s+{PLACE}")
+def _grew_up(m: re.Match[str]) -> list[Fact]:
+    place = expand_place(m["place"])
+    if not place or place.casefold() in _NOT_PLACES:
+        return []
+    if place[0].islower() and not place.startswith("the "):
+        return []
+    how = {"grew up": "Grew up", "was born": "Was born"}.get(" ".join(m["how"].lower().split()))
+    return [Fact("person.origin", f"{how or 'Was raised'} in {place}", value=place)]
+
+
 # Said of rent, a number alone is an amount ("my rent is 2400 a month"); its currency
 # is not guessed.
 _RENT_AMOUNT = rf"(?:{MONEY}|{NUMBER})"
@@ -183,10 +201,24 @@ def _partner(m: re.Match[str]) -> list[Fact]:
     )
 
 
-@_rule(rf"^{IM}\s+(?P<how>(?i:married|engaged))\s+to\s+{NAME}{END}")
+@_rule(
+    rf"^{IM}\s+(?P<how>(?i:married|engaged))\s+to\s+{NAME}{END}",
+    rf"^{I_}\s+(?i:got)\s+(?P<how>(?i:married|engaged))\s+to\s+{NAME}",
+)
 def _married(m: re.Match[str]) -> list[Fact]:
     how, name = m["how"].lower(), m["name"]
     return [Fact("family.partner", f"Is {how} to {name}", value=name)] if ok_name(name) else []
+
+
+# Married without a name ("I got married last month!"): a status of its own, beside the
+# partner a user names (which it must not replace).
+@_rule(
+    rf"^{IM}\s+(?P<how>(?i:married|engaged)){END}",
+    rf"^{I_}\s+(?i:got)\s+(?P<how>(?i:married|engaged))(?!\s+(?i:to)\b)",
+)
+def _wed(m: re.Match[str]) -> list[Fact]:
+    how = m["how"].lower()
+    return [Fact("family.status", f"Is {how}", value=how)]
 
 
 # "a new puppy", "a little dog": said of the pet, not part of what it is.
@@ -273,6 +305,28 @@ def _dislikes(m: re.Match[str]) -> list[Fact]:
     verb = _DISLIKE_CONTENT[" ".join(m["verb"].lower().split())]
     things = items(m["x"], definite=False)
     return [Fact(f"dislikes.{slug(x)}", f"{verb} {x}", value=x) for x in things if slug(x)]
+
+
+# "I'm a big fan of jazz"; not the assistant's ("I'm a fan of yours", "of your work").
+_FAN = r"(?:(?i:a)\s+)?(?:(?i:big|huge|massive|great|long-?time|die-?hard)\s+)?(?i:fan)\s+of"
+_NOT_THINGS = PRONOUNS | {"your", "yours", "his", "hers", "their", "theirs", "everything"}
+
+
+def _fan_of(m: re.Match[str], key: str, content: str) -> list[Fact]:
+    things = items(m["x"], definite=False)
+    if not things or any(x.split()[0].lower() in _NOT_THINGS for x in things):
+        return []
+    return [Fact(f"{key}.{slug(x)}", f"{content} {x}", value=x) for x in things if slug(x)]
+
+
+@_rule(rf"^{IM}\s+{_FAN}\s+{PHRASE}{END}")
+def _fan(m: re.Match[str]) -> list[Fact]:
+    return _fan_of(m, "likes", "Is a fan of")
+
+
+@_rule(rf"^{IM}\s+(?i:not)\s+{_FAN}\s+{PHRASE}{END}")
+def _not_fan(m: re.Match[str]) -> list[Fact]:
+    return _fan_of(m, "dislikes", "Is not a fan of")
 
 
 @_rule(rf"^I\s+(?:(?i:generally|usually|always)\s+)?(?i:prefer)\s+{PHRASE}{END}")
