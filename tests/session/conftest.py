@@ -117,6 +117,8 @@ async def memories(
     opened: list[Memory] = []
 
     def make(**options: Any) -> Memory:
+        if "clock" in options and "engine" not in options:  # the engine keeps the clock
+            options["engine"] = BeliefEngine(engine.db, engine.embedder, clock=options["clock"])
         options.setdefault("engine", engine)
         options.setdefault("extractor", extractor)
         memory = Memory(**options)

@@ -11,7 +11,7 @@ import socket
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -228,6 +228,16 @@ def test_a_part_of_the_wrong_kind_is_refused_when_the_memory_is_made(
     settings raised AttributeError; run_worker="no" meant yes)."""
     with pytest.raises(ConfigError, match=re.escape(message)):
         Memory(**options)  # type: ignore[arg-type]
+
+
+def test_a_memory_on_a_given_engine_keeps_the_engines_clock(engine: BeliefEngine) -> None:
+    """Turns are stamped by the memory's clock and recalls reckoned by the engine's: a
+    memory on a given engine has the engine's, and a second one is refused."""
+    moment = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    on_the_clock = BeliefEngine(engine.db, engine.embedder, clock=lambda: moment)
+    assert Memory(engine=on_the_clock).now() == moment
+    with pytest.raises(ConfigError, match="the engine given has a clock of its own"):
+        Memory(engine=on_the_clock, clock=lambda: moment)
 
 
 async def test_closing_a_session_again_is_quiet(

@@ -61,8 +61,7 @@ async def test_yesterday_and_the_dates_shown_are_the_users_days(
     today: str,
 ) -> None:
     clock = Clock(at)
-    on_the_clock = BeliefEngine(engine.db, engine.embedder, clock=clock)  # its "today" too
-    memory = memories(extractor=RuleExtractor(), clock=clock, engine=on_the_clock)
+    memory = memories(extractor=RuleExtractor(), clock=clock)
     monday = make_session("monday", "lena", memory=memory, timezone=timezone)
     await say(monday, "I moved to Lisbon yesterday.")
     await say(monday, "I lost my job as a banker yesterday.")  # no belief: a quote

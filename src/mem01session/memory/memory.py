@@ -66,7 +66,9 @@ class Memory:
     otherwise the database in ``settings`` (the embedded server when it names none) is
     opened with ``embedder`` (default: chosen from ``settings``) and closed by
     :meth:`aclose`. ``extractor`` defaults to the one ``settings`` chooses (OpenAI with a
-    key, the offline rule extractor without).
+    key, the offline rule extractor without). ``clock`` stamps the turns and reckons the
+    recalls (default: the engine's when ``engine`` is given, which then keeps the only
+    one; else UTC now).
 
     With ``run_worker=False`` this process records turns but extracts none: a worker of
     another process (``mem01session worker``, or a ``Memory`` there) applies them, woken
@@ -88,7 +90,7 @@ class Memory:
         extractor: Extractor | None = None,
         worker_policy: WorkerPolicy | None = None,
         auto_migrate: bool | None = None,
-        clock: Clock = utcnow,
+        clock: Clock | None = None,
         exit_timeout: float = 10.0,
         run_worker: bool = True,
     ) -> None:
@@ -106,7 +108,7 @@ class Memory:
         self._extractor = extractor
         self._policy = worker_policy
         self._auto_migrate = auto_migrate
-        self._clock = clock
+        self._clock = clock if clock is not None else engine.parts.clock if engine else utcnow
         self.run_worker = bool(run_worker)
         """Whether this process extracts the turns it records (False: a worker elsewhere)."""
         self._db: Database | None = None  # opened here, so closed here

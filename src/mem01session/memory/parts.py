@@ -35,8 +35,16 @@ def check_parts(
         check_methods("embedder", embedder, "an Embedder", ("embed",))
     if extractor is not None:
         check_methods("extractor", extractor, "an Extractor", ("extract",))
+    if clock is None:
+        return
     if not callable(clock):
         raise ConfigError(f"clock must be callable (returning a datetime), got {clock!r}")
+    if isinstance(engine, BeliefEngine) and clock is not engine.parts.clock:
+        # Turns are stamped by the memory's clock, recalls reckoned by the engine's: one.
+        raise ConfigError(
+            "clock: the engine given has a clock of its own (BeliefEngine(..., clock=...)), "
+            "which a Memory on it uses; give the clock to the engine only"
+        )
 
 
 async def release_parts(
