@@ -63,8 +63,8 @@ def pending_turns_note(count: int, *, more: bool = False) -> str:
 
 
 def today_line(today: date) -> str:
-    """The line that says which day it is for the user, under a question about time: the
-    model can then tell how long ago a dated note or quote was said."""
+    """The line that says which day it is for the user, under a question reckoned from
+    today: the model can then tell how long ago a dated note or quote was said."""
     return f"Today is {today:%A}, {today.day} {today:%b %Y}.\n"
 
 

@@ -89,6 +89,9 @@ _NOT_PLACES = frozenset(
 )
 
 
+_ORIGIN_CONTENT = {"grew up": "Grew up", "was born": "Was born", "was raised": "Was raised"}
+
+
 @_rule(rf"^I\s+(?P<how>(?i:grew\s+up|was\s+born|was\s+raised))\s+in\s+{PLACE}")
 def _grew_up(m: re.Match[str]) -> list[Fact]:
     place = expand_place(m["place"])
@@ -96,8 +99,8 @@ def _grew_up(m: re.Match[str]) -> list[Fact]:
         return []
     if place[0].islower() and not place.startswith("the "):
         return []
-    how = {"grew up": "Grew up", "was born": "Was born"}.get(" ".join(m["how"].lower().split()))
-    return [Fact("person.origin", f"{how or 'Was raised'} in {place}", value=place)]
+    how = _ORIGIN_CONTENT[" ".join(m["how"].lower().split())]
+    return [Fact("person.origin", f"{how} in {place}", value=place)]
 
 
 # Said of rent, a number alone is an amount ("my rent is 2400 a month"); its currency
