@@ -61,30 +61,32 @@ QUOTES_HEADER = "The user's earlier words, by date (the notes above and later wo
 EVIDENCE_CHARS = 120
 SESSION_CHARS = 48
 
+# "How long" and "since when", in English and the other languages whose passwords the
+# screen knows; then the same in Chinese, Japanese, Korean and Thai (no word boundaries).
+_HOW_LONG = (
+    r"how long|since when|desde cu[aá]ndo|depuis quand|seit wann|h[aá] quanto"
+    r"|сколько времени|hoe lang|jak d[łl]ugo|hur l[äa]nge|kuinka kauan|jak dlouho|mióta"
+    r"|bao lâu|berapa lama|πόσο καιρό"
+)
+_HOW_LONG_GLUED = r"多久|얼마나 오래|นานเท่าไหร่"
+
 # Questions about time: the observation date is then worth its tokens.
 _WHEN = re.compile(
-    r"\b(?:when|how long|ago|since|until|what (?:year|month|date|day|time)|which "
+    rf"\b(?:{_HOW_LONG}|when|ago|since|until|what (?:year|month|date|day|time)|which "
     r"(?:year|month|date|day)|before|after|first|last|recently|yet"
-    # "when" and "how long" in the other languages whose passwords the screen knows
-    r"|cu[aá]ndo|desde cu[aá]ndo|quand|depuis quand|wann|seit wann|quando|h[aá] quanto"
-    r"|когда|сколько времени|wanneer|hoe lang|kiedy|jak d[łl]ugo|n[äa]r|hur l[äa]nge"
-    r"|hvorn[åa]r|n[åa]r|milloin|kuinka kauan|ne zaman|kdy|kedy|jak dlouho|mikor|mióta"
-    r"|khi nào|lúc nào|bao lâu|kapan|berapa lama|πότε|πόσο καιρό|מתי|متى|कब)\b"
-    # Chinese, Japanese, Korean and Thai: no word boundaries
-    r"|什么时候|什麼時候|何时|何時|多久|哪年|哪一年|几号|幾號|いつ|언제|얼마나 오래"
-    r"|เมื่อไหร่|เมื่อไร|นานเท่าไหร่",
+    # "when" in the other languages whose passwords the screen knows
+    r"|cu[aá]ndo|quand|wann|quando|когда|wanneer|kiedy|n[äa]r|hvorn[åa]r|n[åa]r|milloin"
+    r"|ne zaman|kdy|kedy|mikor|khi nào|lúc nào|kapan|πότε|מתי|متى|कब)\b"
+    rf"|{_HOW_LONG_GLUED}|什么时候|什麼時候|何时|何時|哪年|哪一年|几号|幾號|いつ|언제"
+    r"|เมื่อไหร่|เมื่อไร",
     re.IGNORECASE,
 )
-
 
 # Questions whose answer is reckoned from today ("how long ago", "since when"): the block
 # then says which day it is for the user. Other questions about time ("when did I move?")
 # are answered by the dates alone.
 _FROM_NOW = re.compile(
-    r"\b(?:how long|ago|since when|how old|how many (?:years|months|weeks|days)"
-    r"|desde cu[aá]ndo|depuis quand|seit wann|h[aá] quanto|сколько времени|hoe lang"
-    r"|jak d[łl]ugo|hur l[äa]nge|kuinka kauan|jak dlouho|mióta|bao lâu|berapa lama"
-    r"|πόσο καιρό)\b|多久|얼마나 오래|นานเท่าไหร่",
+    rf"\b(?:{_HOW_LONG}|ago|how old|how many (?:years|months|weeks|days))\b|{_HOW_LONG_GLUED}",
     re.IGNORECASE,
 )
 
