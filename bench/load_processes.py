@@ -15,11 +15,14 @@ import psycopg
 from mem01session.embeddings import Embedder
 
 EMBEDDING_PROCESS = "mem01session.embeddings.model_child"
+WORKER_NICE = 10
+"""The worker process's niceness: ``nice -n 10 mem01session worker``, as the README tells
+an application whose worker process shares the machine with its runs."""
 
 
 def start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
-    """``mem01session worker`` on ``url``, extracting with the rule extractor and
-    embedding with ``embedder``'s model, once it says it runs."""
+    """``nice -n 10 mem01session worker`` on ``url``, extracting with the rule extractor
+    and embedding with ``embedder``'s model, once it says it runs."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "DATABASE_URL")}
     env.update(
         MEM01_DATABASE_URL=url,
@@ -27,7 +30,7 @@ def start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
         MEM01_HOME=tempfile.mkdtemp(prefix="mem01-load-worker-"),
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mem01session", "worker"],
+        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "mem01session", "worker"],
         env=env,
         stdout=subprocess.PIPE,
         text=True,

@@ -12,6 +12,7 @@ from mem01session.queue import WorkerPolicy
 from .busy import HOG_LIMIT_SECONDS, HOGS
 from .common import nproc, percentiles
 from .load import DRAIN_LIMIT_SECONDS, SAMPLE_SECONDS, THINK, LoadResult, Phase, Runs
+from .load_processes import WORKER_NICE
 
 
 def _where(loaded: bool) -> str:
@@ -244,7 +245,8 @@ def note(r: LoadResult) -> str:
         "giving way': the same with `yield_to_runs=0`, beside the busy processes only; "
         "'own process': `Memory(run_worker=False)` in "
         "the runs' process and one "
-        "`mem01session worker` process beside it (same database, embedding model and "
+        f"`nice -n {WORKER_NICE} mem01session worker` process beside it, as the README "
+        "tells a machine shared with the runs (same database, embedding model and "
         "extractor), whose CPU time over the same span (its embedding process's included) "
         "is the '(+ ...)' figure. "
         f"Busy: {HOGS} processes spinning in a "
