@@ -65,6 +65,32 @@ CASES: list[tuple[str, bool, list[Row]]] = [
         [(A, None, "work.employer", "Works at Google")],
     ),
     ("I've been living in Denver since 2019.", False, [(A, None, "home.city", "Lives in Denver")]),
+    # a job held for a while, or since some time, is held now; "I've worked at X" alone
+    # may be long past
+    (
+        "I've worked at Google for five years.",
+        False,
+        [(A, None, "work.employer", "Works at Google")],
+    ),
+    (
+        "I've worked for Deloitte since 2019.",
+        False,
+        [(A, None, "work.employer", "Works at Deloitte")],
+    ),
+    ("I've worked at Google.", False, []),
+    ("I worked at Google for five years.", False, []),
+    ("I've worked for hours on this.", False, []),
+    ("My sister has worked at Google for years.", False, []),
+    # a possessive name is a workplace with its noun, or alone before a word that is not
+    # part of the name; before any other word, not read
+    ("I work for Dad's company.", False, [(A, None, "work.employer", "Works at Dad's company")]),
+    ("I work at McDonald's now.", False, [(A, None, "work.employer", "Works at McDonald's")]),
+    (
+        "I'm a cook at Denny's.",
+        False,
+        [(A, None, "work.role", "Works as a cook"), (A, None, "work.employer", "Works at Denny's")],
+    ),
+    ("I work at John's place of worship.", False, []),
     ("I've got two dogs.", False, [(A, None, "pets.dog", "Has two dogs")]),
     ("I've got a new job at Acme.", False, [(A, None, "work.employer", "Works at Acme")]),
     ("Started a new job at Stripe today!", False, [(A, None, "work.employer", "Works at Stripe")]),

@@ -173,6 +173,10 @@ _LASTED = re.compile(
     re.IGNORECASE,
 )
 _LASTED_REACH = 48
+# A job held for a while, or since some time, is held now ("I've worked at X for five
+# years", "... since 2019"); "I've worked at X" alone may be long past, and stays nothing.
+_WORKED = re.compile(r"^(I)\s+have\s+worked\s+(?=(?:at|for)\s)", re.IGNORECASE)
+_WORKED_SINCE = re.compile(r"^I\s+have\s+worked\s+(?:at|for)\s.*?\ssince\s+\S", re.IGNORECASE)
 
 
 def normalize(clause: str) -> str:
@@ -183,7 +187,9 @@ def normalize(clause: str) -> str:
     clause = _FILLER.sub(lambda m: f"{m[1]} ", clause)
     clause = clause.strip().rstrip(".!,")
     if m := _LASTED.search(clause, max(0, len(clause) - _LASTED_REACH)):
-        clause = clause[: m.start()]
+        clause = _WORKED.sub(r"\1 am working ", clause[: m.start()])
+    elif _WORKED_SINCE.match(clause):
+        clause = _WORKED.sub(r"\1 am working ", clause)
     while m := _TAIL.search(clause, max(0, len(clause) - _TAIL_REACH)):
         clause = clause[: m.start()]
     return clause.strip().rstrip(".!,")

@@ -150,6 +150,35 @@ def _age(m: re.Match[str]) -> list[Fact]:
     return [Fact("person.age", f"Is {age} years old", value=str(age))] if 0 < age < 120 else []
 
 
+# A name's possessive names a workplace with the noun after it ("Dad's company", "Mom's
+# bakery"); "McDonald's now" is McDonald's. Another word after it: not read.
+_WORKPLACE = re.compile(
+    r"\s+(?P<noun>(?i:company|firm|business|bakery|shop|store|restaurant|cafe|bar|pub|farm"
+    r"|clinic|practice|office|studio|salon|garage|agency|startup|hospital|school))\b"
+)
+_GOES_ON = re.compile(r"\s+[a-z]")  # a lower-case word follows
+_NOT_PART = re.compile(
+    r"\s+(?i:as|since|for|now|in|on|at|and|but|too|full|part|every|this|last|right|with"
+    r"|where|because|so|though|while|until|from|these|nowadays|currently|again|downtown"
+    r"|there|here|today|still|lately)\b"
+)
+
+
+def employer(m: re.Match[str]) -> str | None:
+    """The workplace a match's ``org`` names, or None when it is not one."""
+    org = m["org"].strip()
+    if org in NOT_NAMES:
+        return None
+    if not org.endswith("'s"):
+        return org
+    after = m.end("org")
+    if place := _WORKPLACE.match(m.string, after):
+        return f"{org} {place['noun'].lower()}"
+    if _GOES_ON.match(m.string, after) and not _NOT_PART.match(m.string, after):
+        return None
+    return org
+
+
 # "in Porto" after a role is where the user works, not part of the role.
 _WORKS_IN = rf"(?:\s+(?i:in)\s+{PLACE})?"
 
@@ -164,7 +193,7 @@ def _role(m: re.Match[str]) -> list[Fact]:
     place = expand_place(m.groupdict().get("place") or "")
     where = f" in {place}" if place else ""
     words = role.split()
-    org = m.groupdict().get("org")
+    org = employer(m) if m.groupdict().get("org") else None
     explicit = m[0].lower().startswith(("i work", "i am working", "i'm working"))
     if set(words) & NON_ROLES or (org is None and not explicit and words[-1] not in JOB_WORDS):
         return []
@@ -189,8 +218,8 @@ def _role(m: re.Match[str]) -> list[Fact]:
     rf"^(?i:joined|started\s+at|started\s+working\s+at)\s+{ORG}{END}",
 )
 def _employer(m: re.Match[str]) -> list[Fact]:
-    org = m["org"].strip()
-    return [Fact("work.employer", f"Works at {org}", value=org)] if org not in NOT_NAMES else []
+    org = employer(m)
+    return [Fact("work.employer", f"Works at {org}", value=org)] if org else []
 
 
 @_rule(
