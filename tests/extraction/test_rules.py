@@ -81,6 +81,20 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I worked at Google for five years.", False, []),
     ("I've worked for hours on this.", False, []),
     ("My sister has worked at Google for years.", False, []),
+    # a consequence after ", so" and a reason after "because" are clauses of their own; a
+    # reason is read only when the user speaks of themselves in it
+    ("I'm a teacher, so summers are free.", False, [(A, None, "work.role", "Works as a teacher")]),
+    (
+        "I'm vegan because I love animals.",
+        False,
+        [(A, None, "diet", "Is vegan"), (A, None, "likes.animals", "Loves animals")],
+    ),
+    (
+        "I'm allergic to cats 'cause of my asthma.",
+        False,
+        [(A, None, "health.allergy.cats", "Is allergic to cats")],
+    ),
+    ("I live with my parents because rent is $2,400.", False, []),
     # a possessive name is a workplace with its noun, or alone before a word that is not
     # part of the name; before any other word, not read
     ("I work for Dad's company.", False, [(A, None, "work.employer", "Works at Dad's company")]),

@@ -62,7 +62,16 @@ _TAIL = re.compile(
     re.IGNORECASE,
 )
 _TAIL_REACH = 24
-_CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although)\s+|,\s+")
+_CLAUSE_SPLIT = re.compile(
+    r"\s*;\s*|,?\s+(?:and|but|so|plus|though|although|because|'cause|cuz)\s+|,\s+"
+)
+# What follows ", so" (a consequence) is a clause of its own, whatever its subject: "I'm a
+# teacher, so summers are free" states that the user is a teacher. So is a reason
+# ("because ..."), read only when the user speaks of themselves in it: "I'm vegan because
+# I love animals", but not the rent of "I live with my parents because rent is $2,400".
+_THEREFORE = re.compile(r",\s*so\s+", re.IGNORECASE)
+_BECAUSE = re.compile(r",?\s*(?:because|'cause|cuz)\s+", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|we|we're|my|our)\b", re.IGNORECASE)
 # Rent is a subject of its own too: "I live in NYC, rent is $2,400".
 _SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our|(?:the\s+)?rent(?:'s)?)\b", re.IGNORECASE)
 # A piece that is a clause of its own with another subject, or a subordinate one ("I love
@@ -133,10 +142,15 @@ def clauses(sentence: str) -> list[str]:
         bare = _INTERJECTION.sub("", piece)
         is_comma = sep.strip() == ","
         start = _VERB_START.match(bare)
-        if _SUBJECT.match(bare):
+        if _BECAUSE.fullmatch(sep) and not _FIRST_PERSON.match(bare):
+            # A reason about something else: a clause of its own that, still opening
+            # with its "because", states no fact of the user's.
+            out.append(f"{sep.strip(', ')} {bare}")
+            verb = None
+        elif _SUBJECT.match(bare):
             out.append(bare)
             verb = _speaker_verb(bare)
-        elif _OTHER_CLAUSE.match(bare):
+        elif _OTHER_CLAUSE.match(bare) or _THEREFORE.fullmatch(sep):
             out.append(bare)
             verb = None
         elif not is_comma and start and verb is not None and not _said_twice(start[0], verb):
