@@ -151,7 +151,8 @@ def _age(m: re.Match[str]) -> list[Fact]:
 
 
 # A name's possessive names a workplace with the noun after it ("Dad's company", "Mom's
-# bakery"); "McDonald's now" is McDonald's. Another word after it: not read.
+# bakery"); "McDonald's now" is McDonald's; before any other word ("John's place of
+# worship") it is not read.
 _WORKPLACE = re.compile(
     r"\s+(?P<noun>(?i:company|firm|business|bakery|shop|store|restaurant|cafe|bar|pub|farm"
     r"|clinic|practice|office|studio|salon|garage|agency|startup|hospital|school))\b"
