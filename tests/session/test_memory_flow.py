@@ -509,3 +509,17 @@ async def test_a_flush_that_times_out_says_so(
     gate.set()
     assert await session.flush_memory(timeout=30)
     assert session.last_memory_error is None
+
+
+async def test_many_runs_at_once_on_one_session_lose_no_turn(
+    make_session: Callable[..., Mem01Session], db: Database
+) -> None:
+    """Runs awaited at once each enqueue from their own task, while the others' turns are
+    on their way too: every turn is stored once (a sender that took a turn another had
+    stored already once removed the next turn from the queue unsent)."""
+    session = make_session("c", "many")
+    said = [f"Turn number {n}" for n in range(40)]
+    await asyncio.gather(*(say(session, q, answer=f"Noted {q}.") for q in said))
+    assert await session.flush_memory(timeout=30)
+    stored = [m for p in await payloads(db) for role, m in p if role == "user"]
+    assert sorted(stored) == sorted(said)

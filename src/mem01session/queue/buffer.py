@@ -74,6 +74,7 @@ class TurnBuffer:
         self.enqueued: list[tuple[int, str]] = []
         # Turns refused (the failed job recording it, if any; why), not yet reported.
         self.refusals: list[tuple[int | None, str]] = []
+        self._sending: tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Lock] | None = None
 
     @property
     def unsent(self) -> int:
@@ -137,7 +138,25 @@ class TurnBuffer:
         connection fails, the exception propagates and this turn and the rest are kept.
         ``known`` and ``model``: the vectors a turn carries to the worker (:mod:`.carried`);
         ``notify``: wake the workers of other processes with each turn (:mod:`.notify`).
+
+        One send at a time: the runs of a session awaited at once each send from their own
+        task, and a turn leaves the queue only once stored. A send that finds another under
+        way waits for it, and then sends what is left (its own turn, if that one did not).
         """
+        async with self._lock():
+            await self._send_queued(jobs, known=known, model=model, notify=notify)
+
+    def _lock(self) -> asyncio.Lock:
+        """The send lock of the running event loop (a session may outlive a loop: each
+        ``Runner.run_sync`` runs one of its own)."""
+        loop = asyncio.get_running_loop()
+        if self._sending is None or self._sending[0]() is not loop:
+            self._sending = (weakref.ref(loop), asyncio.Lock())
+        return self._sending[1]
+
+    async def _send_queued(
+        self, jobs: JobStore, *, known: Known | None, model: str, notify: bool
+    ) -> None:
         while self._unsent:
             turn = self._unsent[0]
             try:
