@@ -3,6 +3,7 @@ elsewhere told with the turn, and (on one server) one round trip for all of it."
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import psycopg
@@ -13,6 +14,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.errors import UserErasedError
 from mem01session.extraction import TurnMessage
 from mem01session.queue import JobStore
+from mem01session.queue.buffer import TurnBuffer
 from mem01session.queue.notify import CHANNEL
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -90,3 +92,34 @@ async def test_on_one_server_a_turn_costs_one_round_trip(
     await store.enqueue(uid, "conv", SAID, now=module_engine.clock(), notify=True)
     # A cluster needs the erased check, the insert and the notification apart.
     assert len(sent) == (3 if pool.distributed else 1)
+
+
+async def test_sends_under_way_at_once_store_each_turn_once_in_order(
+    module_engine: BeliefEngine, uid: str
+) -> None:
+    """Two runs of a session send at once (each from its own task) while a turn is being
+    stored: the second waits for the first, which stores both turns; none twice, none
+    lost (the second once stored the first's turn again and then dropped the next)."""
+    store = JobStore(module_engine.db)
+    buffer = TurnBuffer(uid, "conv")
+    entered, go_on = asyncio.Event(), asyncio.Event()
+    enqueue = store.enqueue
+
+    async def first_held(*args: Any, **kwargs: Any) -> int:
+        if not entered.is_set():  # the first statement waits, mid-send
+            entered.set()
+            await go_on.wait()
+        return await enqueue(*args, **kwargs)
+
+    store.enqueue = first_held  # type: ignore[method-assign]
+    now = module_engine.clock()
+    buffer.add([TurnMessage("user", "one"), TurnMessage("assistant", "1")], now)
+    first = asyncio.create_task(buffer.send(store))
+    await entered.wait()
+    second = asyncio.create_task(buffer.send(store))
+    buffer.add([TurnMessage("user", "two"), TurnMessage("assistant", "2")], now)
+    go_on.set()
+    await asyncio.gather(first, second)
+    assert [said for _, said in buffer.enqueued] == ["one", "two"]
+    assert buffer.unsent == 0
+    assert await jobs_of(module_engine, uid) == 2
