@@ -71,9 +71,10 @@ _CLAUSE_SPLIT = re.compile(
 # I love animals", but not the rent of "I live with my parents because rent is $2,400".
 _THEREFORE = re.compile(r",\s*so\s+", re.IGNORECASE)
 _BECAUSE = re.compile(r",?\s*(?:because|'cause|cuz)\s+", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|we|we're|my|our)\b", re.IGNORECASE)
+_SPEAKER_SUBJECT = r"I|I'm|I've|we|we're|my|our"
+_FIRST_PERSON = re.compile(rf"^(?:{_SPEAKER_SUBJECT})\b", re.IGNORECASE)
 # Rent is a subject of its own too: "I live in NYC, rent is $2,400".
-_SUBJECT = re.compile(r"^(?:I|I'm|I've|we|we're|my|our|(?:the\s+)?rent(?:'s)?)\b", re.IGNORECASE)
+_SUBJECT = re.compile(rf"^(?:{_SPEAKER_SUBJECT}|(?:the\s+)?rent(?:'s)?)\b", re.IGNORECASE)
 # A piece that is a clause of its own with another subject, or a subordinate one ("I love
 # music, it's my life"; "..., 'cause nature brings peace"): it ends the clause before.
 _OTHER_CLAUSE = re.compile(
