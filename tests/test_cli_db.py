@@ -119,7 +119,9 @@ def test_downgrade_that_only_drops_an_index_needs_no_yes(env: str) -> None:
     assert "0006" not in line and "0005" not in line  # they lose nothing: not named
     refused = runner.invoke(app, ["db", "downgrade", "0002", "--yes"])  # 0003 drops a column
     assert refused.exit_code == 0, refused.output
-    assert refused.output.strip() == "downgraded to 0002 (undid 0008, 0007, 0006, 0005, 0004, 0003)"
+    assert refused.output.strip() == (
+        "downgraded to 0002 (undid 0009, 0008, 0007, 0006, 0005, 0004, 0003)"
+    )
     result = runner.invoke(app, ["db", "downgrade", "0002"])  # already there
     assert result.output.strip() == "the database is at 0002; nothing to undo"
     result = runner.invoke(app, ["db", "downgrade", "0001"])  # 0002 only drops an index
@@ -142,7 +144,7 @@ def test_the_migrations_that_delete_data_when_undone_are_known() -> None:
     downgrade drops a table or column joins this set (and this test says so)."""
     script = ScriptDirectory(str(migrate.migrations_dir()))
     lossy = {s.revision for s in script.walk_revisions() if migrate.deletes_data(s)}
-    assert lossy == {"0001", "0003", "0004", "0007", "0008"}
+    assert lossy == {"0001", "0003", "0004", "0007", "0008", "0009"}
     said = {s.revision: migrate.describe_loss(s) for s in script.walk_revisions()}
     assert said == {
         "0001": "drops every table",
@@ -154,6 +156,7 @@ def test_the_migrations_that_delete_data_when_undone_are_known() -> None:
         "0007": "drops tables episode_terms, episodes and columns belief_sources.episode_id, "
         "memory_users.episodes",
         "0008": "drops table belief_twins",
+        "0009": "drops column episodes.context",
     }
 
 
@@ -187,7 +190,7 @@ def test_current_reads_the_revision_as_alembic_does(env: str) -> None:
     ("args", "expected"),
     [
         (["db", "downgrade", "nonsense"], "cannot downgrade to 'nonsense'"),
-        (["db", "upgrade", "0009", "--embedding-dim", "8"], "cannot upgrade to '0009'"),
+        (["db", "upgrade", "0099", "--embedding-dim", "8"], "cannot upgrade to '0099'"),
         (["db", "downgrade", "-5"], "cannot downgrade to '-5'"),
     ],
 )

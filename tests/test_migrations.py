@@ -227,3 +227,33 @@ def test_revision_0008_links_the_near_duplicates_already_stored(empty_db_url: st
     with psycopg.connect(empty_db_url) as conn:
         links = set(conn.execute("SELECT belief_id, twin_id FROM belief_twins").fetchall())
     assert links == {(ids[0], ids[1]), (ids[1], ids[0])}
+
+
+def test_revision_0009_keeps_the_episodes_found_by_their_words_and_undoes_cleanly(
+    empty_db_url: str,
+) -> None:
+    migrate.upgrade(empty_db_url, "0008", embedding_dim=3, embedding_model="m3")
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO episodes (user_id, session_id, job_id, message, role, content, said_at) "
+            "VALUES ('u', 's', 1, 0, 'user', 'Lisbon, since May.', now())"
+        )
+    migrate.upgrade(empty_db_url)
+    assert migrate.check(empty_db_url) == []
+    lisbon = "SELECT count(*) FROM episodes WHERE tsv @@ to_tsquery('english', %s)"
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        assert conn.execute(lisbon, ("lisbon:A",)).fetchone() == (1,)  # the user's own words
+        conn.execute(
+            "INSERT INTO episodes (user_id, session_id, job_id, message, role, content, context, "
+            "said_at) VALUES ('u', 's', 2, 0, 'user', 'Porto.', 'Where do you live?', now())"
+        )
+        conn.execute("INSERT INTO episode_terms VALUES ('u', 'live', 1), ('u', 'porto', 1)")
+        assert conn.execute(lisbon, ("live",)).fetchone() == (1,)
+        assert conn.execute(lisbon, ("live:A",)).fetchone() == (0,)  # context: weight D
+    migrate.downgrade(empty_db_url, "0008")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute(lisbon, ("live",)).fetchone() == (0,)
+        terms = dict(conn.execute("SELECT lexeme, episodes FROM episode_terms").fetchall())
+    assert terms == {"lisbon": 1, "sinc": 1, "may": 1, "porto": 1}  # recounted: no "live"
+    migrate.upgrade(empty_db_url)
+    assert migrate.check(empty_db_url) == []

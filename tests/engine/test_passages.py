@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mem01session.engine.episodes import MAX_PASSAGES, PASSAGE_TOKENS, EpisodePolicy, passages
+from mem01session.engine.episodes import EpisodePolicy
+from mem01session.engine.passages import MAX_PASSAGES, PASSAGE_TOKENS, passages
 from mem01session.errors import ConfigError
 from mem01session.tokens import byte_bound_counter, default_token_counter
 

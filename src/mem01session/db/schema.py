@@ -202,13 +202,18 @@ def build_metadata() -> MetaData:
         Column("item_ref", Text, nullable=True),
         Column("role", Text, nullable=False),
         Column("content", Text, nullable=False),
+        Column("context", Text, nullable=True),
         Column("said_at", DateTime(timezone=True), nullable=False),
         Column("embedding", Vector(), nullable=True),
         Column("embedding_model", Text, nullable=True),
         Column(
             "tsv",
             TSVECTOR,
-            Computed("to_tsvector('english'::regconfig, content)", persisted=True),
+            Computed(
+                "setweight(to_tsvector('english'::regconfig, content), 'A') || "
+                "setweight(to_tsvector('english'::regconfig, coalesce(context, '')), 'D')",
+                persisted=True,
+            ),
         ),
         Column("hidden_at", DateTime(timezone=True), nullable=True),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),

@@ -4,8 +4,10 @@ Like :mod:`.candidates` for beliefs, in one statement: the top vector candidates
 cosine distance over the user's recallable episodes, among vectors of the embedder's
 model) and the top full-text matches, each word weighed by its rarity among the user's
 recallable episodes (``episode_terms``, kept by the write path; a word held by at least
-half of them tells nothing and is left out), with, for each candidate, the beliefs drawn
-from it (so that a quote whose belief is in the block is not repeated). Hidden episodes
+half of them tells nothing and is left out) and found in the user's own words or, for
+less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
+candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
+repeated). Hidden episodes
 (a belief drawn from them was forgotten) and those past the retention never come back.
 It runs on the direct pool, beside the belief statement.
 """
@@ -28,6 +30,11 @@ _COLUMNS = (
     "e.said_at, e.item_ref, e.hidden_at"
 )
 EPISODE_FIELDS = 11
+CONTEXT_WEIGHT = 0.75
+"""What a query word found only in an episode's context (the message it answered) counts
+for, against one in the user's own words: less, so that of two passages matching alike
+the one in which the user said it comes first (the assistant's words are often what it
+suggested, not what the user said)."""
 
 
 @cache
@@ -45,6 +52,7 @@ vec AS MATERIALIZED (
         txt = f"""
 w AS MATERIALIZED (
   SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS q,
+         (quote_literal(l.lexeme) || ':A')::tsquery AS own,
          ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf
   FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme) l
   CROSS JOIN (SELECT greatest(1, coalesce(max(u.episodes), 0)) AS n
@@ -62,7 +70,8 @@ tq AS MATERIALIZED (
 txt AS MATERIALIZED (
   SELECT id, score, row_number() OVER (ORDER BY score DESC, id DESC) AS rnk FROM (
     SELECT e.id,
-           (SELECT sum(w.idf) FROM w WHERE e.tsv @@ w.q) / tq.total AS score
+           (SELECT sum(CASE WHEN e.tsv @@ w.own THEN w.idf ELSE w.idf * %(context_weight)s END)
+            FROM w WHERE e.tsv @@ w.q) / tq.total AS score
     FROM episodes e, tq
     WHERE {where} AND e.tsv @@ tq.t
     ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s
@@ -120,6 +129,7 @@ async def fetch_episodes(
             max_terms=MAX_QUERY_TERMS,
             common_share=COMMON_SHARE,
             common_min=COMMON_MIN,
+            context_weight=CONTEXT_WEIGHT,
         )
     _, rows = await parts.db.direct.fetch_tuples(_statement(window, text), params, binary=True)
     out: list[EpisodeCandidate] = []

@@ -4,7 +4,9 @@ An episode is one passage of one message of a turn, verbatim (the job's text, al
 screened for secrets), dated by when the turn was said. :class:`EpisodePolicy` says which
 messages are kept (the user's, every message, or none) and for how long. The worker hands
 the turn's messages to the engine as :class:`Utterance` objects; the engine splits each
-into passages (:func:`passages`), embeds them with the batch's statements, and
+into passages (:mod:`.passages`), the first of a user's message keeping the end of the
+message it answered as its context (searched by words, not embedded), embeds them with
+the batch's statements, and
 :func:`insert` writes them in the transaction that applies the turn's ops, so that a turn
 is kept exactly once. The user's word counts (``episode_terms``, what recall's word rarity
 rests on) follow every episode that enters or leaves recall, in the same transaction.
@@ -12,7 +14,6 @@ rests on) follow every episode that enters or leaves recall, in the same transac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,15 +24,8 @@ from ..db.vectors import BinaryVector, BinaryVectors
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 from . import terms
+from .passages import SPACE, passages, tail
 from .tx import Tx
-
-PASSAGE_TOKENS = 32
-"""The most tokens one passage holds: a longer message is split at sentence ends (and a
-longer sentence at spaces), so that recall can quote the part that answers."""
-MAX_PASSAGES = 64
-"""The most passages kept of one message, its first and last half of them (a pasted
-document is not what episodes are for, the words said before or after it are; the job's
-text is capped already)."""
 
 
 @dataclass(frozen=True)
@@ -72,12 +66,15 @@ class EpisodePolicy:
 @dataclass(frozen=True)
 class Utterance:
     """One message of a turn, as the worker hands it to the engine: its place in the turn,
-    who said it, what (already screened), and the SDK item it came from."""
+    who said it, what (already screened), and the SDK item it came from. ``context``: what
+    the message answered, the assistant message said before it in the conversation
+    (already screened; its end is kept with the message's first passage, :func:`drafts`)."""
 
     message: int
     role: Literal["user", "assistant"]
     text: str
     item_ref: str | None = None
+    context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,96 +86,22 @@ class Draft:
     role: Literal["user", "assistant"]
     content: str
     item_ref: str | None
-
-
-# A sentence ends at . ! ? … and a space, or at 。！？ (Chinese and Japanese, without one).
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*|\n+")
-_CJK_END = ("。", "！", "？")
-_SPACE = re.compile(r"\s+")
-
-
-def passages(body: str, counter: TokenCounter, limit: int = PASSAGE_TOKENS) -> list[str]:
-    """``body`` cut into passages of at most ``limit`` tokens: whole sentences where they
-    fit, a sentence longer than ``limit`` cut at spaces (a run without spaces at ``limit``
-    tokens' worth of characters). Whitespace is collapsed; nothing is lost but it."""
-    out: list[str] = []
-    current: list[str] = []
-    used = 0
-    for raw in _SENTENCE_END.split(body):
-        sentence = _SPACE.sub(" ", raw).strip()
-        if not sentence:
-            continue
-        cost = counter.count(sentence)
-        if cost > limit:
-            if current:
-                out.append(_joined(current))
-                current, used = [], 0
-            out += _cut(sentence, counter, limit)
-            continue
-        if current and used + 1 + cost > limit:
-            out.append(_joined(current))
-            current, used = [], 0
-        current.append(sentence)
-        used += cost + (1 if used else 0)
-    if current:
-        out.append(_joined(current))
-    if len(out) > MAX_PASSAGES:
-        out = out[: MAX_PASSAGES // 2] + out[-(MAX_PASSAGES // 2) :]
-    return out
-
-
-def _joined(sentences: list[str]) -> str:
-    """Sentences as written: a space after . ! ?, none after 。！？."""
-    text = sentences[0]
-    for sentence in sentences[1:]:
-        text += sentence if text.endswith(_CJK_END) else " " + sentence
-    return text
-
-
-def _cut(sentence: str, counter: TokenCounter, limit: int) -> list[str]:
-    """A sentence longer than ``limit`` tokens, cut at spaces into pieces that fit."""
-    out: list[str] = []
-    piece = ""
-    for word in sentence.split(" "):
-        while counter.count(word) > limit:  # no space to cut at: cut the characters
-            head = _fitting_prefix(word, counter, limit)
-            if piece:
-                out.append(piece)
-                piece = ""
-            out.append(head)
-            word = word[len(head) :]
-        candidate = f"{piece} {word}" if piece else word
-        if piece and counter.count(candidate) > limit:
-            out.append(piece)
-            piece = word
-        else:
-            piece = candidate
-    if piece:
-        out.append(piece)
-    return out
-
-
-def _fitting_prefix(word: str, counter: TokenCounter, limit: int) -> str:
-    """The longest start of ``word`` (one character at least) that fits ``limit`` tokens."""
-    n = len(word)
-    while n > 1:
-        cost = counter.count(word[:n])
-        if cost <= limit:
-            break
-        n = max(1, min(n - 1, n * limit // cost))
-    return word[:n]
+    context: str | None = None
 
 
 def drafts(
     utterances: Sequence[Utterance], policy: EpisodePolicy, counter: TokenCounter
 ) -> list[Draft]:
-    """The episode rows a turn's messages make under ``policy``."""
+    """The episode rows a turn's messages make under ``policy``; the first passage of a
+    message with a context keeps the context's end (:func:`tail`)."""
     out: list[Draft] = []
     for u in utterances:
         if not policy.keeps(u.role):
             continue
+        context = tail(u.context, counter) or None if u.context else None
         for index, body in enumerate(passages(u.text, counter)):
-            out.append(Draft(u.message, index, u.role, body, u.item_ref))
+            out.append(Draft(u.message, index, u.role, body, u.item_ref, context))
+            context = None
     return out
 
 
@@ -187,14 +110,15 @@ _TERMS_DOWN = terms.count_down("episode_terms")
 _COUNT = "UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u"
 _INSERT = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
-    "content, said_at, embedding, embedding_model, created_at) "
-    "SELECT :u, :session, :job, r.message, r.passage, r.item_ref, r.role, r.content, :said, "
-    "r.vec, :model, :now "
+    "content, context, said_at, embedding, embedding_model, created_at) "
+    "SELECT :u, :session, :job, r.message, r.passage, r.item_ref, r.role, r.content, "
+    "r.context, :said, r.vec, :model, :now "
     "FROM unnest(CAST(:messages AS smallint[]), CAST(:passages AS smallint[]), "
     "CAST(:refs AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
-    "CAST(:vecs AS vector[])) AS r(message, passage, item_ref, role, content, vec) "
+    "CAST(:contexts AS text[]), CAST(:vecs AS vector[])) "
+    "AS r(message, passage, item_ref, role, content, context, vec) "
     "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
-    "RETURNING id, message, passage, role, content"
+    "RETURNING id, message, passage, role, content, context"
 )
 
 
@@ -241,12 +165,13 @@ async def insert(
             "refs": [r.item_ref for r in rows],
             "roles": [r.role for r in rows],
             "contents": [r.content for r in rows],
+            "contexts": [r.context for r in rows],
             "vecs": BinaryVectors(vectors[r.content] for r in rows),
         },
     )
     written = [_stored(r) for r in result]
     added = len(written)
-    await _count(tx, user_id, [s.content for s in written], up=True, users=False)
+    await _count(tx, user_id, [_words(r) for r in result], up=True, users=False)
     if len(written) < len(rows):  # the turn was kept before (its job failed, then retried)
         found = await tx.rows(
             "SELECT id, message, passage, role, content FROM episodes "
@@ -259,16 +184,16 @@ async def insert(
 
 _INSERT_MANY = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
-    "content, said_at, embedding, embedding_model, created_at) "
+    "content, context, said_at, embedding, embedding_model, created_at) "
     "SELECT r.u, r.session, r.job, r.message, r.passage, r.item_ref, r.role, r.content, "
-    "r.said, r.vec, :model, :now "
+    "r.context, r.said, r.vec, :model, :now "
     "FROM unnest(CAST(:users AS text[]), CAST(:sessions AS text[]), CAST(:jobs AS bigint[]), "
     "CAST(:saids AS timestamptz[]), CAST(:messages AS smallint[]), "
     "CAST(:passages AS smallint[]), CAST(:refs AS text[]), CAST(:roles AS text[]), "
-    "CAST(:contents AS text[]), CAST(:vecs AS vector[])) "
-    "AS r(u, session, job, said, message, passage, item_ref, role, content, vec) "
+    "CAST(:contents AS text[]), CAST(:contexts AS text[]), CAST(:vecs AS vector[])) "
+    "AS r(u, session, job, said, message, passage, item_ref, role, content, context, vec) "
     "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
-    "RETURNING user_id, job_id, id, message, passage, role, content"
+    "RETURNING user_id, job_id, id, message, passage, role, content, context"
 )
 
 
@@ -306,6 +231,7 @@ async def insert_many(
             "refs": [d.item_ref for _, d in rows],
             "roles": [d.role for _, d in rows],
             "contents": [d.content for _, d in rows],
+            "contexts": [d.context for _, d in rows],
             "vecs": BinaryVectors(t.vectors[d.content] for t, d in rows),
         },
     )
@@ -315,7 +241,7 @@ async def insert_many(
     if result:
         await tx.run(
             terms.count_up_many("episode_terms"),
-            {"users": [r["user_id"] for r in result], "texts": [r["content"] for r in result]},
+            {"users": [r["user_id"] for r in result], "texts": [_words(r) for r in result]},
         )
     out = []
     for t in turns:
@@ -330,6 +256,13 @@ async def insert_many(
             mine = [_stored(r) for r in found]
         out.append((sorted(mine, key=lambda s: (s.message, s.passage)), added))
     return out
+
+
+def _words(row: Mapping[str, Any]) -> str:
+    """An episode's words as its full-text column holds them, and as its user's word counts
+    count them: the message's own and its context's."""
+    context = row["context"]
+    return str(row["content"]) if context is None else f"{row['content']}\n{context}"
 
 
 def _stored(row: Mapping[str, Any]) -> Stored:
@@ -357,10 +290,11 @@ async def hide_sources_of(tx: Tx, user_id: str, belief_id: int, now: datetime) -
     hidden = await tx.rows(
         "UPDATE episodes e SET hidden_at = :now FROM belief_sources s "
         "WHERE e.user_id = :u AND s.user_id = :u AND s.belief_id = :b "
-        "AND e.id = s.episode_id AND e.hidden_at IS NULL RETURNING e.content",
+        "AND e.id = s.episode_id AND e.hidden_at IS NULL "
+        "RETURNING e.content, e.context",
         {"u": user_id, "b": belief_id, "now": now},
     )
-    contents = [str(r["content"]) for r in hidden]
+    contents = [_words(r) for r in hidden]
     await _count(tx, user_id, contents, up=False)
     return len(contents)
 
@@ -369,11 +303,11 @@ async def prune(tx: Tx, user_id: str, oldest: datetime) -> int:
     """Delete the user's episodes said before ``oldest`` (retention); returns how many."""
     rows = await tx.rows(
         "DELETE FROM episodes WHERE user_id = :u AND said_at < :oldest "
-        "RETURNING content, hidden_at",
+        "RETURNING content, context, hidden_at",
         {"u": user_id, "oldest": oldest},
     )
     # Hidden ones were counted out when they were hidden.
-    kept = [str(r["content"]) for r in rows if r["hidden_at"] is None]
+    kept = [_words(r) for r in rows if r["hidden_at"] is None]
     await _count(tx, user_id, kept, up=False)
     return len(rows)
 
@@ -385,7 +319,7 @@ def source_episode(stored: Sequence[Stored], evidence: str | None) -> int | None
     if not users:
         return None
     if evidence:
-        wanted = _SPACE.sub(" ", evidence).strip().casefold()
+        wanted = SPACE.sub(" ", evidence).strip().casefold()
         for s in users:
             if wanted and wanted in s.content.casefold():
                 return s.id

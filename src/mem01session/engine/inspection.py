@@ -198,7 +198,7 @@ async def user_summary(pool: DirectPool, user_id: str) -> UserSummary | None:
 
 _EPISODE_COLUMNS = (
     "e.id, e.user_id, e.session_id, e.job_id, e.message, e.passage, e.role, e.content, "
-    "e.said_at, e.item_ref, e.hidden_at, "
+    "e.said_at, e.item_ref, e.hidden_at, e.context, "
     "ARRAY(SELECT s.belief_id FROM belief_sources s WHERE s.user_id = e.user_id "
     "AND s.episode_id = e.id ORDER BY s.belief_id) AS belief_ids"
 )
@@ -218,6 +218,7 @@ def _episode(row: Mapping[Any, Any]) -> Episode:
         item_ref=row["item_ref"],
         hidden_at=row["hidden_at"],
         belief_ids=tuple(int(b) for b in row["belief_ids"] or ()),
+        context=row["context"],
     )
 
 

@@ -141,6 +141,10 @@ class Episode:
     hidden_at: datetime | None = None
     belief_ids: tuple[int, ...] = ()
     """Beliefs drawn from it (filled by recall and by :meth:`BeliefEngine.episode`)."""
+    context: str | None = None
+    """The end of the assistant message it answered (a first passage of a user's message;
+    full-text recall finds the passage by it too). Filled by the inspection reads, not by
+    recall."""
 
 
 @dataclass(frozen=True)

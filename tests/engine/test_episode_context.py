@@ -1,0 +1,138 @@
+"""An episode's context: the message a user's words answered, searchable beside them.
+
+"Lisbon." means nothing alone; after "Where do you live now?" it answers a later "Where
+do I live?". The end of the message before is kept with the first passage of the user's
+message and indexed for full-text recall at a lower weight than the user's own words;
+the vector and the quote stay the user's words alone.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from mem01session.db import Database
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine, EpisodePolicy, RecallRequest, Utterance
+from mem01session.engine.episode_candidates import CONTEXT_WEIGHT
+from mem01session.engine.episodes import drafts
+from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.passages import CONTEXT_TOKENS, tail
+from mem01session.tokens import default_token_counter
+
+from .dbstate import counts
+
+on_module_loop = pytest.mark.asyncio(loop_scope="module")
+
+MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+async def answer(
+    engine: BeliefEngine, user_id: str, words: str, after: str | None, job: int
+) -> None:
+    prov = Provenance(session_id="conv-1", job_id=job, observed_at=MONDAY, extractor="test")
+    turn = [Utterance(0, "user", words, context=after), Utterance(1, "assistant", "Noted.")]
+    await engine.apply(user_id, [], provenance=prov, utterances=turn)
+
+
+async def text_matches(engine: BeliefEngine, user_id: str, query: str) -> dict[str, float]:
+    result = await engine.recall(user_id, RecallRequest(query, kinds="episodes", explain=True))
+    return {e.episode.content: e.signals["text"] for e in result.episodes if e.signals["text_rank"]}
+
+
+def test_the_context_kept_is_the_end_of_the_message_before() -> None:
+    counter = default_token_counter()
+    long = "I read about many cities this morning and their weather. " * 8
+    kept = tail(long + "Where do you live now?", counter)
+    assert kept.endswith("Where do you live now?") and counter.count(kept) <= CONTEXT_TOKENS
+    assert kept.startswith("I read")  # whole sentences only
+    one_sentence = " ".join(["word"] * 200) + " and where now?"
+    assert tail(one_sentence, counter).endswith("and where now?")
+    assert counter.count(tail(one_sentence, counter)) <= CONTEXT_TOKENS
+    assert tail("x" * 5000, counter) == "x" * len(tail("x" * 5000, counter))
+    assert 0 < counter.count(tail("x" * 5000, counter)) <= CONTEXT_TOKENS
+    assert tail("  ", counter) == ""
+
+
+def test_only_the_first_passage_of_the_users_message_keeps_it() -> None:
+    counter = default_token_counter()
+    words = "Lisbon. " + "We moved there in May and the light is wonderful every day. " * 4
+    rows = drafts(
+        [
+            Utterance(0, "user", words, context="Where do you live now?"),
+            Utterance(1, "assistant", "Nice."),
+        ],
+        EpisodePolicy(keep="all"),
+        counter,
+    )
+    users = [r for r in rows if r.role == "user"]
+    assert len(users) > 1
+    assert [r.context for r in users] == ["Where do you live now?"] + [None] * (len(users) - 1)
+    assert [r.context for r in rows if r.role == "assistant"] == [None]
+
+
+@on_module_loop
+async def test_an_answer_is_found_by_the_question_it_answered(
+    module_db: Database, embedder: HashingEmbedder, uid: str
+) -> None:
+    engine = BeliefEngine(module_db, embedder)
+    await answer(engine, uid, "Lisbon, since May.", "Where do you live now?", job=1)
+    await answer(engine, uid, "Pasta, always.", "What do you like to cook?", job=2)
+    await answer(engine, uid, "My cat is called Pip.", None, job=3)
+    result = await engine.recall(uid, RecallRequest("Where do I live?", kinds="episodes"))
+    assert result.episodes[0].episode.content == "Lisbon, since May."
+    # The quote is the user's words alone: the question is not put in their mouth.
+    assert "Where do you live" not in result.text and '"Lisbon, since May."' in result.text
+    [lisbon] = [e for e in await engine.episodes(uid) if e.content.startswith("Lisbon")]
+    assert lisbon.context == "Where do you live now?"
+
+
+@on_module_loop
+async def test_the_users_own_words_count_for_more_than_the_question_before(
+    module_db: Database, embedder: HashingEmbedder, uid: str
+) -> None:
+    engine = BeliefEngine(module_db, embedder)
+    await answer(engine, uid, "Porto, by the river.", "Which city do you love most?", job=1)
+    await answer(engine, uid, "I love Rome, the city of my youth.", "Tell me more.", job=2)
+    await answer(engine, uid, "The garden is small.", "How is the flat?", job=3)
+    matches = await text_matches(engine, uid, "Which city do I love?")
+    assert set(matches) == {"Porto, by the river.", "I love Rome, the city of my youth."}
+    assert matches["I love Rome, the city of my youth."] > matches["Porto, by the river."]
+
+
+@on_module_loop
+async def test_word_counts_hold_the_contexts_words_and_let_them_go(
+    module_db: Database, embedder: HashingEmbedder, uid: str
+) -> None:
+    engine = BeliefEngine(module_db, embedder)
+    await answer(engine, uid, "Lisbon.", "Where do you live now?", job=1)
+    prov = Provenance(session_id="conv-1", job_id=2, observed_at=MONDAY, extractor="test")
+    turn = [Utterance(0, "user", "Lisbon too, actually.", context="And your brother?")]
+    await engine.apply(uid, [Op.add("Brother lives in Lisbon")], provenance=prov, utterances=turn)
+    terms = await _terms(engine, uid)
+    assert terms["live"] == 1 and terms["brother"] == 1 and terms["lisbon"] == 2
+    [belief] = await engine.history(uid)
+    await engine.forget(uid, belief.id)  # its episode leaves recall, context and all
+    terms = await _terms(engine, uid)
+    assert terms["brother"] == 0 and terms["lisbon"] == 1 and terms["live"] == 1
+    assert (await counts(engine, uid))["episodes"] == 2  # hidden, not deleted
+    summary = await engine.user(uid)
+    assert summary is not None and summary.episodes == 1
+
+
+async def _terms(engine: BeliefEngine, user_id: str) -> dict[str, int]:
+    async with engine.db.sa_engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT lexeme, episodes FROM episode_terms WHERE user_id = :u"), {"u": user_id}
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+
+def test_the_readme_states_what_the_code_keeps_and_weighs() -> None:
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text("utf-8").split())
+    assert f"up to {CONTEXT_TOKENS} tokens" in readme
+    assert CONTEXT_WEIGHT == 0.75 and readme.count("counts for three quarters") == 1
+    assert "each counting for three quarters of one the user said" in readme
