@@ -13,7 +13,7 @@ from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message
 
 from mem01session import Mem01Session
-from mem01session.engine import BeliefEngine
+from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.extraction import RuleExtractor
 from tests.session.conftest import MemoryFactory
 
@@ -28,8 +28,8 @@ class Clock:
         return self.now
 
 
-async def say(session: Mem01Session, words: str) -> ScriptedModel:
-    model = ScriptedModel([[assistant_message("I see.")]])
+async def say(session: Mem01Session, words: str, reply: str = "I see.") -> ScriptedModel:
+    model = ScriptedModel([[assistant_message(reply)]])
     agent = Agent(name="a", model=model)
     await Runner.run(agent, words, session=session, run_config=session.run_config())
     return model
@@ -162,3 +162,29 @@ async def test_a_question_cleared_with_the_transcript_before_its_answer_is_not_r
         "I have a cat.",
         "I live in Lisbon.",
     ]
+
+
+async def test_an_answer_is_found_later_by_the_question_it_answered(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    """ "Lisbon." says nothing alone: kept with the question before it, a later
+    conversation's "Which city is my home?" finds it by its words."""
+    monday = make_session("monday", "erin")
+    await say(monday, "Hi, I'm Erin!", reply="Hello Erin! Which city do you call home these days?")
+    await say(monday, "Lisbon, since May.", reply="Lovely.")
+    assert await monday.flush_memory(timeout=30)
+    assert [(e.content, e.context) for e in await engine.episodes("erin")] == [
+        ("Hi, I'm Erin!", None),
+        ("Lisbon, since May.", "Hello Erin! Which city do you call home these days?"),
+    ]
+    found = await engine.recall(
+        "erin", RecallRequest("Which city is my home?", kinds="episodes", explain=True)
+    )
+    by_words = [e.episode.content for e in found.episodes if e.signals["text_rank"]]
+    assert by_words == ["Lisbon, since May."]
+
+    friday = make_session("friday", "erin")
+    model = await say(friday, "Which city is my home?")
+    sent = json.dumps(model.calls[0].input)
+    assert "Lisbon, since May." in sent
+    assert "call home these days" not in sent  # the quote is the user's words alone

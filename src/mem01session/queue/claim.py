@@ -56,9 +56,14 @@ WHERE {_CLAIMABLE} AND j.user_id <> ALL(%(skip)s)
 ORDER BY j.id LIMIT %(scan)s"""
 
 
-def claim_statement(columns: str) -> str:
-    """The step-2 statement for one user, returning ``columns`` of the leased job."""
-    returning = ", ".join("m." + c.strip() for c in columns.split(","))
+def _returning(columns: str, extra: str) -> str:
+    return ", ".join(["m." + c.strip() for c in columns.split(",")] + ([extra] if extra else []))
+
+
+def claim_statement(columns: str, extra: str = "") -> str:
+    """The step-2 statement for one user, returning ``columns`` of the leased job (and the
+    ``extra`` expression: it may read the job as ``m``)."""
+    returning = _returning(columns, extra)
     return f"""
 WITH next AS (
     SELECT j.id FROM memory_jobs j
@@ -75,11 +80,11 @@ WHERE m.user_id = %(u)s AND m.id = next.id
 RETURNING {returning}"""
 
 
-def claim_many_statement(columns: str) -> str:
-    """Step 2 for several users (``%(users)s``) in one statement, returning ``columns`` of
-    the jobs leased: the same conditions as :func:`claim_statement`, per user. For one
-    server only (a cluster refuses a locking read across shards)."""
-    returning = ", ".join("m." + c.strip() for c in columns.split(","))
+def claim_many_statement(columns: str, extra: str = "") -> str:
+    """Step 2 for several users (``%(users)s``) in one statement, returning ``columns`` (and
+    ``extra``) of the jobs leased: the same conditions as :func:`claim_statement`, per
+    user. For one server only (a cluster refuses a locking read across shards)."""
+    returning = _returning(columns, extra)
     return f"""
 WITH next AS (
     SELECT n.id, n.user_id FROM unnest(CAST(%(users)s AS text[])) AS u(user_id)

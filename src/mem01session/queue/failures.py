@@ -31,9 +31,17 @@ from .policy import WorkerPolicy
 log = get_logger(__name__)
 
 
-def utterances(turn: Turn) -> list[Utterance]:
-    """The turn's messages as the engine keeps them as episodes (it applies its policy)."""
-    return [Utterance(index, m.role, m.text, m.item_ref) for index, m in enumerate(turn.messages)]
+def utterances(turn: Turn, prior_answer: str | None = None) -> list[Utterance]:
+    """The turn's messages as the engine keeps them as episodes (it applies its policy),
+    each user message with the assistant message it came after (``prior_answer``: the one
+    before the turn), if no other user message came between."""
+    out: list[Utterance] = []
+    answered = prior_answer or None
+    for index, m in enumerate(turn.messages):
+        context = answered if m.role == "user" else None
+        out.append(Utterance(index, m.role, m.text, m.item_ref, context))
+        answered = (m.text or None) if m.role == "assistant" else None
+    return out
 
 
 class Failures:
@@ -117,7 +125,7 @@ class Failures:
         what was said is never lost to a failing extractor. False if that failed too."""
         try:
             turn = job.turn()
-            said = utterances(turn)
+            said = utterances(turn, job.prior_answer)
             if not any(self.engine.episode_policy.keeps(u.role) for u in said):
                 return False
             await self.engine.apply(

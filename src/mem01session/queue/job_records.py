@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -40,6 +40,9 @@ class Job:
     updated_at: datetime
     lease_owner: str | None = None
     usage: dict[str, Any] | None = None
+    prior_answer: str | None = None
+    """Of a claimed job, the last assistant message of the job before it in its
+    conversation (what the turn's first user message answered; :func:`prior_answer`)."""
 
     def turn(self) -> Turn:
         """The turn stored in the payload."""
@@ -118,8 +121,25 @@ JOB_COLUMNS = (
 )
 
 
+def prior_answer(user: str) -> str:
+    """For a job ``m`` being claimed (its user: ``user``, an expression): the last
+    assistant message of the job before it in its conversation, as that job's payload
+    keeps it (screened; NULL for a refused turn's row)."""
+    return f"""(
+    SELECT (SELECT x.msg ->> 'text'
+            FROM jsonb_array_elements(p.payload -> 'messages') WITH ORDINALITY AS x(msg, n)
+            WHERE x.msg ->> 'role' = 'assistant' ORDER BY x.n DESC LIMIT 1)
+    FROM memory_jobs p
+    WHERE p.user_id = {user} AND p.session_id = m.session_id AND p.id < m.id
+    ORDER BY p.id DESC LIMIT 1
+) AS prior_answer"""
+
+
 def job_from_row(row: Mapping[Any, Any]) -> Job:
-    return Job(**{k: row[k] for k in JOB_COLUMNS.split(", ")})
+    job = Job(**{k: row[k] for k in JOB_COLUMNS.split(", ")})
+    if "prior_answer" in row and row["prior_answer"] is not None:
+        return replace(job, prior_answer=str(row["prior_answer"]))
+    return job
 
 
 async def list_jobs(

@@ -46,6 +46,7 @@ from .job_records import (
     job_from_row,
     list_jobs,
     payload_for,
+    prior_answer,
 )
 from .notify import CHANNEL, NOTIFY
 
@@ -86,7 +87,11 @@ INSERT INTO memory_jobs (user_id, session_id, payload, idempotency_key, status, 
 VALUES (%(u)s, %(s)s, CAST(%(p)s AS jsonb), %(k)s, 'failed', %(err)s, %(now)s, %(now)s, %(now)s)
 ON CONFLICT (user_id, idempotency_key) DO UPDATE SET updated_at = EXCLUDED.updated_at
 RETURNING id"""
-_CLAIM = (claim_statement(JOB_COLUMNS), claim_many_statement(JOB_COLUMNS))
+# One user's claim names the user (on a cluster, a statement on that user's shard alone).
+_CLAIM = (
+    claim_statement(JOB_COLUMNS, prior_answer("%(u)s")),
+    claim_many_statement(JOB_COLUMNS, prior_answer("m.user_id")),
+)
 
 
 _SELECT_JOBS = f"SELECT {JOB_COLUMNS} FROM memory_jobs"
@@ -192,6 +197,7 @@ class JobStore:
 
         Pending jobs whose backoff has passed and running jobs whose lease expired (their
         worker died) are both claimable. One user at a time (:mod:`.claim` says why).
+        Each comes with :attr:`Job.prior_answer`.
         """
         return await claim_jobs(
             self.db.direct,
