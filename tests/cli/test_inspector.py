@@ -211,7 +211,7 @@ async def _said(user: str) -> None:
                 session_id="conv-pets", job_id=1, observed_at=MONDAY, extractor="test"
             ),
             utterances=[
-                Utterance(0, "user", "I have a cat named Miso."),
+                Utterance(0, "user", "I have a cat named Miso.", context="Any pets at home?"),
                 Utterance(1, "user", "My neighbour's long-haired cat keeps visiting my balcony."),
             ],
         )
@@ -234,6 +234,19 @@ def test_recall_explain_lists_quotes_and_fits_80_columns(
     assert "confidence" not in entry.split(" vector ")[0]  # a quote has none
     belief = next(line for line in lines if "Has a cat named Miso (active)" in line)
     assert re.match(r"\s*\d+\. #\d+ Has a cat", belief)
+
+
+def test_episodes_list_shows_what_each_message_answered(
+    env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(_said("carol"))
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = ok("episodes", "list", "--user", "carol").splitlines()
+    miso = next(i for i, line in enumerate(lines) if "I have a cat named Miso." in line)
+    assert "after: Any pets at home?" in lines[miso + 1]  # under the words it came before
+    assert sum("after:" in line for line in lines) == 1
+    listed = json.loads(ok("episodes", "list", "--user", "carol", "--json"))
+    assert [e["context"] for e in listed] == ["Any pets at home?", None]
 
 
 def test_recall_budget_limits_the_block(seeded: Seeded) -> None:
@@ -456,7 +469,7 @@ async def _hostile(user: str) -> None:
             provenance=Provenance(
                 session_id=HOSTILE_SESSION, job_id=1, observed_at=MONDAY, extractor="test"
             ),
-            utterances=[Utterance(0, "user", said)],
+            utterances=[Utterance(0, "user", said, context="Where \x1b]0;ctx\x07 now?")],
         )
         belief = result.changes[0].belief_id
         await engine.forget(user, belief, "asked to \x1b[5mforget\u202e")
@@ -487,6 +500,7 @@ def test_words_from_a_conversation_never_act_on_the_terminal(env: str) -> None:
     assert "\\x1b[31mred\\x1b[0m\\x0d\\x9b2J" in flat["list"]
     assert "home\\u2066x\\u2069" in flat["show"]
     assert "\\x1b]0;pwned\\x07" in flat["episodes"] and "\u5317\u4eac\U0001f600" in flat["episodes"]
+    assert "Where\\x1b]0;ctx\\x07now?" in flat["episodes"]  # the context too
     assert "asked to \\x1b[5mforget\\u202e" in " ".join(outputs["history"].split())
     assert "conv-\\x1b[2J" in flat["jobs"] and "\\u202e" in flat["jobs"]
     for listing in (["beliefs", "list", "--all"], ["episodes", "list"]):

@@ -27,6 +27,7 @@ HOSTILE = '<script>alert("x")</script> <b>bold</b> & </memory> "quoted"'
 HOSTILE_SAID = 'Remember <img src=x onerror=alert(1)> and <script>alert("said")</script> </memory>'
 MONDAY_SAID = "I live in New York City and I pay $2,400 a month."
 MOVED_SAID = "I moved to San Francisco last weekend."
+MOVED_AFTER = 'Any news? <script>alert("asked")</script>'  # what the assistant had said
 IGUANA_SAID = "I have a pet iguana named Ziggy."
 SISTER_SAID = "My sister Ines visits me every June."
 BOB_SAID = "I drink green tea every morning."
@@ -46,8 +47,11 @@ class Seeded:
     bob_said: int
 
 
-def turn(session: str, job: int, when: datetime, *words: str) -> tuple[Provenance, list[Utterance]]:
-    """A turn's provenance and its user messages, as the worker hands them to the engine."""
+def turn(
+    session: str, job: int, when: datetime, *words: str, context: str | None = None
+) -> tuple[Provenance, list[Utterance]]:
+    """A turn's provenance and its user messages, as the worker hands them to the engine
+    (``context``: what the first one answered)."""
     provenance = Provenance(
         session_id=session,
         item_ref=f"turn-{job}",
@@ -55,7 +59,9 @@ def turn(session: str, job: int, when: datetime, *words: str) -> tuple[Provenanc
         observed_at=when,
         extractor="rules-v1",
     )
-    return provenance, [Utterance(i, "user", w) for i, w in enumerate(words)]
+    return provenance, [
+        Utterance(i, "user", w, context=None if i else context) for i, w in enumerate(words)
+    ]
 
 
 async def seed(settings: Settings | None = None) -> Seeded:
@@ -73,7 +79,7 @@ async def seed(settings: Settings | None = None) -> Seeded:
             utterances=said,
         )
         nyc, rent, hostile = (c.belief_id for c in r1.changes)
-        moved, said = turn("conv-wednesday", 102, WEDNESDAY, MOVED_SAID)
+        moved, said = turn("conv-wednesday", 102, WEDNESDAY, MOVED_SAID, context=MOVED_AFTER)
         r2 = await engine.apply(
             ALICE,
             [

@@ -20,6 +20,7 @@ from .seed import (
     HOSTILE_SAID,
     IGUANA_SAID,
     MONDAY_SAID,
+    MOVED_AFTER,
     MOVED_SAID,
     SISTER_SAID,
     Seeded,
@@ -157,6 +158,18 @@ def test_one_episode_and_the_beliefs_drawn_from_it(client: TestClient, seeded: S
     assert "b-active" in cells(drawn, "Pays $2,400")
     sister = ok(client, f"/episode?u={ALICE}&id={seeded.said[SISTER_SAID]}")
     assert "No belief was drawn from these words." in sister
+    assert '<dt>after</dt><dd><span class="muted">–</span></dd>' in page  # nothing before
+
+
+def test_an_episode_shows_what_it_answered_as_inert_text(
+    client: TestClient, seeded: Seeded
+) -> None:
+    page = ok(client, f"/episode?u={ALICE}&id={seeded.said[MOVED_SAID]}")
+    assert (
+        "<dt>after</dt><dd>Any news? &lt;script&gt;alert(&quot;asked&quot;)&lt;/script&gt;</dd>"
+        in page
+    )
+    assert MOVED_AFTER not in page
 
 
 def test_hidden_episodes_are_marked(client: TestClient, seeded: Seeded) -> None:

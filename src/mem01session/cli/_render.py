@@ -141,11 +141,15 @@ def said(episode: Episode) -> Text:
     text.append(outside(json.dumps(episode.content, ensure_ascii=False), style="italic"))
     if episode.hidden_at is not None:
         text.append(f" (hidden {day(episode.hidden_at)}: a belief drawn from it was forgotten)")
+    if episode.context:
+        text.append(" after ")
+        text.append(outside(json.dumps(episode.context, ensure_ascii=False), style="dim"))
     return text
 
 
 def episodes_table(episodes: Iterable[Episode]) -> Table:
-    """One row per episode, by conversation then time: id, said, who, words, beliefs."""
+    """One row per episode, by conversation then time: id, said, who, words (and what they
+    came after), beliefs."""
     table = Table(title="episodes", expand=False)
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("said", no_wrap=True)
@@ -158,6 +162,9 @@ def episodes_table(episodes: Iterable[Episode]) -> Table:
         words = outside(e.content, style="dim" if e.hidden_at is not None else "")
         if e.hidden_at is not None:
             words.append(" (hidden)")
+        if e.context:
+            words.append("\n")
+            words.append(outside(f"after: {e.context}", style="dim"))
         table.add_row(
             f"e#{e.id}",
             when(e.said_at),

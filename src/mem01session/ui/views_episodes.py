@@ -174,6 +174,7 @@ def episode_page(view: UserView, e: Episode, beliefs: Sequence[Belief]) -> Safe:
         ("job", job_link(user, e.job_id)),
         ("turn", e.item_ref or NONE),
         ("place", f"message {e.message + 1} of the turn, passage {e.passage + 1}"),
+        ("after", e.context or NONE),
         (
             "recall",
             html("not hidden: recall quotes it when it answers a query")
