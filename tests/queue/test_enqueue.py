@@ -123,3 +123,37 @@ async def test_sends_under_way_at_once_store_each_turn_once_in_order(
     assert [said for _, said in buffer.enqueued] == ["one", "two"]
     assert buffer.unsent == 0
     assert await jobs_of(module_engine, uid) == 2
+
+
+async def test_turns_discarded_while_one_is_being_stored_end_that_send_cleanly(
+    module_engine: BeliefEngine, uid: str
+) -> None:
+    """The session drops what it has not sent (an erase, a strict failure) while a send is
+    storing the oldest turn: that send ends without error, sends none of the dropped turns
+    and leaves nothing queued (it once removed a turn it had not stored, or popped an empty
+    queue)."""
+    store = JobStore(module_engine.db)
+    buffer = TurnBuffer(uid, "conv")
+    entered, go_on = asyncio.Event(), asyncio.Event()
+    enqueue = store.enqueue
+
+    async def first_held(*args: Any, **kwargs: Any) -> int:
+        if not entered.is_set():
+            entered.set()
+            await go_on.wait()
+        return await enqueue(*args, **kwargs)
+
+    store.enqueue = first_held  # type: ignore[method-assign]
+    now = module_engine.clock()
+    buffer.add([TurnMessage("user", "one"), TurnMessage("assistant", "1")], now)
+    buffer.add([TurnMessage("user", "two"), TurnMessage("assistant", "2")], now)
+    sending = asyncio.create_task(buffer.send(store))
+    await entered.wait()
+    assert buffer.discard() == 2
+    buffer.add([TurnMessage("user", "three"), TurnMessage("assistant", "3")], now)
+    go_on.set()
+    await sending  # no IndexError
+    # "one" was on its way (stored); "two" was dropped; "three" came after the drop.
+    assert [said for _, said in buffer.enqueued] == ["one", "three"]
+    assert buffer.unsent == 0
+    assert await jobs_of(module_engine, uid) == 2

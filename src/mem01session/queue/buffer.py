@@ -187,7 +187,8 @@ class TurnBuffer:
             else:
                 first = next((m.text for m in turn.messages if m.role == "user"), "")
                 self.enqueued.append((job_id, first))
-            self._unsent.popleft()
+            if self._unsent and self._unsent[0] is turn:  # not dropped meanwhile (discard)
+                self._unsent.popleft()
 
     def retract(self, message: TurnMessage) -> bool:
         """The newest held message, if it is ``message`` (same role and text), is taken back:
