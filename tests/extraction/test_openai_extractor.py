@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +21,7 @@ from mem01session.extraction import (
     Turn,
     TurnMessage,
 )
-from mem01session.extraction.openai_extractor import OP_SCHEMA, load_prompt
+from mem01session.extraction.openai_extractor import BEFORE_CHARS, OP_SCHEMA, load_prompt
 
 NOW = datetime(2026, 5, 13, 10, tzinfo=UTC)
 TURN = Turn(
@@ -144,6 +145,27 @@ async def test_request_carries_schema_candidates_and_turn() -> None:
     assert result.valid_from == datetime(2026, 5, 9, tzinfo=UTC)
     assert result.confidence == 0.95
     assert extraction.usage == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+
+
+async def test_the_model_sees_what_a_short_answer_answered_apart_from_the_turn() -> None:
+    server = FakeServer(good(), good(), good())
+    said = Turn("c", (TurnMessage("user", "Lisbon."), TurnMessage("assistant", "Nice!")), NOW)
+    asked = replace(said, before="Welcome back. Where do you live now?")
+    await server.extractor().extract(asked, CANDIDATES, NOW)
+    await server.extractor().extract(said, CANDIDATES, NOW)
+    chatty = replace(said, before="word " * 500 + "So, where do you live now?")
+    await server.extractor().extract(chatty, CANDIDATES, NOW)
+    first, second, third = (body["messages"][1]["content"] for body in server.requests)
+    context, turn = first.split("\nTurn (observed")
+    assert context.endswith(
+        "Said before the turn, for context only (not what the user said):\n"
+        "assistant: Welcome back. Where do you live now?\n"
+    )
+    assert "user: Lisbon." in turn and "Where do you live" not in turn
+    assert "Said before the turn" not in second  # nothing came before
+    shown = third.split("assistant: ")[1].split("\n")[0]
+    assert shown.endswith("So, where do you live now?") and shown.startswith("... word")
+    assert len(shown) <= BEFORE_CHARS + 4
 
 
 async def test_times_and_dates_are_the_users_when_the_turn_was_stamped_in_their_zone() -> None:

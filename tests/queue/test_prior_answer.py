@@ -1,6 +1,7 @@
 """A claimed job comes with the answer its turn came after: the last assistant message of
 the job before it in the same conversation, as that job's payload keeps it (screened).
-The worker keeps its end as the context of the user's first episode of the turn."""
+The worker keeps its end as the context of the user's first episode of the turn, and the
+extractor is shown it (``Turn.before``)."""
 
 from __future__ import annotations
 
@@ -17,20 +18,28 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 class Silent:
-    """Proposes nothing: the turn's words are kept as episodes only."""
+    """Proposes nothing (the turn's words are kept as episodes only); notes what each turn
+    was said after, as the extractor is shown it."""
 
     name = "silent-v1"
+
+    def __init__(self) -> None:
+        self.shown: dict[str, str | None] = {}
 
     async def extract(
         self, turn: Turn, candidates: Sequence[Candidate], now: datetime
     ) -> Extraction:
+        self.shown[turn.messages[0].text] = turn.before
         return Extraction(ops=())
 
 
-async def drain(engine: BeliefEngine) -> None:
-    worker = MemoryWorker(engine, Silent())
+async def drain(engine: BeliefEngine) -> dict[str, str | None]:
+    """Process every job; what each turn (by its first words) was shown to follow."""
+    extractor = Silent()
+    worker = MemoryWorker(engine, extractor)
     while await worker.run_once():
         pass
+    return extractor.shown
 
 
 async def enqueue(store: JobStore, user: str, session: str, *messages: tuple[str, str]) -> int:
@@ -46,13 +55,15 @@ async def test_each_answer_is_kept_with_the_question_of_its_own_conversation(
     await enqueue(store, uid, "b", ("user", "Morning."), ("assistant", "Is your dog well?"))
     await enqueue(store, uid, "a", ("user", "Lisbon."), ("assistant", "Lovely."))
     await enqueue(store, uid, "b", ("user", "Rex is fine."), ("assistant", "Good."))
-    await drain(module_engine)
-    assert {e.content: e.context for e in await module_engine.episodes(uid)} == {
+    shown = await drain(module_engine)
+    expected = {
         "Hi!": None,  # nothing came before it in its conversation
         "Morning.": None,
         "Lisbon.": "Hello! Where do you live?",  # not "Is your dog well?", said since
         "Rex is fine.": "Is your dog well?",
     }
+    assert {e.content: e.context for e in await module_engine.episodes(uid)} == expected
+    assert shown == expected  # the extractor reads the short answer with its question
 
 
 async def test_a_turn_of_several_messages_gives_each_user_message_what_it_followed(

@@ -30,11 +30,15 @@ class TurnMessage:
 
 @dataclass(frozen=True)
 class Turn:
-    """The text-only content of one conversational turn, as stored in a job."""
+    """The text-only content of one conversational turn, as stored in a job. ``before``:
+    the assistant message said just before the turn in its conversation (screened, as
+    stored with the turn before), if any: not part of the turn, but what a short answer
+    in it ("Lisbon.") answers ("Where do you live now?")."""
 
     session_id: str
     messages: tuple[TurnMessage, ...]
     observed_at: datetime
+    before: str | None = None
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,9 @@ def users_time(turn: Turn, now: datetime) -> datetime:
 
 
 def render_request(turn: Turn, candidates: Sequence[Candidate], now: datetime) -> str:
-    """The user message: current time, candidates under their aliases, the role-tagged turn
-    (times and dates in the user's time zone, see :func:`users_time`)."""
+    """The user message: current time, candidates under their aliases, the end of the
+    assistant message said before the turn (what a short answer answers), the role-tagged
+    turn (times and dates in the user's time zone, see :func:`users_time`)."""
     now = users_time(turn, now)
     lines = [f"Current time: {now.isoformat()}", "", "Candidate beliefs (active):"]
     for c in candidates:
@@ -77,9 +78,25 @@ def render_request(turn: Turn, candidates: Sequence[Candidate], now: datetime) -
         lines.append(f"{c.alias}: {c.content}{extra}{since}")
     if not candidates:
         lines.append("(none)")
+    if turn.before:
+        lines += ["", "Said before the turn, for context only (not what the user said):"]
+        lines.append(f"assistant: {_end(turn.before)}")
     lines += ["", f"Turn (observed {turn.observed_at.isoformat()}):"]
     lines += [f"{m.role}: {m.text}" for m in turn.messages]
     return "\n".join(lines)
+
+
+BEFORE_CHARS = 400
+"""The most of :attr:`Turn.before` a request shows: its end, where a question is."""
+
+
+def _end(text: str) -> str:
+    """The last :data:`BEFORE_CHARS` characters of ``text``, from a word's start."""
+    if len(text) <= BEFORE_CHARS:
+        return text
+    end = text[-BEFORE_CHARS:]
+    space = end.find(" ")
+    return "..." + (end[space:] if 0 <= space < BEFORE_CHARS // 4 else end)
 
 
 class OpenAIExtractor:

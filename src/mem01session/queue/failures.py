@@ -31,12 +31,12 @@ from .policy import WorkerPolicy
 log = get_logger(__name__)
 
 
-def utterances(turn: Turn, prior_answer: str | None = None) -> list[Utterance]:
+def utterances(turn: Turn) -> list[Utterance]:
     """The turn's messages as the engine keeps them as episodes (it applies its policy),
-    each user message with the assistant message it came after (``prior_answer``: the one
-    before the turn), if no other user message came between."""
+    each user message with the assistant message it came after (:attr:`Turn.before` for
+    the first), if no other user message came between."""
     out: list[Utterance] = []
-    answered = prior_answer or None
+    answered = turn.before or None
     for index, m in enumerate(turn.messages):
         context = answered if m.role == "user" else None
         out.append(Utterance(index, m.role, m.text, m.item_ref, context))
@@ -125,7 +125,7 @@ class Failures:
         what was said is never lost to a failing extractor. False if that failed too."""
         try:
             turn = job.turn()
-            said = utterances(turn, job.prior_answer)
+            said = utterances(turn)
             if not any(self.engine.episode_policy.keeps(u.role) for u in said):
                 return False
             await self.engine.apply(

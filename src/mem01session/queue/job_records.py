@@ -42,7 +42,7 @@ class Job:
     usage: dict[str, Any] | None = None
     prior_answer: str | None = None
     """Of a claimed job, the last assistant message of the job before it in its
-    conversation (what the turn's first user message answered; :func:`prior_answer`)."""
+    conversation (:func:`prior_answer`): its turn's :attr:`Turn.before`."""
 
     def turn(self) -> Turn:
         """The turn stored in the payload."""
@@ -57,7 +57,12 @@ class Job:
             # from it ("in March", said in April) crosses daylight-saving changes right.
             with contextlib.suppress(ConfigError):
                 observed = observed.astimezone(check_timezone("timezone", zone))
-        return Turn(session_id=self.session_id, messages=messages, observed_at=observed)
+        return Turn(
+            session_id=self.session_id,
+            messages=messages,
+            observed_at=observed,
+            before=self.prior_answer,
+        )
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class JobProcessor:
         """Extract ``job``'s turn and write what it yields (a failure is recorded)."""
         try:
             turn = job.turn()
-            said = utterances(turn, job.prior_answer)
+            said = utterances(turn)
             query = " ".join(m.text for m in turn.messages if m.role == "user")
             kept = self.engine.episode_texts(said)
             vectors = self._carried(job, [query, *kept])
