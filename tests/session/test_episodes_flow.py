@@ -188,3 +188,17 @@ async def test_an_answer_is_found_later_by_the_question_it_answered(
     sent = json.dumps(model.calls[0].input)
     assert "Lisbon, since May." in sent
     assert "call home these days" not in sent  # the quote is the user's words alone
+
+
+async def test_a_short_answer_to_the_assistants_question_becomes_a_belief(
+    memories: MemoryFactory, make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    memory = memories(extractor=RuleExtractor())
+    chat = make_session("chat", "fred", memory=memory)
+    await say(chat, "Hi there!", reply="Hi Fred! Where do you live now?")
+    await say(chat, "Lisbon.", reply="Lovely city.")
+    assert await chat.flush_memory(timeout=30)
+    [belief] = await engine.history("fred")
+    assert (belief.content, belief.key) == ("Lives in Lisbon", "home.city")
+    [source] = belief.sources
+    assert source.evidence == "Lisbon."  # the user's words, not the statement they stand for

@@ -25,6 +25,10 @@ sentence, and recognizes plain first-person statements:
 A state said to have lasted holds now ("I've been vegetarian for years", "I've been
 working at X since 2019"), and a change said as made is made ("I've quit smoking").
 
+A short answer is read with the question the assistant closed its message before the turn
+with (:attr:`~.base.Turn.before`): "Lisbon." after "Where do you live?" is "I live in
+Lisbon", for a few such questions (:mod:`.rules_answers`).
+
 It skips questions, hypotheticals and plans ("if I moved to Paris", "I might move",
 "I'd love to live in Rome someday", "I want to ..."), other people's facts ("my sister
 lives in Rome") and everything the assistant said. A message is read into clauses by
@@ -59,6 +63,7 @@ from ..engine.ops import Op
 from .base import Candidate, Extraction, Turn
 from .dates import parse_when
 from .hygiene import screen
+from .rules_answers import restated
 from .rules_clauses import normalize, statements
 from .rules_negations import NEGATIONS
 from .rules_patterns import ASSERTIONS
@@ -296,6 +301,18 @@ def _assert(
     return [Op.add(f.content, key=f.key, evidence=s.evidence, valid_from=s.valid_from)]
 
 
+def _answered(
+    before: str, text: str, observed_at: datetime
+) -> list[tuple[Fact, str, datetime | None]]:
+    """The facts a short answer states as a reply to the question before it
+    (:mod:`.rules_answers`), its evidence the user's own words."""
+    statement = restated(before, text)
+    if statement is None:
+        return []
+    words = " ".join(text.split())
+    return [(fact, words, when) for fact, _, when in extract_facts(statement, observed_at)]
+
+
 class RuleExtractor:
     """Deterministic English first-person pattern extractor; see the module docstring."""
 
@@ -309,11 +326,14 @@ class RuleExtractor:
     ) -> Extraction:
         """Ops for the user's messages of ``turn``, screened for secrets."""
         said: list[_Said] = []
-        for message in turn.messages:
+        observed = turn.observed_at or now
+        for index, message in enumerate(turn.messages):
             if message.role != "user":
                 continue
-            for fact, sentence, when in extract_facts(message.text, turn.observed_at or now):
-                said.append(_Said(fact, sentence, when))
+            facts = extract_facts(message.text, observed)
+            if not facts and index == 0 and turn.before:
+                facts = _answered(turn.before, message.text, observed)
+            said.extend(_Said(fact, sentence, when) for fact, sentence, when in facts)
         screened = screen(reconcile(said, candidates))
         return Extraction(ops=screened.ops, notes=screened.notes)
 
