@@ -21,7 +21,8 @@ from mem01session.extraction import (
     Turn,
     TurnMessage,
 )
-from mem01session.extraction.openai_extractor import BEFORE_CHARS, OP_SCHEMA, load_prompt
+from mem01session.extraction.openai_extractor import BEFORE_TOKENS, OP_SCHEMA, load_prompt
+from mem01session.tokens import default_token_counter
 
 NOW = datetime(2026, 5, 13, 10, tzinfo=UTC)
 TURN = Turn(
@@ -165,7 +166,7 @@ async def test_the_model_sees_what_a_short_answer_answered_apart_from_the_turn()
     assert "Said before the turn" not in second  # nothing came before
     shown = third.split("assistant: ")[1].split("\n")[0]
     assert shown.endswith("So, where do you live now?") and shown.startswith("... word")
-    assert len(shown) <= BEFORE_CHARS + 4
+    assert default_token_counter().count(shown.removeprefix("... ")) <= BEFORE_TOKENS
 
 
 async def test_times_and_dates_are_the_users_when_the_turn_was_stamped_in_their_zone() -> None:

@@ -28,9 +28,11 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ..checks import check_instance, check_model_options, check_seconds
 from ..config import Settings
+from ..engine.passages import tail
 from ..errors import ConfigError, ExtractionError
 from ..logs import get_logger
 from ..loops import PerLoop
+from ..tokens import default_token_counter
 from .answer import OP_SCHEMA, parse_ops
 from .base import Candidate, Extraction, Turn
 from .formats import (
@@ -86,17 +88,14 @@ def render_request(turn: Turn, candidates: Sequence[Candidate], now: datetime) -
     return "\n".join(lines)
 
 
-BEFORE_CHARS = 400
-"""The most of :attr:`Turn.before` a request shows: its end, where a question is."""
+BEFORE_TOKENS = 100
+"""The most of :attr:`Turn.before` a request shows, in tokens: its last sentences (where
+a question is), marked as cut when they are not all of it."""
 
 
 def _end(text: str) -> str:
-    """The last :data:`BEFORE_CHARS` characters of ``text``, from a word's start."""
-    if len(text) <= BEFORE_CHARS:
-        return text
-    end = text[-BEFORE_CHARS:]
-    space = end.find(" ")
-    return "..." + (end[space:] if 0 <= space < BEFORE_CHARS // 4 else end)
+    kept = tail(text, default_token_counter(), BEFORE_TOKENS)
+    return kept if kept == " ".join(text.split()) else f"... {kept}"
 
 
 class OpenAIExtractor:
