@@ -30,6 +30,12 @@ on_module_loop = pytest.mark.asyncio(loop_scope="module")
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
+@pytest.fixture
+def engine(module_db: Database, embedder: HashingEmbedder) -> BeliefEngine:
+    """All tests here share one database; each works as its own user (``uid``)."""
+    return BeliefEngine(module_db, embedder)
+
+
 async def answer(
     engine: BeliefEngine, user_id: str, words: str, after: str | None, job: int
 ) -> None:
@@ -76,9 +82,8 @@ def test_only_the_first_passage_of_the_users_message_keeps_it() -> None:
 
 @on_module_loop
 async def test_an_answer_is_found_by_the_question_it_answered(
-    module_db: Database, embedder: HashingEmbedder, uid: str
+    engine: BeliefEngine, uid: str
 ) -> None:
-    engine = BeliefEngine(module_db, embedder)
     await answer(engine, uid, "Lisbon, since May.", "Where do you live now?", job=1)
     await answer(engine, uid, "Pasta, always.", "What do you like to cook?", job=2)
     await answer(engine, uid, "My cat is called Pip.", None, job=3)
@@ -92,9 +97,8 @@ async def test_an_answer_is_found_by_the_question_it_answered(
 
 @on_module_loop
 async def test_the_users_own_words_count_for_more_than_the_question_before(
-    module_db: Database, embedder: HashingEmbedder, uid: str
+    engine: BeliefEngine, uid: str
 ) -> None:
-    engine = BeliefEngine(module_db, embedder)
     await answer(engine, uid, "Porto, by the river.", "Which city do you love most?", job=1)
     await answer(engine, uid, "I love Rome, the city of my youth.", "Tell me more.", job=2)
     await answer(engine, uid, "The garden is small.", "How is the flat?", job=3)
@@ -105,9 +109,8 @@ async def test_the_users_own_words_count_for_more_than_the_question_before(
 
 @on_module_loop
 async def test_word_counts_hold_the_contexts_words_and_let_them_go(
-    module_db: Database, embedder: HashingEmbedder, uid: str
+    engine: BeliefEngine, uid: str
 ) -> None:
-    engine = BeliefEngine(module_db, embedder)
     await answer(engine, uid, "Lisbon.", "Where do you live now?", job=1)
     prov = Provenance(session_id="conv-1", job_id=2, observed_at=MONDAY, extractor="test")
     turn = [Utterance(0, "user", "Lisbon too, actually.", context="And your brother?")]

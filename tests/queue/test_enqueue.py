@@ -94,24 +94,31 @@ async def test_on_one_server_a_turn_costs_one_round_trip(
     assert len(sent) == (3 if pool.distributed else 1)
 
 
+def first_held(engine: BeliefEngine) -> tuple[JobStore, asyncio.Event, asyncio.Event]:
+    """A job store whose first statement waits, mid-send, until ``go_on`` is set; ``entered``
+    is set once it waits."""
+    store = JobStore(engine.db)
+    entered, go_on = asyncio.Event(), asyncio.Event()
+    enqueue = store.enqueue
+
+    async def held(*args: Any, **kwargs: Any) -> int:
+        if not entered.is_set():
+            entered.set()
+            await go_on.wait()
+        return await enqueue(*args, **kwargs)
+
+    store.enqueue = held  # type: ignore[method-assign]
+    return store, entered, go_on
+
+
 async def test_sends_under_way_at_once_store_each_turn_once_in_order(
     module_engine: BeliefEngine, uid: str
 ) -> None:
     """Two runs of a session send at once (each from its own task) while a turn is being
     stored: the second waits for the first, which stores both turns; none twice, none
     lost (the second once stored the first's turn again and then dropped the next)."""
-    store = JobStore(module_engine.db)
+    store, entered, go_on = first_held(module_engine)
     buffer = TurnBuffer(uid, "conv")
-    entered, go_on = asyncio.Event(), asyncio.Event()
-    enqueue = store.enqueue
-
-    async def first_held(*args: Any, **kwargs: Any) -> int:
-        if not entered.is_set():  # the first statement waits, mid-send
-            entered.set()
-            await go_on.wait()
-        return await enqueue(*args, **kwargs)
-
-    store.enqueue = first_held  # type: ignore[method-assign]
     now = module_engine.clock()
     buffer.add([TurnMessage("user", "one"), TurnMessage("assistant", "1")], now)
     first = asyncio.create_task(buffer.send(store))
@@ -132,18 +139,8 @@ async def test_turns_discarded_while_one_is_being_stored_end_that_send_cleanly(
     storing the oldest turn: that send ends without error, sends none of the dropped turns
     and leaves nothing queued (it once removed a turn it had not stored, or popped an empty
     queue)."""
-    store = JobStore(module_engine.db)
+    store, entered, go_on = first_held(module_engine)
     buffer = TurnBuffer(uid, "conv")
-    entered, go_on = asyncio.Event(), asyncio.Event()
-    enqueue = store.enqueue
-
-    async def first_held(*args: Any, **kwargs: Any) -> int:
-        if not entered.is_set():
-            entered.set()
-            await go_on.wait()
-        return await enqueue(*args, **kwargs)
-
-    store.enqueue = first_held  # type: ignore[method-assign]
     now = module_engine.clock()
     buffer.add([TurnMessage("user", "one"), TurnMessage("assistant", "1")], now)
     buffer.add([TurnMessage("user", "two"), TurnMessage("assistant", "2")], now)
