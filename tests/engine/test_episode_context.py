@@ -20,7 +20,9 @@ from mem01session.engine import BeliefEngine, EpisodePolicy, RecallRequest, Utte
 from mem01session.engine.episode_candidates import CONTEXT_WEIGHT
 from mem01session.engine.episodes import drafts
 from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.parse import parse_quotes
 from mem01session.engine.passages import CONTEXT_TOKENS, tail
+from mem01session.engine.render import SHORT_QUOTE_CHARS
 from mem01session.tokens import default_token_counter
 
 from .dbstate import counts
@@ -89,8 +91,8 @@ async def test_an_answer_is_found_by_the_question_it_answered(
     await answer(engine, uid, "My cat is called Pip.", None, job=3)
     result = await engine.recall(uid, RecallRequest("Where do I live?", kinds="episodes"))
     assert result.episodes[0].episode.content == "Lisbon, since May."
-    # The quote is the user's words alone: the question is not put in their mouth.
-    assert "Where do you live" not in result.text and '"Lisbon, since May."' in result.text
+    # The quote is the user's words; the question is shown as what they answered.
+    assert '- "Lisbon, since May." (answering "Where do you live now?")' in result.text
     [lisbon] = [e for e in await engine.episodes(uid) if e.content.startswith("Lisbon")]
     assert lisbon.context == "Where do you live now?"
 
@@ -139,3 +141,23 @@ def test_the_readme_states_what_the_code_keeps_and_weighs() -> None:
     assert f"up to {CONTEXT_TOKENS} tokens" in readme
     assert CONTEXT_WEIGHT == 0.75 and readme.count("counts for three quarters") == 1
     assert "each counting for three quarters of one the user said" in readme
+    assert f"one of at most {SHORT_QUOTE_CHARS} characters, which alone says nothing" in readme
+
+
+@on_module_loop
+async def test_a_short_quote_shows_the_question_it_answered(engine: BeliefEngine, uid: str) -> None:
+    await answer(engine, uid, "Two.", "Lovely photo! How many kids do you have?", job=1)
+    await answer(engine, uid, "Yes (mostly).", "Nice. Do you cook <every> day?", job=2)
+    await answer(engine, uid, "Pasta.", "That sounds fun.", job=3)  # no question before
+    long = "We spent the whole weekend at the lake with the kids and it was great."
+    await answer(engine, uid, long, "How was the weekend?", job=4)
+    result = await engine.recall(uid, RecallRequest("kids cook weekend pasta", kinds="episodes"))
+    assert '- "Two." (answering "How many kids do you have?")' in result.text
+    assert '- "Yes (mostly)." (answering "Do you cook &lt;every&gt; day?")' in result.text
+    assert '- "Pasta."\n' in result.text  # nothing asked: nothing shown
+    assert f'- "{long}"\n' in result.text  # a longer quote says enough by itself
+    quotes = {q.content: q.note for q in parse_quotes(result.text)}
+    assert quotes["Two."] == 'answering "How many kids do you have?"'
+    assert quotes["Yes (mostly)."] == 'answering "Do you cook <every> day?"'
+    cited = await engine.recall(uid, RecallRequest("kids", kinds="episodes", provenance="brief"))
+    assert '- "Two." (answering "How many kids do you have?"; in conv-1)' in cited.text

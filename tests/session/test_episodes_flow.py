@@ -186,8 +186,9 @@ async def test_an_answer_is_found_later_by_the_question_it_answered(
     friday = make_session("friday", "erin")
     model = await say(friday, "Which city is my home?")
     sent = json.dumps(model.calls[0].input)
-    assert "Lisbon, since May." in sent
-    assert "call home these days" not in sent  # the quote is the user's words alone
+    # The user's words, with the question they answered (not the whole message before).
+    assert '\\"Lisbon, since May.\\" (answering \\"Which city do you call home' in sent
+    assert "Hello Erin!" not in sent
 
 
 async def test_a_short_answer_to_the_assistants_question_becomes_a_belief(

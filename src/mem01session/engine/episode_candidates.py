@@ -27,9 +27,8 @@ from .scoring import EpisodeCandidate
 
 _COLUMNS = (
     "e.id, e.user_id, e.session_id, e.job_id, e.message, e.passage, e.role, e.content, "
-    "e.said_at, e.item_ref, e.hidden_at"
+    "e.said_at, e.item_ref, e.hidden_at, e.context"
 )
-EPISODE_FIELDS = 11
 CONTEXT_WEIGHT = 0.75
 """What a query word found only in an episode's context (the message it answered) counts
 for, against one in the user's own words: less, so that of two passages matching alike
@@ -135,10 +134,10 @@ async def fetch_episodes(
     out: list[EpisodeCandidate] = []
     for row in rows:
         (eid, user, session, job, message, passage, role, content, said_at, item_ref,
-         hidden_at, dist, vrank, trank, tscore, belief_ids) = row  # fmt: skip
+         hidden_at, context, dist, vrank, trank, tscore, belief_ids) = row  # fmt: skip
         episode = Episode(
             eid, user, session, job, message, passage, role, content, said_at, item_ref,
-            hidden_at, tuple(belief_ids or ()),
+            hidden_at, tuple(belief_ids or ()), context,
         )  # fmt: skip
         out.append(
             EpisodeCandidate(

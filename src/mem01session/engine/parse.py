@@ -12,7 +12,11 @@ from .render import CLOSE, QUOTES_HEADER
 
 def _unescape(text: str) -> str:
     return (
-        text.replace("&lt;", "<").replace("&gt;", ">").replace("&#40;", "(").replace("&amp;", "&")
+        text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#40;", "(")
+        .replace("&#41;", ")")
+        .replace("&amp;", "&")
     )
 
 
@@ -49,7 +53,8 @@ def parse_quotes(text: str) -> list[RenderedQuote]:
             current = m["day"]
         elif m := _QUOTE.match(line):
             role = "assistant" if m["who"] else "user"
-            out.append(RenderedQuote(current, _unescape(m["content"]), role, m["note"] or ""))
+            note = _unescape(m["note"] or "")
+            out.append(RenderedQuote(current, _unescape(m["content"]), role, note))
     return out
 
 

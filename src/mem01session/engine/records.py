@@ -143,8 +143,7 @@ class Episode:
     """Beliefs drawn from it (filled by recall and by :meth:`BeliefEngine.episode`)."""
     context: str | None = None
     """The end of the assistant message it answered (a first passage of a user's message;
-    full-text recall finds the passage by it too). Filled by the inspection reads, not by
-    recall."""
+    full-text recall finds the passage by it too, and a short quote shows its question)."""
 
 
 @dataclass(frozen=True)

@@ -170,10 +170,32 @@ def _quote(text: str, role: str, note: str) -> str:
 
 
 def _quote_note(item: ScoredEpisode, style: Style) -> str:
+    asked = _asked(item.episode.content, item.episode.context)
     if style.provenance == "none":
-        return ""
+        return asked
     where = f"in {escape(item.episode.session_id, SESSION_CHARS)}"
-    return f"{where}; e#{item.episode.id}" if style.provenance == "quote" else where
+    where = f"{where}; e#{item.episode.id}" if style.provenance == "quote" else where
+    return f"{asked}; {where}" if asked else where
+
+
+SHORT_QUOTE_CHARS = 40
+"""A quote this short ("Lisbon.", "Two.", "Yes, since May.") shows the question it
+answered, when its context ends with one: alone it says nothing."""
+QUESTION_CHARS = 120
+"""The most characters of that question shown."""
+_QUESTION = re.compile(r"[^.!?…]*\?")
+
+
+def _asked(content: str, context: str | None) -> str:
+    """``answering "the question"`` for a short quote whose context asks one (its last;
+    parentheses written as entities, so that the note reads back whole); else empty."""
+    if not context or len(content) > SHORT_QUOTE_CHARS:
+        return ""
+    questions = _QUESTION.findall(" ".join(context.split()))
+    if not questions:
+        return ""
+    question = escape(questions[-1], QUESTION_CHARS).replace("(", "&#40;").replace(")", "&#41;")
+    return f'answering "{question}"'
 
 
 def format_quote(item: ScoredEpisode, style: Style = Style()) -> str:
