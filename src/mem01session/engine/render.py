@@ -180,7 +180,7 @@ def _quote_note(item: ScoredEpisode, style: Style) -> str:
 
 SHORT_QUOTE_CHARS = 40
 """A quote this short ("Lisbon.", "Two.", "Yes, since May.") shows the question it
-answered, when its context ends with one: alone it says nothing."""
+answered (the last its context asks), if any: alone it says nothing."""
 QUESTION_CHARS = 120
 """The most characters of that question shown."""
 _QUESTION = re.compile(r"[^.!?…]*\?")
