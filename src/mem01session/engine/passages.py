@@ -26,6 +26,11 @@ _CJK_END = ("。", "！", "？")
 SPACE = re.compile(r"\s+")
 
 
+def sentences(body: str) -> list[str]:
+    """``body``'s sentences, whitespace collapsed, empty ones left out."""
+    return [s for raw in _SENTENCE_END.split(body) if (s := SPACE.sub(" ", raw).strip())]
+
+
 def passages(body: str, counter: TokenCounter, limit: int = PASSAGE_TOKENS) -> list[str]:
     """``body`` cut into passages of at most ``limit`` tokens: whole sentences where they
     fit, a sentence longer than ``limit`` cut at spaces (a run without spaces at ``limit``
@@ -33,10 +38,7 @@ def passages(body: str, counter: TokenCounter, limit: int = PASSAGE_TOKENS) -> l
     out: list[str] = []
     current: list[str] = []
     used = 0
-    for raw in _SENTENCE_END.split(body):
-        sentence = SPACE.sub(" ", raw).strip()
-        if not sentence:
-            continue
+    for sentence in sentences(body):
         cost = counter.count(sentence)
         if cost > limit:
             if current:
@@ -103,10 +105,7 @@ def tail(body: str, counter: TokenCounter, limit: int = CONTEXT_TOKENS) -> str:
     else the end of its last sentence, cut at a space."""
     kept: list[str] = []
     used = 0
-    for raw in reversed(_SENTENCE_END.split(body)):
-        sentence = SPACE.sub(" ", raw).strip()
-        if not sentence:
-            continue
+    for sentence in reversed(sentences(body)):
         cost = counter.count(sentence)
         if used + (1 if used else 0) + cost > limit:
             if not kept:  # the last sentence alone is too long: its end

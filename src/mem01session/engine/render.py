@@ -55,6 +55,7 @@ from .frame import HEADER as HEADER
 from .frame import OPEN as OPEN
 from .frame import escape as escape
 from .frame import frame, pending_words
+from .passages import sentences
 from .records import Belief, BlockProvenance, ScoredBelief, ScoredEpisode
 
 QUOTES_HEADER = "The user's earlier words, by date (the notes above and later words win):\n"
@@ -183,7 +184,6 @@ SHORT_QUOTE_CHARS = 40
 answered (the last its context asks), if any: alone it says nothing."""
 QUESTION_CHARS = 120
 """The most characters of that question shown."""
-_QUESTION = re.compile(r"[^.!?…]*\?")
 
 
 def _asked(content: str, context: str | None) -> str:
@@ -191,7 +191,7 @@ def _asked(content: str, context: str | None) -> str:
     parentheses written as entities, so that the note reads back whole); else empty."""
     if not context or len(content) > SHORT_QUOTE_CHARS:
         return ""
-    questions = _QUESTION.findall(" ".join(context.split()))
+    questions = [s for s in sentences(context) if s.endswith("?")]
     if not questions:
         return ""
     question = escape(questions[-1], QUESTION_CHARS).replace("(", "&#40;").replace(")", "&#41;")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ..engine.passages import sentences
+
 # Statements whose value names a place, company or person (:func:`_named`); the others
 # name a thing, which their own pattern checks (a job, an allergen, a pet, an age).
 _NAMED = ("I live in", "I'm from", "I work at", "My name is")
@@ -61,12 +63,11 @@ _QUESTIONS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
 MAX_ANSWER_WORDS = 5
 """The longest answer read as one (words before its first comma)."""
 
-_SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
 _OPENER = re.compile(r"^(?:(?:yes|yeah|yep|yup|sure|well|oh|um+|uh+|ok|okay|so)\b[,!.]?\s*)+", re.I)
 # Not a value: a refusal, an evasion, a negation, a question word, a place too vague to
 # name one, or a sentence of its own.
 _NOT_A_VALUE = re.compile(
-    r"^(?:i|i'm|i've|i'd|we|we're|it|it's|that|this|you|my|our|there)\b"
+    r"^(?:i|i'm|i've|i'd|we|we're|it|it's|that|this|you|my|our)\b"
     r"|\b(?:no|nope|not|none|nothing|nowhere|never|rather|secret|somewhere|anywhere|"
     r"everywhere|guess|depends|why|what|who|how|ha|haha+|lol|hm+|er+|erm|uh+|um+|"
     r"meh|wow|idk|dunno|question|near|around|outside|close|"
@@ -114,8 +115,7 @@ def _named(value: str) -> bool:
 
 def _closing_question(before: str) -> str | None:
     """The question among the last two sentences of ``before``, lowercased, its mark off."""
-    sentences = [s.strip() for s in _SENTENCE.split(before.strip()) if s.strip()]
-    for sentence in reversed(sentences[-2:]):
+    for sentence in reversed(sentences(before)[-2:]):
         if sentence.endswith("?"):
             return " ".join(sentence.casefold().rstrip("?").split())
     return None
@@ -124,10 +124,10 @@ def _closing_question(before: str) -> str | None:
 def _short_answer(answer: str) -> str | None:
     """The value a short answer gives: its first sentence, less an opening "yes," and
     what follows a comma; None for anything that is not a few plain words."""
-    sentences = [s.strip() for s in _SENTENCE.split(answer.strip()) if s.strip()]
-    if not sentences or sentences[0].endswith("?"):
+    said = sentences(answer)
+    if not said or said[0].endswith("?"):
         return None
-    first = _OPENER.sub("", sentences[0]).strip()
+    first = _OPENER.sub("", said[0]).strip()
     value = _PREPOSITION.sub("", first.split(",")[0].strip().rstrip(".!…").strip())
     words = value.split()
     if not words or len(words) > MAX_ANSWER_WORDS or _NOT_A_VALUE.search(value):
