@@ -205,6 +205,9 @@ def test_the_recall_table_lists_the_quotes_it_packed(client: TestClient, seeded:
     assert '<td><span class="muted">–</span></td>' in row
     belief = cells(scores, "Lives in San Francisco")
     assert len(re.findall(r"\d\.\d{3}", belief)) == 6
+    assert "day r" not in row
+    dated = ok(client, f"/recall?u={ALICE}&q=what+did+I+say+on+March+5%3F&budget=800")
+    assert "day r1" in cells(dated.split("<h2>Why each record was recalled</h2>")[1], SISTER_SAID)
 
 
 def test_users_page_and_erased_users(client: TestClient) -> None:

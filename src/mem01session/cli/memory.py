@@ -80,7 +80,13 @@ def _explained(result: RecallResult) -> Table:
     from rich.text import Text
 
     from ..engine.records import ScoredBelief
-    from ..engine.scoring import EPISODE_FACTOR, INACTIVE_FACTOR, W_CONFIDENCE, W_RECENCY
+    from ..engine.scoring import (
+        DAY_WEIGHT,
+        EPISODE_FACTOR,
+        INACTIVE_FACTOR,
+        W_CONFIDENCE,
+        W_RECENCY,
+    )
     from . import _render as render
 
     items: list[ScoredBelief | ScoredEpisode] = [*result.beliefs, *result.episodes]
@@ -116,8 +122,8 @@ def _explained(result: RecallResult) -> Table:
         f"fused = relevance x ({base_r:.2f} + {W_RECENCY:.2f} recency) x ({base_c:.2f} + "
         f"{W_CONFIDENCE:.2f} confidence); a quote: x {EPISODE_FACTOR:.2f}, no confidence; a "
         f"belief no longer current: x {INACTIVE_FACTOR:.2f}. Relevance averages the two "
-        "retrievers' ranks (k = 60); text = the share of the question's word weight "
-        "matched.",
+        "retrievers' ranks (k = 60), a quote said in the days the question names adding "
+        f"{DAY_WEIGHT:g} x its rank's; text = the share of the question's word weight matched.",
         style="dim",
     )
     outer = Table.grid()
@@ -138,6 +144,8 @@ def _retrievers(signals: dict[str, float]) -> str:
         rank = int(signals.get(f"{name}_rank", 0.0))
         found = f"{signals.get(name, 0.0):.3f} (rank {rank})" if rank else "not found"
         parts.append(f"{label} {found}")
+    if signals.get("day_rank"):
+        parts.append(f"said in the days asked about (rank {int(signals['day_rank'])})")
     return "  ".join(parts)
 
 

@@ -7,7 +7,8 @@ recallable episodes (``episode_terms``, kept by the write path; a word held by a
 half of them tells nothing and is left out) and found in the user's own words or, for
 less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
 candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
-repeated). Hidden episodes
+repeated). When the query names days ("in June", "yesterday": :mod:`.named_days`), the
+episodes said in them are a third list, by similarity. Hidden episodes
 (a belief drawn from them was forgotten) and those past the retention never come back.
 It runs on the direct pool, beside the belief statement.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..db.vectors import BinaryVector
 from .candidates import COMMON_MIN, COMMON_SHARE, MAX_QUERY_TERMS
+from .named_days import Span
 from .parts import EngineParts
 from .records import Episode
 from .scoring import EpisodeCandidate
@@ -37,8 +39,9 @@ suggested, not what the user said)."""
 
 
 @cache
-def _statement(window: str, text: bool) -> str:
-    """The statement for a time window (retention, ``as_of``) and kind of query."""
+def _statement(window: str, text: bool, days: bool) -> str:
+    """The statement for a time window (retention, ``as_of``) and kind of query; ``days``:
+    the query names days (:mod:`.named_days`), whose episodes are a third list."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
     vec = f"""
 vec AS MATERIALIZED (
@@ -78,18 +81,37 @@ txt AS MATERIALIZED (
     else:
         txt = """
 txt AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::bigint AS rnk WHERE false)"""
+    if days:
+        cand = f"""
+day AS MATERIALIZED (
+  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank FROM (
+    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
+    WHERE {where} AND e.embedding_model = %(model)s
+      AND e.said_at >= %(days_from)s AND e.said_at < %(days_until)s
+    ORDER BY dist, e.id DESC LIMIT %(pool)s) s
+),
+cand AS (
+  SELECT i.id, coalesce(v.dist, d.dist) AS dist, v.vector_rank, t.rnk AS text_rank,
+         t.score AS text_score, d.day_rank
+  FROM (SELECT id FROM vec UNION SELECT id FROM txt UNION SELECT id FROM day) i
+  LEFT JOIN vec v ON v.id = i.id LEFT JOIN txt t ON t.id = i.id LEFT JOIN day d ON d.id = i.id
+)"""
+    else:
+        cand = """
+cand AS (
+  SELECT v.id, v.dist, v.vector_rank, t.rnk AS text_rank, t.score AS text_score,
+         NULL::bigint AS day_rank
+  FROM vec v LEFT JOIN txt t ON t.id = v.id
+  UNION ALL
+  SELECT t.id, NULL::float8, NULL::bigint, t.rnk, t.score, NULL::bigint FROM txt t
+  WHERE t.id NOT IN (SELECT id FROM vec)
+)"""
     return f"""
 WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
 {vec.strip()},
 {txt.strip()},
-cand AS (
-  SELECT v.id, v.dist, v.vector_rank, t.rnk AS text_rank, t.score AS text_score
-  FROM vec v LEFT JOIN txt t ON t.id = v.id
-  UNION ALL
-  SELECT t.id, NULL::float8, NULL::bigint, t.rnk, t.score FROM txt t
-  WHERE t.id NOT IN (SELECT id FROM vec)
-)
-SELECT {_COLUMNS}, c.dist, c.vector_rank, c.text_rank, c.text_score,
+{cand.strip()}
+SELECT {_COLUMNS}, c.dist, c.vector_rank, c.text_rank, c.text_score, c.day_rank,
        ARRAY(SELECT s.belief_id FROM belief_sources s
              WHERE s.user_id = %(user_id)s AND s.episode_id = e.id) AS belief_ids
 FROM cand c JOIN episodes e ON e.user_id = %(user_id)s AND e.id = c.id"""
@@ -105,9 +127,11 @@ async def fetch_episodes(
     pool: int,
     as_of: datetime | None = None,
     text: bool = True,
+    days: Span | None = None,
 ) -> list[EpisodeCandidate]:
     """The episodes that best answer ``query`` (cleaned, not empty; ``vector`` its
-    embedding), with their signals; ``text``: whether the query has words to match."""
+    embedding), with their signals; ``text``: whether the query has words to match;
+    ``days``: the days it names, whose episodes are also fetched (by similarity)."""
     params: dict[str, Any] = {
         "user_id": user_id,
         "pool": pool,
@@ -130,11 +154,14 @@ async def fetch_episodes(
             common_min=COMMON_MIN,
             context_weight=CONTEXT_WEIGHT,
         )
-    _, rows = await parts.db.direct.fetch_tuples(_statement(window, text), params, binary=True)
+    if days is not None:
+        params.update(days_from=days.start, days_until=days.end)
+    statement = _statement(window, text, days is not None)
+    _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
     out: list[EpisodeCandidate] = []
     for row in rows:
         (eid, user, session, job, message, passage, role, content, said_at, item_ref,
-         hidden_at, context, dist, vrank, trank, tscore, belief_ids) = row  # fmt: skip
+         hidden_at, context, dist, vrank, trank, tscore, drank, belief_ids) = row  # fmt: skip
         episode = Episode(
             eid, user, session, job, message, passage, role, content, said_at, item_ref,
             hidden_at, tuple(belief_ids or ()), context,
@@ -146,6 +173,7 @@ async def fetch_episodes(
                 None if dist is None else 1.0 - dist,
                 trank,
                 None if tscore is None else float(tscore),
+                drank,
             )
         )
     return out

@@ -30,6 +30,7 @@ from .candidates import (
     tsquery_terms,
 )
 from .episode_candidates import fetch_episodes
+from .named_days import named_span
 from .parts import EngineParts
 from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
 from .render import Style, asks_from_now, asks_when, render_block
@@ -104,7 +105,7 @@ async def _ranked(
             fetching,
             fetch_episodes(
                 parts, user_id, query, vector, now, pool=pool, as_of=as_of,
-                text=bool(tsquery_terms(query)),
+                text=bool(tsquery_terms(query)), days=named_span(query, now, request.zone),
             ),
         )  # fmt: skip
     else:

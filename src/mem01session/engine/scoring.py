@@ -40,6 +40,9 @@ INACTIVE_FACTOR = 0.9
 # An episode's score is scaled by this much: at equal relevance the belief (a conclusion,
 # current, shorter) is packed first, the quote after it.
 EPISODE_FACTOR = 0.9
+# What being said in the days a question names ("in June", "on Monday") adds to an
+# episode's relevance, times its rank term among those days' episodes (by similarity).
+DAY_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,7 @@ class EpisodeCandidate(NamedTuple):
     vector_similarity: float | None
     text_rank: int | None
     text_score: float | None
+    day_rank: int | None = None  # 1-based rank among those said in the days the query names
 
 
 def rank_jointly(
@@ -208,11 +212,14 @@ def score_episodes(
     """Fused scores of candidate episodes, best first (ties: the later one first); an
     episode saying exactly what a better-ranked one says is dropped.
 
-    The same relevance as beliefs, scaled by the recency of when it was said and by
-    :data:`EPISODE_FACTOR` (episodes carry no confidence)."""
+    The same relevance as beliefs, plus :data:`DAY_WEIGHT` times the rank term of those
+    said in the days the query names (:mod:`.named_days`), scaled by the recency of when it
+    was said and by :data:`EPISODE_FACTOR` (episodes carry no confidence)."""
     out: list[ScoredEpisode] = []
     for c in candidates:
         rel = relevance(c.vector_rank, c.text_rank, fusion, c.text_score)
+        if c.day_rank is not None:
+            rel += DAY_WEIGHT * (fusion.k + 1) / (fusion.k + c.day_rank)
         age = (now - c.episode.said_at).total_seconds() / 86400.0
         rec = 1.0 if age <= 0.0 else float(0.5 ** (age / HALF_LIFE_DAYS))
         fused = rel * (1.0 - fusion.w_recency + fusion.w_recency * rec) * EPISODE_FACTOR
@@ -223,6 +230,7 @@ def score_episodes(
                 "vector_rank": float(c.vector_rank or 0),
                 "text": c.text_score if c.text_score is not None else 0.0,
                 "text_rank": float(c.text_rank or 0),
+                "day_rank": float(c.day_rank or 0),
                 "relevance": rel,
                 "recency": rec,
                 "fused": fused,

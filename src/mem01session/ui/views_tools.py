@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..engine.records import EraseReceipt, RecallResult, ScoredBelief, ScoredEpisode
-from ..engine.scoring import EPISODE_FACTOR, INACTIVE_FACTOR, Fusion
+from ..engine.scoring import DAY_WEIGHT, EPISODE_FACTOR, INACTIVE_FACTOR, Fusion
 from ..queue.job_records import Job
 from .data import UserView
 from .layout import (
@@ -121,7 +121,9 @@ def fusion_note() -> str:
         )
     return (
         f"fused: for a belief, {belief} (× {INACTIVE_FACTOR:g} when no longer current); "
-        f"for a quote, relevance × {rec} × {EPISODE_FACTOR:g}."
+        f"for a quote, relevance × {rec} × {EPISODE_FACTOR:g}, its relevance raised by "
+        f"{DAY_WEIGHT:g} × its rank term when it was said in the days the question names "
+        "(day r…)."
     )
 
 
@@ -132,6 +134,8 @@ def _score_cells(user: str, item: ScoredBelief | ScoredEpisode) -> list[object]:
     for i, rank in ((0, "vector_rank"), (1, "text_rank")):
         if item.signals.get(rank):
             cells[i] = f"{cells[i]} r{int(item.signals[rank])}"
+    if item.signals.get("day_rank"):  # said in the days the question names
+        cells[2] = f"{cells[2]} day r{int(item.signals['day_rank'])}"
     if isinstance(item, ScoredBelief):
         b = item.belief
         return [belief_link(user, b.id), b.content, badge(b.status), *cells]

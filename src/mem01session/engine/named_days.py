@@ -1,0 +1,209 @@
+"""The days a question names: "on October 13, 2023", "in June", "last week", "yesterday".
+
+A user asking "What did I say on Monday?" or "What happened in June?" means what was said
+then; the read path then also fetches the episodes said in those days and ranks them
+higher (:mod:`.episode_candidates`). Pure functions, no I/O.
+
+English only. Dates are read in the user's zone and relative to the recall's moment (its
+``as_of``, else now). A month or day without a year is the latest one not after today; a
+month named alone needs a word before it ("in May", not "may"); numeric dates other than
+ISO ``2023-10-13`` are left out (``3/4`` is March or April depending on who writes it).
+When a question names several, the span runs from the first day to the last.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, tzinfo
+
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_SHORT = {m[:3]: i for i, m in enumerate(_MONTHS, start=1)} | {"sept": 9}
+_FULL = {m: i for i, m in enumerate(_MONTHS, start=1)}
+_VERBS = frozenset({"may", "march"})  # month words that are verbs too, in lowercase
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_COUNTS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+
+_MONTH = r"(?P<month>" + "|".join(sorted([*_FULL, *_SHORT], key=len, reverse=True)) + r")"
+_FULL_MONTH = r"(?P<month>" + "|".join(_FULL) + r")"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_COUNT = r"(?P<count>\d{1,3}|" + "|".join(_COUNTS) + r")"
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("iso", r"\b(?P<year>\d{4})-(?P<m>\d{2})-(?P<day>\d{2})\b"),
+        ("date", rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
+        ("date", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+{_YEAR}\b)?"),
+        ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
+        ("month", rf"\b(?P<word>in|during|since|throughout|early|late|mid|last|this)[\s-]+"
+                  rf"{_FULL_MONTH}\b"),
+        ("year", rf"\b(?P<word>in|during|since|throughout)\s+{_YEAR}\b"),
+        ("day_before", r"\bthe day before yesterday\b"),
+        ("yesterday", r"\byesterday\b"),
+        ("today", r"\b(?:today|tonight|this morning|this afternoon|this evening)\b"),
+        ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
+        ("weekend", r"\b(?:last|this|this past|past|over the|on the)\s+weekend\b"),
+        ("weekday", r"\b(?:on|last|this past)\s+(?P<weekday>" + "|".join(_WEEKDAYS) + r")\b"),
+        ("period", r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b"),
+    )
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Span:
+    """The moments ``[start, end)`` a question names: whole days in the user's zone."""
+
+    start: datetime
+    end: datetime
+
+    def __contains__(self, moment: object) -> bool:
+        return isinstance(moment, datetime) and self.start <= moment < self.end
+
+
+def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
+    """The days ``query`` names, as moments; None when it names none (see the module)."""
+    today = now.astimezone(zone).date()
+    days: list[tuple[date, date]] = []
+    taken: list[tuple[int, int]] = []  # a date's words are not read again as its month
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(query):
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            found = _days(kind, match, today)
+            if found is not None and found[0] < found[1]:
+                days.append(found)
+                taken.append(match.span())
+    if not days:
+        return None
+    first = min(d[0] for d in days)
+    last = max(d[1] for d in days)
+    return Span(_midnight(first, zone), _midnight(last, zone))
+
+
+def _midnight(day: date, zone: tzinfo) -> datetime:
+    """The moment ``day`` begins in ``zone``, in UTC (so that a span's length is real time)."""
+    return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
+
+
+def _days(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | None:
+    """The days ``[first, after)`` a match names, or None when it names no real day."""
+    g = match.groupdict()
+    tomorrow = today + timedelta(days=1)
+    if kind == "iso":
+        one = _date(int(g["year"]), int(g["m"]), int(g["day"]))
+        return None if one is None else (one, one + timedelta(days=1))
+    if kind == "date":
+        if g["month"] in _VERBS:  # "may 5", "march 3 miles": only "May 5", "March 3"
+            return None
+        month = _month_number(g["month"])
+        one = _latest(month, int(g["day"]), today, g.get("year"))
+        return None if one is None else (one, one + timedelta(days=1))
+    if kind == "month":
+        month = _month_number(g["month"])
+        year = int(g["year"]) if g.get("year") else _month_year(month, today, g.get("word"))
+        first = date(year, month, 1)
+        if (g.get("word") or "").lower() == "since":
+            return first, tomorrow
+        return first, _next_month(first)
+    if kind == "year":
+        year = int(g["year"])
+        if g["word"].lower() == "since":
+            return date(year, 1, 1), tomorrow
+        return date(year, 1, 1), date(year + 1, 1, 1)
+    if kind == "day_before":
+        return today - timedelta(days=2), today - timedelta(days=1)
+    if kind == "yesterday":
+        return today - timedelta(days=1), today
+    if kind == "today":
+        return today, tomorrow
+    if kind == "ago":
+        return _ago(g["count"].lower(), g["unit"].lower(), today)
+    if kind == "weekend":
+        saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+        if match.group(0).lower().split() == ["this", "weekend"] and today.weekday() >= 5:
+            saturday = today - timedelta(days=today.weekday() - 5)
+        return saturday, saturday + timedelta(days=2)
+    if kind == "weekday":
+        wanted = _WEEKDAYS.index(g["weekday"].lower())
+        back = (today.weekday() - wanted) % 7 or 7
+        one = today - timedelta(days=back)
+        return one, one + timedelta(days=1)
+    return _period(g["which"].lower(), g["unit"].lower(), today)
+
+
+def _date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _month_number(name: str) -> int:
+    name = name.lower()
+    return _FULL.get(name) or _SHORT[name]
+
+
+def _latest(month: int, day: int, today: date, year: str | None) -> date | None:
+    """That day of ``year``, or without one the latest such day not after today."""
+    if year:
+        return _date(int(year), month, day)
+    for back in range(9):  # 29 February comes back within 8 years
+        one = _date(today.year - back, month, day)
+        if one is not None and one <= today:
+            return one
+    return None
+
+
+def _month_year(month: int, today: date, word: str | None) -> int:
+    """The year of a month named without one: this year's unless it is still to come
+    ("last May" in May: last year's)."""
+    if (word or "").lower() == "this":
+        return today.year
+    if month > today.month or ((word or "").lower() == "last" and month == today.month):
+        return today.year - 1
+    return today.year
+
+
+def _next_month(first: date) -> date:
+    return date(first.year + first.month // 12, first.month % 12 + 1, 1)
+
+
+def _ago(count: str, unit: str, today: date) -> tuple[date, date] | None:
+    """ "3 days ago" names that day; weeks, months and years ago name that day give or
+    take half a unit (people round)."""
+    n = _COUNTS.get(count) or int(count)
+    if unit.startswith("day"):
+        one = today - timedelta(days=n)
+        return one, one + timedelta(days=1)
+    width = {"week": 7, "month": 30, "year": 365}[unit.rstrip("s")]
+    middle = today - timedelta(days=n * width)
+    return middle - timedelta(days=width // 2), middle + timedelta(days=width // 2 + 1)
+
+
+def _period(which: str, unit: str, today: date) -> tuple[date, date]:
+    """This or last calendar week (from Monday), month or year; "past" is the last 7, 30
+    or 365 days."""
+    if which == "past":
+        width = {"week": 7, "month": 30, "year": 365}[unit]
+        return today - timedelta(days=width), today + timedelta(days=1)
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday())
+        if which == "last":
+            return monday - timedelta(days=7), monday
+        return monday, monday + timedelta(days=7)
+    if unit == "month":
+        first = today.replace(day=1)
+        if which == "last":
+            previous = (first - timedelta(days=1)).replace(day=1)
+            return previous, first
+        return first, _next_month(first)
+    start = date(today.year - (which == "last"), 1, 1)
+    return start, date(start.year + 1, 1, 1)

@@ -1,0 +1,106 @@
+"""The days a question names, read in the user's zone and relative to the recall's moment."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from mem01session.engine.named_days import Span, named_span
+
+# A Thursday.
+NOW = datetime(2023, 11, 2, 12, 0, tzinfo=UTC)
+
+
+def days(query: str, now: datetime = NOW, zone: str = "UTC") -> tuple[date, date] | None:
+    """The first day named and the day after the last, in ``zone``."""
+    span = named_span(query, now, ZoneInfo(zone))
+    if span is None:
+        return None
+    tz = ZoneInfo(zone)
+    return span.start.astimezone(tz).date(), span.end.astimezone(tz).date()
+
+
+def one(y: int, m: int, d: int) -> tuple[date, date]:
+    return date(y, m, d), date(y, m, d) + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What painting did I show you on October 13, 2023?", one(2023, 10, 13)),
+        ("what did I say on oct 13th", one(2023, 10, 13)),
+        ("What happened on the 13th of October 2023?", one(2023, 10, 13)),
+        ("Anything from 2023-10-13?", one(2023, 10, 13)),
+        ("What did I do on December 24?", one(2022, 12, 24)),  # the latest one, not ahead
+        ("What setback did I face in October 2023?", (date(2023, 10, 1), date(2023, 11, 1))),
+        ("Where did I go camping in June?", (date(2023, 6, 1), date(2023, 7, 1))),
+        ("What did I plan in December?", (date(2022, 12, 1), date(2023, 1, 1))),
+        ("What did I buy last November?", (date(2022, 11, 1), date(2022, 12, 1))),
+        ("What did I buy this November?", (date(2023, 11, 1), date(2023, 12, 1))),
+        ("What did I read since September?", (date(2023, 9, 1), date(2023, 11, 3))),
+        ("How often did I swim in 2022?", (date(2022, 1, 1), date(2023, 1, 1))),
+        ("What did I say yesterday?", one(2023, 11, 1)),
+        ("and the day before yesterday?", one(2023, 10, 31)),
+        ("What did I eat today?", one(2023, 11, 2)),
+        ("What did I tell you on Monday?", one(2023, 10, 30)),
+        ("What did I tell you last Thursday?", one(2023, 10, 26)),  # not today
+        ("What did I say three days ago?", one(2023, 10, 30)),
+        ("What did I say 2 weeks ago?", (date(2023, 10, 16), date(2023, 10, 23))),
+        ("What did we do last weekend?", (date(2023, 10, 28), date(2023, 10, 30))),
+        ("What did I say last week?", (date(2023, 10, 23), date(2023, 10, 30))),
+        ("What did I say this week?", (date(2023, 10, 30), date(2023, 11, 6))),
+        ("What did I say last month?", (date(2023, 10, 1), date(2023, 11, 1))),
+        ("What did I say in the past month?", (date(2023, 10, 3), date(2023, 11, 3))),
+        ("What did I say last year?", (date(2022, 1, 1), date(2023, 1, 1))),
+        ("Did I go in June, or on July 4?", (date(2023, 6, 1), date(2023, 7, 5))),
+    ],
+)
+def test_a_question_names_these_days(query: str, named: tuple[date, date]) -> None:
+    assert days(query) == named
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Where do I live now?",
+        "You may be right about that.",
+        "I march 5 miles every morning.",
+        "Mondays are hard for me.",
+        "When did I move?",
+        "What did I say on February 30?",
+        "My code is 2023-13-45.",
+        "I was born in 1870.",
+    ],
+)
+def test_these_name_no_day(query: str) -> None:
+    assert named_span(query, NOW, UTC) is None
+
+
+def test_a_date_is_read_once_not_again_as_its_month() -> None:
+    assert days("What did I do in October 13?") == one(2023, 10, 13)
+    assert days("What did I do on 13 October 2023?") == one(2023, 10, 13)
+
+
+def test_days_are_the_users_days() -> None:
+    late = datetime(2023, 11, 2, 23, 30, tzinfo=UTC)  # already 3 November in Tokyo
+    span = named_span("What did I say yesterday?", late, ZoneInfo("Asia/Tokyo"))
+    assert span == Span(
+        datetime(2023, 11, 2, tzinfo=ZoneInfo("Asia/Tokyo")),
+        datetime(2023, 11, 3, tzinfo=ZoneInfo("Asia/Tokyo")),
+    )
+    assert datetime(2023, 11, 1, 16, 0, tzinfo=UTC) in span  # 2 Nov, 01:00 in Tokyo
+    assert datetime(2023, 11, 2, 16, 0, tzinfo=UTC) not in span  # 3 Nov there
+    assert days("What did I say yesterday?", late, "Asia/Tokyo") == one(2023, 11, 2)
+
+
+def test_a_day_across_a_clock_change_is_the_whole_day() -> None:
+    lisbon = ZoneInfo("Europe/Lisbon")  # clocks went back on 29 October 2023: 25 hours
+    span = named_span("What did I say on October 29?", NOW, lisbon)
+    assert span is not None
+    assert span.end - span.start == timedelta(hours=25)
+
+
+def test_29_february_without_a_year_is_the_latest_one() -> None:
+    assert days("What did I say on February 29?") == one(2020, 2, 29)

@@ -1,0 +1,128 @@
+"""Recall when the question names days: what was said then comes first.
+
+"Where did I go camping in June?" asks about June: the episodes said in the days a question
+names are fetched as a third list (by similarity) beside the vector and full-text ones,
+and rank above words as relevant said on other days.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mem01session.db import Database
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine, RecallRequest, Utterance
+from mem01session.engine.ops import Op, Provenance
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+JUNE = datetime(2023, 6, 10, 9, 0, tzinfo=UTC)
+AUGUST = datetime(2023, 8, 5, 9, 0, tzinfo=UTC)
+LATER = datetime(2023, 11, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(module_db: Database, embedder: HashingEmbedder) -> BeliefEngine:
+    """All tests here share one database; each works as its own user (``uid``)."""
+    return BeliefEngine(module_db, embedder, clock=lambda: LATER)
+
+
+async def tell(
+    engine: BeliefEngine,
+    user_id: str,
+    words: str,
+    job: int,
+    when: datetime,
+    ops: tuple[Op, ...] = (),
+) -> None:
+    prov = Provenance(session_id="conv-1", job_id=job, observed_at=when, extractor="test")
+    turn = [Utterance(0, "user", words), Utterance(1, "assistant", "I see.")]
+    await engine.apply(user_id, list(ops), provenance=prov, utterances=turn)
+
+
+async def quotes(engine: BeliefEngine, user_id: str, query: str, **kw: object) -> list[str]:
+    result = await engine.recall(user_id, RecallRequest(query, kinds="episodes", **kw))  # type: ignore[arg-type]
+    return [e.episode.content for e in result.episodes]
+
+
+LAKE = "Our tent stood by the lake."
+MOUNTAINS = "We went camping in the mountains."
+
+
+async def camping(engine: BeliefEngine, user_id: str) -> None:
+    await tell(engine, user_id, LAKE, 1, JUNE)
+    await tell(engine, user_id, MOUNTAINS, 2, AUGUST)
+
+
+async def day_ranks(
+    engine: BeliefEngine, user_id: str, query: str, **kw: object
+) -> dict[str, float]:
+    request = RecallRequest(query, kinds="episodes", explain=True, **kw)  # type: ignore[arg-type]
+    result = await engine.recall(user_id, request)
+    return {e.episode.content: e.signals["day_rank"] for e in result.episodes}
+
+
+async def test_words_said_in_the_month_named_come_first(engine: BeliefEngine, uid: str) -> None:
+    await camping(engine, uid)
+    assert (await quotes(engine, uid, "Where did we go camping?"))[0] == MOUNTAINS  # control
+    assert (await quotes(engine, uid, "Where did we go camping in June?"))[0] == LAKE
+    assert (await quotes(engine, uid, "Where did we go camping in August 2023?"))[0] == MOUNTAINS
+
+
+async def test_the_days_rank_shows_in_the_explanation(engine: BeliefEngine, uid: str) -> None:
+    await camping(engine, uid)
+    assert await day_ranks(engine, uid, "camping on June 10, 2023") == {LAKE: 1.0, MOUNTAINS: 0.0}
+    assert await day_ranks(engine, uid, "camping") == {LAKE: 0.0, MOUNTAINS: 0.0}
+
+
+async def test_words_said_that_day_come_back_though_nothing_else_matches(
+    engine: BeliefEngine, uid: str
+) -> None:
+    for job in range(1, 41):  # more than the vector and text lists hold for a small block
+        await tell(engine, uid, f"Note {job}: the weather was grey.", job, AUGUST)
+    await tell(engine, uid, "Bought new boots.", 99, JUNE)
+    assert "Bought new boots." not in await quotes(engine, uid, "weather", max_tokens=60)
+    named = await quotes(engine, uid, "What did I say about the weather on June 10?", max_tokens=60)
+    assert named[0] == "Bought new boots."
+
+
+async def test_relative_days_count_from_the_reads_moment(engine: BeliefEngine, uid: str) -> None:
+    await camping(engine, uid)
+    assert await day_ranks(engine, uid, "What did we do in the last week?") == {
+        LAKE: 0.0, MOUNTAINS: 0.0,  # now is November
+    }  # fmt: skip
+    then = AUGUST + timedelta(days=1)
+    assert await day_ranks(engine, uid, "What did we do yesterday?", as_of=then) == {
+        LAKE: 0.0, MOUNTAINS: 1.0,
+    }  # fmt: skip
+    in_september = AUGUST + timedelta(days=30)
+    assert await day_ranks(engine, uid, "What did we do last month?", as_of=in_september) == {
+        LAKE: 0.0, MOUNTAINS: 1.0,
+    }  # fmt: skip
+
+
+async def test_the_days_of_the_users_zone(engine: BeliefEngine, uid: str) -> None:
+    late = datetime(2023, 6, 10, 23, 30, tzinfo=UTC)  # 11 June, 08:30 in Tokyo
+    await tell(engine, uid, "Camping near Tokyo.", 1, late)
+    await tell(engine, uid, "Camping at home.", 2, JUNE)  # 10 June in both zones
+
+    async def said_that_day(query: str, zone: str | None) -> set[str]:
+        ranks = await day_ranks(engine, uid, query, timezone=zone)
+        return {content for content, rank in ranks.items() if rank}
+
+    assert await said_that_day("camping on June 11", "Asia/Tokyo") == {"Camping near Tokyo."}
+    assert await said_that_day("camping on June 11", None) == set()
+    assert await said_that_day("camping on June 10", None) == {
+        "Camping near Tokyo.",
+        "Camping at home.",
+    }
+
+
+async def test_forgotten_words_and_other_users_stay_out(engine: BeliefEngine, uid: str) -> None:
+    await tell(engine, uid, "I am allergic to peanuts.", 1, JUNE, (Op.add("Is allergic"),))
+    await tell(engine, f"{uid}-other", "My sister's peanut farm.", 2, JUNE)
+    [belief] = await engine.history(uid)
+    await engine.forget(uid, belief.id)
+    assert await quotes(engine, uid, "What did I say on June 10, 2023?") == []
