@@ -162,6 +162,11 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 E2E, f"python -m bench e2e {LOCOMO}", facts,
                 f"{e2e_report.table(ee)}\n\n{e2e_report.note(ee)}\n\nEvidence in the blocks "
                 "per LoCoMo category:\n\n" + e2e_report.categories(ee)
+                + "\n\nThe full-text list's weight in the fusion: a text match's rank term, "
+                "scaled by the share of the question's word weight it covers, times this "
+                "(the first run's memory recalled again with each; every other figure here "
+                "uses the library's):\n\n"
+                + e2e_report.text_weights(ee)
                 + "\n\n![evidence in the block versus budget](img/bench-e2e.png)",
             )  # fmt: skip
         if "fusion" in which:

@@ -41,7 +41,9 @@ from agents.usage import Usage
 from mem01session import Mem01Session, Memory
 from mem01session.engine import BeliefEngine, RecallRequest, RecallResult
 from mem01session.engine.ops import Op, Provenance
+from mem01session.engine.read import read_block
 from mem01session.engine.records import RecallKinds
+from mem01session.engine.scoring import TEXT_WEIGHT, Fusion
 from mem01session.session.items import memory_texts
 from mem01session.tokens import default_token_counter
 
@@ -52,6 +54,8 @@ from .peer_client import Peer, PeerError
 from .quality import CANDIDATES, HEADER, SettableClock
 
 BUDGETS = (200, 400, 800)
+# The full-text list's weight in the fusion, compared on the pipeline's memory (first run).
+TEXT_WEIGHTS = tuple(sorted({1.0, TEXT_WEIGHT, 3.0}))
 RAW = "raw turns"
 MEM0 = "mem0 (raw messages)"
 Turns = Mapping[tuple[str, datetime], str]  # (user, instant) -> dia_id
@@ -128,6 +132,8 @@ class E2EResult:
     failures: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     repeats: list[dict[str, dict[int, Summary]]] = field(default_factory=list)  # every run's
+    # The mem01session row recalled with each of TEXT_WEIGHTS: evidence in block per budget.
+    text_weights: dict[float, dict[int, float]] = field(default_factory=dict)
 
     def agreed(self, name: str, budget: int, category: int | None = None) -> bool:
         """Whether every run gave this row the same figure (overall, or one category)."""
@@ -177,8 +183,9 @@ def recalled_ids(
 
 async def _answers(
     engine: BeliefEngine, dialogue: Dialogue, turns: Turns, provenance: Provenances,
-    kinds: RecallKinds,
+    kinds: RecallKinds, fusion: Fusion | None = None,
 ) -> dict[int, list[Answer]]:  # fmt: skip
+    """Each question's recalled items per budget; ``fusion``: another than the library's."""
     users = [dialogue.user_id(s) for s in dialogue.speakers]
     answers: dict[int, list[Answer]] = {b: [] for b in BUDGETS}
     for _, question in dialogue.queries:
@@ -187,7 +194,10 @@ async def _answers(
             tokens = 0
             for user in users:
                 request = RecallRequest(question, max_tokens=budget, kinds=kinds)
-                result = await engine.recall(user, request)
+                if fusion is None:
+                    result = await engine.recall(user, request)
+                else:
+                    result, _ = await read_block(engine.parts, user, request, fusion=fusion)
                 block += recalled_ids(result, user, provenance[user], turns)
                 tokens += result.tokens
             answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
@@ -224,12 +234,15 @@ async def _ingest_pipeline(
 
 
 async def _pipeline(
-    server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], out: E2EResult
-) -> None:
+    server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], out: E2EResult,
+    weigh: bool,
+) -> None:  # fmt: skip
+    """The pipeline's rows; ``weigh``: the text weights' comparison too."""
     clock = SettableClock()
     url = server.database("e2e_pipeline")
     memory = await open_memory(url, emb, clock=clock)
     rows = {name: Row() for name in PIPELINE_ROWS}
+    weighed: dict[float, dict[int, list[Answer]]] = {w: {} for w in TEXT_WEIGHTS if weigh}
     try:
         started = time.perf_counter()
         for dialogue in dialogues:
@@ -244,8 +257,18 @@ async def _pipeline(
                 got = await _answers(engine, dialogue, turns, provenance, kinds)
                 for b in BUDGETS:
                     rows[name].answers.setdefault(b, []).extend(got[b])
+            for weight, answers in weighed.items():
+                fusion = Fusion(text_weight=weight)
+                got = await _answers(engine, dialogue, turns, provenance, "all", fusion)
+                for b in BUDGETS:
+                    answers.setdefault(b, []).extend(got[b])
     finally:
         await memory.aclose()
+    queries = [q for d in dialogues for q, _ in d.queries]
+    out.text_weights = {
+        w: {b: summarize(queries, answers[b]).in_block for b in BUDGETS}
+        for w, answers in weighed.items()
+    }
     beliefs = _stored(url, "beliefs", "status = 'active'")
     episodes = _stored(url, "episodes")
     out.jobs = _stored(url, "memory_jobs", by="status")
@@ -368,7 +391,7 @@ async def run(
     texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
     texts += [raw_text(s, t) for d in dialogues for s in d.sessions for t in s.turns]
     await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
-    results = [await _one_run(server, emb, dialogues, log) for _ in range(runs)]
+    results = [await _one_run(server, emb, dialogues, log, n == 0) for n in range(runs)]
     out = results[0]
     out.repeats = [{name: row.summaries for name, row in r.rows.items()} for r in results]
     out.seconds = time.perf_counter() - started
@@ -376,7 +399,7 @@ async def run(
 
 
 async def _one_run(
-    server: Server, emb: PrecomputedEmbedder, dialogues: list[Dialogue], log: Path
+    server: Server, emb: PrecomputedEmbedder, dialogues: list[Dialogue], log: Path, weigh: bool
 ) -> E2EResult:
     out = E2EResult(dialogues=len(dialogues))
     out.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
@@ -386,7 +409,7 @@ async def _one_run(
         out.category_counts[q.category] = out.category_counts.get(q.category, 0) + 1
     said = {t.dia_id for d in dialogues for s in d.sessions for t in s.turns}
     out.ceiling = sum(bool(q.evidence & said) for q in queries) / max(len(queries), 1)
-    await _pipeline(server, emb, dialogues, out)
+    await _pipeline(server, emb, dialogues, out, weigh)
     await _raw(server, emb, dialogues, out)
     try:
         _mem0(server, emb, dialogues, log, out)

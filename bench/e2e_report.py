@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import statistics
 
+from mem01session.engine.scoring import TEXT_WEIGHT
+
 from .e2e import BUDGETS, MEM0, PIPELINE_ROWS, RAW, E2EResult
 from .locomo import NO_REPLY
 from .quality import CANDIDATES
@@ -41,6 +43,19 @@ def table(r: E2EResult) -> str:
             f"| {name} | {hits} | {tokens} | {beliefs} | {_per_user(row.episodes, users)} "
             f"| {row.ingest_s_per_turn:.4f} |"
         )
+    return "\n".join(lines)
+
+
+def text_weights(r: E2EResult) -> str:
+    """The mem01session row again with the full-text list weighed otherwise; the
+    library's weight in bold."""
+    lines = [
+        "| text weight | " + " | ".join(f"evidence in block @{b}" for b in BUDGETS) + " |",
+        "|---:|" + "---:|" * len(BUDGETS),
+    ]
+    for weight, hits in r.text_weights.items():
+        name = f"**{weight:g} (the library's)**" if weight == TEXT_WEIGHT else f"{weight:g}"
+        lines.append(f"| {name} | " + " | ".join(f"{hits[b]:.3f}" for b in BUDGETS) + " |")
     return "\n".join(lines)
 
 

@@ -81,7 +81,9 @@ CAVEATS = """## Caveats
 - **One LoCoMo conversation** unless a larger folder is given: the question count is in
   each section; per-category figures rest on few questions each, and one question moves a
   figure by the inverse of that count. The fusion was chosen on this same conversation
-  (see "Choosing the fusion"): its figures are not held-out.
+  (see "Choosing the fusion", and the text weight in the end-to-end section): its figures
+  are not held-out, nor are those of the days a question names (chosen on its 9 questions
+  that name one).
 - **Per-run overhead is measured in pairs**: bare and Mem01Session conversations with the
   same texts, the order alternating between cases, so after-effects of background work
   land on both sides.

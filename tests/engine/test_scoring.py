@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from mem01session.engine.records import Belief
-from mem01session.engine.scoring import Candidate, Fusion, relevance, score
+from mem01session.engine.scoring import TEXT_WEIGHT, Candidate, Fusion, relevance, score
 from tests.engine.seed import NOW
 
 
@@ -17,8 +17,17 @@ def belief(bid: int, *, age_days: float = 0.0, confidence: float = 0.8) -> Belie
 
 
 def test_the_top_of_both_lists_is_fully_relevant() -> None:
-    assert relevance(1, 1, Fusion(), text_score=1.0) == pytest.approx(1.0)
+    assert relevance(1, 1, Fusion(text_weight=1.0), text_score=1.0) == pytest.approx(1.0)
+    assert relevance(1, 1, Fusion(), text_score=1.0) == pytest.approx((1 + TEXT_WEIGHT) / 2)
     assert relevance(None, None, Fusion()) == 0.0
+
+
+def test_a_text_match_weighs_text_weight_times_its_coverage() -> None:
+    # The share of the question a match covers is rarely near 1: weighed once, the text
+    # list counted for less than the vector list at the same rank.
+    half = relevance(None, 1, Fusion(), text_score=0.5)
+    assert half == pytest.approx(TEXT_WEIGHT * 0.5 / 2)
+    assert half == pytest.approx(relevance(1, None, Fusion()) * TEXT_WEIGHT * 0.5)
 
 
 def test_a_text_match_on_a_small_share_of_the_query_adds_nothing() -> None:

@@ -84,6 +84,7 @@ def _explained(result: RecallResult) -> Table:
         DAY_WEIGHT,
         EPISODE_FACTOR,
         INACTIVE_FACTOR,
+        TEXT_WEIGHT,
         W_CONFIDENCE,
         W_RECENCY,
     )
@@ -122,8 +123,9 @@ def _explained(result: RecallResult) -> Table:
         f"fused = relevance x ({base_r:.2f} + {W_RECENCY:.2f} recency) x ({base_c:.2f} + "
         f"{W_CONFIDENCE:.2f} confidence); a quote: x {EPISODE_FACTOR:.2f}, no confidence; a "
         f"belief no longer current: x {INACTIVE_FACTOR:.2f}. Relevance averages the two "
-        "retrievers' ranks (k = 60), a quote said in the days the question names adding "
-        f"{DAY_WEIGHT:g} x its rank's; text = the share of the question's word weight matched.",
+        f"retrievers' ranks (k = 60; text x its share x {TEXT_WEIGHT:g}), a quote said in the "
+        f"days the question names adding {DAY_WEIGHT:g} x its rank's; text = the share of the "
+        "question's word weight matched.",
         style="dim",
     )
     outer = Table.grid()

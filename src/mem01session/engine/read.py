@@ -37,6 +37,7 @@ from .render import Style, asks_from_now, asks_when, render_block
 
 log = get_logger(__name__)
 
+_FUSION = scoring.Fusion()  # the library's
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -73,6 +74,7 @@ async def _ranked(
     probe: SnapshotProbe[Any] | None,
     sources: bool,
     vector: Vector | None = None,
+    fusion: scoring.Fusion = _FUSION,
 ) -> _Ranked:
     """All candidates, scored, best first, near-duplicates dropped. Beliefs and episodes
     are read by two statements at once on the direct pool; the probe rides on the beliefs'
@@ -111,7 +113,9 @@ async def _ranked(
     else:
         got, quotes = await fetching, []
     beliefs, quotes = scoring.rank_jointly(got.candidates, quotes)
-    ranked = scoring.score(beliefs, now, as_of=as_of is not None, explain=request.explain)
+    ranked = scoring.score(
+        beliefs, now, as_of=as_of is not None, explain=request.explain, fusion=fusion
+    )
     if got.other_model:
         notice_once(
             log,
@@ -131,6 +135,7 @@ async def _ranked(
         ],
         now,
         explain=request.explain,
+        fusion=fusion,
     )
     considered = len(got.candidates) + len(quotes)
     return _Ranked(kept, episodes, considered, got.other_model, got.probed, query)
@@ -173,9 +178,11 @@ async def read_block(
     user_id: str,
     request: RecallRequest,
     probe: SnapshotProbe[Any] | None = None,
+    fusion: scoring.Fusion = _FUSION,
 ) -> tuple[RecallResult, Any]:
     """The memory block for the request: the best beliefs that fit ``max_tokens``, rendered;
-    and the probe's value (None without a probe).
+    and the probe's value (None without a probe). ``fusion``: how the signals are fused
+    (the default's; benchmarks compare others).
 
     The whole block fits ``max_tokens`` as counted by ``parts.token_counter``. When no
     belief is found or none fits, the text is ``""`` and ``tokens`` is 0. The beliefs carry
@@ -185,7 +192,7 @@ async def read_block(
     started = time.perf_counter()
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
-    ranked = await _ranked(parts, user_id, request, pool, probe, sources)
+    ranked = await _ranked(parts, user_id, request, pool, probe, sources, fusion=fusion)
     style = _style(parts, request, ranked.query)
     block = render_block(
         ranked.beliefs,

@@ -8,8 +8,9 @@ for a belief that is no longer active, outside ``as_of`` queries), where
 * ``relevance`` fuses the vector and the full-text rankings: each list gives a belief
   ``(k + 1) / (k + rank)`` (k = 60, the customary constant), the full-text one scaled by
   the share of the query's word weight the belief covers (rare words weigh more: see
-  :mod:`.candidates`) and left out below 20% of it, and the two are averaged: 1.0 for the
-  top of both lists, 0 when the query is empty. Ranks, not raw scores, so any embedder's
+  :mod:`.candidates`), left out below 20% of it and doubled (:data:`TEXT_WEIGHT`), and the
+  two are averaged: 1.5 for the top of both lists matching the whole query, 0 when the
+  query is empty. Ranks, not raw scores, so any embedder's
   similarity scale works; the coverage keeps a match on one word of a long question from
   outranking a strong vector hit.
 * ``recency`` is ``0.5 ** (age / half_life)`` with age measured from the latest of
@@ -20,7 +21,9 @@ Recency and confidence scale relevance rather than add to it, so that among weak
 relevant beliefs (the tail of a large block) they reorder neighbours, not whole stretches
 of the ranking, and an irrelevant belief never rises for being recent. The choice and the
 alternatives it was measured against are in docs/benchmarks.md, "Choosing the fusion"
-(``python -m bench fusion``, on LoCoMo conversation 26 only).
+(``python -m bench fusion``, on LoCoMo conversation 26 only); the text weight, measured on
+real dialogue through the whole pipeline, under "End-to-end memory on real dialogue"
+(``python -m bench e2e``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ from .records import Belief, Episode, ScoredBelief, ScoredEpisode
 
 RRF_K = 60
 MIN_COVERAGE = 0.2
+# The full-text list's weight against the vector list's. Scaled by coverage (a share of
+# the query, rarely near 1), a text match counted once weighed less than a vector match of
+# the same rank; on real dialogue the words found matter more than that (see the module).
+TEXT_WEIGHT = 2.0
 W_RECENCY = 0.04
 W_CONFIDENCE = 0.08
 INACTIVE_FACTOR = 0.9
@@ -60,7 +67,7 @@ class Fusion:
 
     mode: str = "rrf"
     k: float = RRF_K
-    text_weight: float = 1.0
+    text_weight: float = TEXT_WEIGHT
     agreement: float = 1.0
     use_coverage: bool = True
     min_coverage: float = MIN_COVERAGE
@@ -100,7 +107,8 @@ def relevance(
     fusion: Fusion = Fusion(),
     text_score: float | None = None,
 ) -> float:
-    """The fused relevance of a candidate, in [0, 1] (see :class:`Fusion`)."""
+    """The fused relevance of a candidate, from 0 to ``(1 + text_weight) / 2`` (see
+    :class:`Fusion`)."""
     k = fusion.k
     v = (k + 1) / (k + vector_rank) if vector_rank is not None else 0.0
     t = (k + 1) / (k + text_rank) if text_rank is not None else 0.0

@@ -120,6 +120,8 @@ def fusion_note() -> str:
             f"{w_rel:.2f} relevance + {f.w_recency:.2f} recency + {f.w_confidence:.2f} confidence"
         )
     return (
+        "relevance: the average of the vector and text lists' rank terms (the text one "
+        f"times the share of the question it matches, times {f.text_weight:g}). "
         f"fused: for a belief, {belief} (× {INACTIVE_FACTOR:g} when no longer current); "
         f"for a quote, relevance × {rec} × {EPISODE_FACTOR:g}, its relevance raised by "
         f"{DAY_WEIGHT:g} × its rank term when it was said in the days the question names "
