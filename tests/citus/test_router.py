@@ -98,7 +98,7 @@ async def seed(engine: BeliefEngine, user: str) -> None:
 
 
 # Requests with a query read episodes too, in a statement of their own.
-QUOTING = ("hybrid", "vector", "history", "as_of")
+QUOTING = ("hybrid", "vector", "history", "as_of", "named_days")
 REQUESTS = {
     "hybrid": RecallRequest("where do I live?"),
     "vector": RecallRequest("?!"),  # no word for full text: vectors only
@@ -106,6 +106,8 @@ REQUESTS = {
     "history": RecallRequest("where do I live?", include_history=True),
     "as_of": RecallRequest("where do I live?", as_of=START + timedelta(days=1)),
     "as_of_history": RecallRequest("", include_history=True, as_of=START + timedelta(days=1)),
+    # Naming days adds a third list of episodes: those said then.
+    "named_days": RecallRequest(f"where did I live on {START:%B} {START.day}?"),
 }
 
 
@@ -131,6 +133,7 @@ async def test_recall_of_one_user_runs_on_one_worker(
                 assert progress.said == ("I moved",) and progress.unfinished == {job}
         assert len(seen) == 3 * (len(REQUESTS) + len(QUOTING))
         assert sum("FROM episodes" in query for query, _ in seen) == 3 * len(QUOTING)
+        assert sum("day AS MATERIALIZED" in query for query, _ in seen) == 3  # named_days
         for query, params in seen:
             assert_routed(db_url, query, params, workers[user])
 
