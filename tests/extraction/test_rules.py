@@ -50,6 +50,17 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("Moved to SF last week!", False, [(A, None, "home.city", "Lives in San Francisco")]),
     ("Just moved to Denver.", False, [(A, None, "home.city", "Lives in Denver")]),
     ("Living in Lisbon now.", False, [(A, None, "home.city", "Lives in Lisbon")]),
+    # names beyond ASCII read like any other
+    ("I live in Łódź now.", False, [(A, None, "home.city", "Lives in Łódź")]),
+    ("I'm from Évora.", False, [(A, None, "person.origin", "Is from Évora")]),
+    (
+        "I work at Société Générale.",
+        False,
+        [(A, None, "work.employer", "Works at Société Générale")],
+    ),
+    ("My name is José.", False, [(A, None, "person.name", "Name is José")]),
+    ("I'm married to Zoë.", False, [(A, None, "family.partner", "Is married to Zoë")]),
+    ("I live in évora.", False, []),  # a small letter: not a name, as with "paris"
     ("We moved from NYC to SF.", False, [(A, None, "home.city", "Lives in San Francisco")]),
     ("I've gone vegan.", False, [(A, None, "diet", "Is vegan")]),
     # a state that has lasted holds now; how long it lasted is no part of it

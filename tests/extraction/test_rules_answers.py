@@ -24,6 +24,7 @@ def read(
     ("before", "answer", "fact"),
     [
         ("Hello! Where do you live now?", "Lisbon.", ("home.city", "Lives in Lisbon")),
+        ("And where are you from?", "Évora.", ("person.origin", "Is from Évora")),
         (
             "Where do you live? Just curious!",
             "In Porto, since May.",

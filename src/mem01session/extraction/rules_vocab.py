@@ -58,7 +58,11 @@ I_ = r"(?i:I|we)"
 END = r"\s*$"
 NOT = r"(?i:don't|do\s+not|no\s+longer|never)"
 ANYMORE = r"(?:\s+(?i:anymore|any\s+more|any\s+longer|now))?"
-_CAP = r"[A-Z][\w'.&\-]*"
+# Capitals and small letters beyond ASCII (Latin with diacritics, Greek, Cyrillic), so
+# that "Évora", "Zoë" and "Łódź" read like "Paris" and "Sam".
+_UP = "A-Z" + "".join(c for c in map(chr, range(0xC0, 0x530)) if c.isupper() and c.isalpha())
+_LOW = "a-z" + "".join(c for c in map(chr, range(0xC0, 0x530)) if c.islower() and c.isalpha())
+_CAP = rf"[{_UP}][\w'.&\-]*"
 _JOIN = r"(?:,?\s+(?:(?:de|del|da|la|le|of|on|upon|am|im|der|sur)\s+)?)"
 _ALIASES = {
     "nyc": "New York City",
@@ -74,9 +78,10 @@ _ALIASES = {
 _ALIAS_ALT = "|".join(re.escape(a) for a in sorted(_ALIASES, key=len, reverse=True))
 PLACE = rf"(?P<place>(?i:{_ALIAS_ALT})(?![\w.])|(?:the\s+)?{_CAP}(?:{_JOIN}{_CAP}){{0,4}})"
 ORG = (
-    r"(?P<org>[A-Z0-9][\w'.&\-]*(?:(?:\s+|\s*&\s*|\s+(?:of|for|the|de)\s+)[A-Z0-9][\w'.&\-]*){0,4})"
+    rf"(?P<org>[{_UP}0-9][\w'.&\-]*(?:(?:\s+|\s*&\s*|\s+(?:of|for|the|de)\s+)[{_UP}0-9]"
+    r"[\w'.&\-]*){0,4})"
 )
-NAME = r"(?P<name>[A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+){0,2})"
+NAME = rf"(?P<name>[{_UP}][{_LOW}'\-]+(?:\s+[{_UP}][{_LOW}'\-]+){{0,2}})"
 PHRASE = r"(?P<x>[^,;]{2,80}?)"
 ROLE = r"(?P<role>(?i:[a-z][a-z\-]*(?:\s+[a-z][a-z\-]*){0,3}?))"
 MONEY = (
