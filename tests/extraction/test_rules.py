@@ -394,6 +394,22 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I cancelled my Netflix subscription.", True, [(INV, "b13", None, None)]),
     ("I'm not allergic to peanuts anymore.", True, [(INV, "b12", None, None)]),
     ("I'm retired.", True, [(INV, "b3", None, None), (INV, "b11", None, None)]),
+    # -- a later clause of the same message takes an earlier one back
+    ("I've worked at Google for five years, but I left last month.", False, []),
+    ("I work at Google but I quit yesterday.", False, []),
+    ("I live in Denver, but I moved out in May.", False, []),
+    ("I work at Acme. Actually I just quit.", False, []),
+    (
+        "I live in Denver and work at Acme, but I quit.",
+        False,
+        [(A, None, "home.city", "Lives in Denver")],
+    ),
+    ("I live in Denver. I moved out of Denver in May.", False, []),
+    ("I work at Acme, I left Denver though.", False, [(A, None, "work.employer", "Works at Acme")]),
+    ("I left Google. Now I work at Acme.", True, [(S, "b3", "work.employer", "Works at Acme")]),
+    # bare, it ends nothing stored ("I quit" may be smoking)
+    ("I quit.", True, []),
+    ("I moved out.", True, []),
     # -- with candidates: still ignored
     ("Do I still live in NYC?", True, []),
     ("If I quit my job, I'd travel.", True, []),

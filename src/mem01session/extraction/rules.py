@@ -109,8 +109,22 @@ def extract_facts(text: str, observed_at: datetime) -> list[tuple[Fact, str, dat
     out: list[tuple[Fact, str, datetime | None]] = []
     for sentence, raw in statements(text):
         clause, when = parse_when(normalize(raw), observed_at)
-        out.extend((f, sentence, when) for f in _match(normalize(clause)))
+        for fact in _match(normalize(clause)):
+            if fact.negate:  # what the message said before and now takes back is not said
+                out = [s for s in out if s[0].negate or not _takes_back(fact, s[0])]
+            if not fact.within_message:
+                out.append((fact, sentence, when))
     return out
+
+
+def _takes_back(negation: Fact, said: Fact) -> bool:
+    """Whether ``negation`` ends ``said``, a fact stated earlier in the same message ("I
+    live in Denver, but I moved out of Denver / moved out in May")."""
+    if said.key is None or not _ends_key(negation.keys, said.key):
+        return False
+    if negation.value is None:
+        return True
+    return _words(expand_place(negation.value)) <= _words(said.content or "")
 
 
 def _stem(word: str) -> str:
@@ -239,12 +253,16 @@ def _rent_left_behind(
     ]
 
 
+def _ends_key(keys: tuple[str, ...], key: str) -> bool:
+    """Whether a negation naming ``keys`` ends a fact of ``key`` (see :class:`Fact`)."""
+    return any(
+        key == k or (k.endswith(".") and key.startswith(k)) or key.startswith(k + ".") for k in keys
+    )
+
+
 def _negation_hits(f: Fact, key: str | None, c: Candidate) -> bool:
     if f.keys:
-        if key is None or not any(
-            key == k or (k.endswith(".") and key.startswith(k)) or key.startswith(k + ".")
-            for k in f.keys
-        ):
+        if key is None or not _ends_key(f.keys, key):
             return False
         return f.value is None or _mentions(c, f.value)
     return f.value is not None and _mentions(c, f.value)

@@ -61,6 +61,21 @@ def _left_job(m: re.Match[str]) -> list[Fact]:
     return _neg("work.employer", value=m.groupdict().get("org"), reason="user left the job")
 
 
+# Bare: "..., but I quit last month", "..., but I moved out": what they end is what the
+# same message said before (nothing else: "I quit" may be smoking).
+_JUST = r"(?:(?i:just|recently|already|since|then|finally|eventually)\s+)?"
+
+
+@_rule(
+    rf"^{I_}\s+{_JUST}(?i:quit|left|resigned|was\s+laid\s+off|got\s+fired){END}",
+    rf"^{I_}\s+{_JUST}(?i:moved\s+out|moved\s+away|moved\s+on|left\s+(?:there|it|that\s+job)){END}",
+)
+def _left_bare(m: re.Match[str]) -> list[Fact]:
+    moved = "moved" in m.group(0).lower() or "there" in m.group(0).lower()
+    keys = ("home.city",) if moved else ("work.employer",)
+    return [Fact(None, negate=True, keys=keys, reason="user left", within_message=True)]
+
+
 @_rule(rf"^(?:{IM}\s+|I\s+)(?i:retired|now\s+retired){END}")
 def _retired(m: re.Match[str]) -> list[Fact]:
     return _neg("work.employer", "work.role", reason="user retired")

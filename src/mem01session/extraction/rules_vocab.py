@@ -22,7 +22,9 @@ class Fact:
     ``value`` is the part two statements must share to be the same fact ("San Francisco");
     ``generic`` the unnamed form a named one refines ("Has a dog" -> "Has a dog named Rex").
     A negation names its ``keys`` (a trailing ``.`` means any key with that prefix; none
-    means any candidate) and, when given, the ``value`` the ended fact must mention.
+    means any candidate) and, when given, the ``value`` the ended fact must mention; a
+    ``within_message`` one only takes back what the same message said before it ("I live in
+    Denver, but I moved out in May"): alone, too vague to end a stored belief ("I quit").
     """
 
     key: str | None
@@ -32,6 +34,7 @@ class Fact:
     negate: bool = False
     keys: tuple[str, ...] = ()
     reason: str | None = None
+    within_message: bool = False
 
 
 Builder = Callable[[re.Match[str]], list[Fact]]
