@@ -71,11 +71,29 @@ def test_a_question_names_these_days(query: str, named: tuple[date, date]) -> No
         "When did I move?",
         "What did I say on February 30?",
         "My code is 2023-13-45.",
-        "I was born in 1870.",
+        "When was I born in 1870?",
+        "I fly to Paris in June.",  # a plan, not a question: nothing said last June
+        "I moved here yesterday.",
+        "My sister visits in May.",
     ],
 )
 def test_these_name_no_day(query: str) -> None:
     assert named_span(query, NOW, UTC) is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Tell me what I said on Monday",
+        "remind me what we discussed yesterday",
+        "So, what did I say last week",
+        "camping in June",  # a search
+        "I forgot what I said on Monday.",
+        "I moved yesterday, did I tell you?",
+    ],
+)
+def test_questions_requests_and_searches_name_days(query: str) -> None:
+    assert named_span(query, NOW, UTC) is not None
 
 
 def test_a_date_is_read_once_not_again_as_its_month() -> None:

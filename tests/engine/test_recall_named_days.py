@@ -75,6 +75,9 @@ async def test_the_days_rank_shows_in_the_explanation(engine: BeliefEngine, uid:
     await camping(engine, uid)
     assert await day_ranks(engine, uid, "camping on June 10, 2023") == {LAKE: 1.0, MOUNTAINS: 0.0}
     assert await day_ranks(engine, uid, "camping") == {LAKE: 0.0, MOUNTAINS: 0.0}
+    # Told, not asked: "on June 10" is when the user went, not what they want back.
+    told = await day_ranks(engine, uid, "I went camping on June 10, 2023.")
+    assert told == {LAKE: 0.0, MOUNTAINS: 0.0}
 
 
 async def test_words_said_that_day_come_back_though_nothing_else_matches(

@@ -2,7 +2,9 @@
 
 A user asking "What did I say on Monday?" or "What happened in June?" means what was said
 then; the read path then also fetches the episodes said in those days and ranks them
-higher (:mod:`.episode_candidates`). Pure functions, no I/O.
+higher (:mod:`.episode_candidates`). What the user tells of themselves names no days
+here ("I fly to Paris in June" asks for nothing said last June); a question, a request or
+a search does. Pure functions, no I/O.
 
 English only. Dates are read in the user's zone and relative to the recall's moment (its
 ``as_of``, else now). A month or day without a year is the latest one not after today; a
@@ -57,6 +59,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )  # fmt: skip
 
 
+# What the user tells of themselves ("I fly to Paris in June", "I moved yesterday") asks
+# for nothing said then; a question, a request or a search ("camping in June") does.
+_TELLING = re.compile(
+    r"^\W*(?:(?:so|and|but|ok|okay|well|oh|hey|hi|yes|yeah|no)\W+)*"
+    r"(?:i|i'm|im|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b",
+    re.IGNORECASE,
+)
+_ASKING = re.compile(r"\?|\b(?:what|when|where|which|who|whom|whose|why|how)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Span:
     """The moments ``[start, end)`` a question names: whole days in the user's zone."""
@@ -69,7 +81,10 @@ class Span:
 
 
 def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
-    """The days ``query`` names, as moments; None when it names none (see the module)."""
+    """The days ``query`` names, as moments; None when it names none, or tells of the user
+    rather than asks (see the module)."""
+    if _TELLING.match(query) and not _ASKING.search(query):
+        return None
     today = now.astimezone(zone).date()
     days: list[tuple[date, date]] = []
     taken: list[tuple[int, int]] = []  # a date's words are not read again as its month
