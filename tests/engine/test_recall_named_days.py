@@ -129,3 +129,29 @@ async def test_forgotten_words_and_other_users_stay_out(engine: BeliefEngine, ui
     [belief] = await engine.history(uid)
     await engine.forget(uid, belief.id)
     assert await quotes(engine, uid, "What did I say on June 10, 2023?") == []
+
+
+async def test_a_question_about_past_days_reads_the_beliefs_that_held_then(
+    engine: BeliefEngine, uid: str
+) -> None:
+    monday = datetime(2023, 10, 30, 9, 0, tzinfo=UTC)  # LATER is Thursday 2 November
+    wednesday = monday + timedelta(days=2)
+    moved = await engine.apply(
+        uid,
+        [Op.add("Lives in New York City", key="home.city")],
+        provenance=Provenance(session_id="mon", job_id=1, observed_at=monday, extractor="test"),
+    )
+    await engine.apply(
+        uid,
+        [Op.supersede(moved.changes[0].belief_id, "Lives in San Francisco")],
+        provenance=Provenance(session_id="wed", job_id=2, observed_at=wednesday, extractor="t"),
+    )
+
+    async def block(query: str) -> str:
+        return (await engine.recall(uid, RecallRequest(query, kinds="beliefs"))).text
+
+    assert "New York" not in await block("Where do I live?")
+    then = await block("Where did I live on Monday?")
+    assert "- Lives in New York City (until 1 Nov 2023)" in then
+    assert "- Lives in San Francisco" in then
+    assert "New York" not in await block("I lived somewhere else on Monday.")  # told

@@ -75,15 +75,19 @@ async def _ranked(
     sources: bool,
     vector: Vector | None = None,
     fusion: scoring.Fusion = _FUSION,
+    named: bool = True,
 ) -> _Ranked:
     """All candidates, scored, best first, near-duplicates dropped. Beliefs and episodes
     are read by two statements at once on the direct pool; the probe rides on the beliefs'
-    (which runs, fetching none, even when only episodes are asked for)."""
+    (which runs, fetching none, even when only episodes are asked for). ``named``: whether
+    the days the query names count (:mod:`.named_days`): the episodes said then come first,
+    and the beliefs that no longer hold are read too (what held then)."""
     user_id = check_id("user_id", user_id)
     as_of = request.as_of
     now = as_of or parts.now()
-    scope = scope_of(request.include_history, as_of)
     query = clean_query(request.query)
+    days = named_span(query, now, request.zone) if named and query else None
+    scope = scope_of(request.include_history or days is not None, as_of)
     if not query:
         vector = None
     elif vector is None:
@@ -107,7 +111,7 @@ async def _ranked(
             fetching,
             fetch_episodes(
                 parts, user_id, query, vector, now, pool=pool, as_of=as_of,
-                text=bool(tsquery_terms(query)), days=named_span(query, now, request.zone),
+                text=bool(tsquery_terms(query)), days=days,
             ),
         )  # fmt: skip
     else:
@@ -165,11 +169,14 @@ async def rank(
     sources: bool = True,
 ) -> list[ScoredBelief]:
     """The ``limit`` best beliefs for the request, ranked as :func:`read_block` ranks them
-    (its ``max_tokens`` is not used). ``vector``: the query's, if already embedded by
+    (its ``max_tokens`` is not used; the days the query names change nothing: the write
+    path asks with a user's message). ``vector``: the query's, if already embedded by
     ``parts.embedder``; ``sources=False`` leaves the beliefs' sources unread."""
     check_positive_int("limit", limit)
     request = replace(request, kinds="beliefs")
-    ranked = await _ranked(parts, user_id, request, max(POOL, limit), None, sources, vector)
+    ranked = await _ranked(
+        parts, user_id, request, max(POOL, limit), None, sources, vector, named=False
+    )
     return ranked.beliefs[:limit]
 
 
