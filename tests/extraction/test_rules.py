@@ -400,6 +400,11 @@ CASES: list[tuple[str, bool, list[Row]]] = [
     ("I live in Denver, but I moved out in May.", False, []),
     ("I work at Acme. Actually I just quit.", False, []),
     (
+        "I work at Acme and live in Lyon, but I moved on.",
+        False,
+        [(A, None, "home.city", "Lives in Lyon")],
+    ),
+    (
         "I live in Denver and work at Acme, but I quit.",
         False,
         [(A, None, "home.city", "Lives in Denver")],

@@ -71,8 +71,9 @@ _JUST = r"(?:(?i:just|recently|already|since|then|finally|eventually)\s+)?"
     rf"^{I_}\s+{_JUST}(?i:moved\s+out|moved\s+away|moved\s+on|left\s+(?:there|it|that\s+job)){END}",
 )
 def _left_bare(m: re.Match[str]) -> list[Fact]:
-    moved = "moved" in m.group(0).lower() or "there" in m.group(0).lower()
-    keys = ("home.city",) if moved else ("work.employer",)
+    said = m.group(0).lower()
+    home = any(w in said for w in ("moved out", "moved away", "left there"))
+    keys = ("home.city",) if home else ("work.employer",)  # "moved on": from a job
     return [Fact(None, negate=True, keys=keys, reason="user left", within_message=True)]
 
 
