@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mem01session.engine.named_days import Span, named_span
+from mem01session.engine.named_days import MAX_NAMED, Span, named_span
 
 # A Thursday.
 NOW = datetime(2023, 11, 2, 12, 0, tzinfo=UTC)
@@ -72,6 +72,9 @@ def test_a_question_names_these_days(query: str, named: tuple[date, date]) -> No
         "What did I say on February 30?",
         "My code is 2023-13-45.",
         "When was I born in 1870?",
+        "What did I say on 9999-12-31?",  # past the calendar: none, not an error
+        "What did I say on 0001-01-01?",
+        "What did I say 9000 years ago?",
         "I fly to Paris in June.",  # a plan, not a question: nothing said last June
         "I moved here yesterday.",
         "My sister visits in May.",
@@ -122,3 +125,10 @@ def test_a_day_across_a_clock_change_is_the_whole_day() -> None:
 
 def test_29_february_without_a_year_is_the_latest_one() -> None:
     assert days("What did I say on February 29?") == one(2020, 2, 29)
+
+
+def test_a_long_message_is_read_for_a_bounded_number_of_named_days() -> None:
+    query = "What did I say " + "yesterday and " * 2000 + "on October 13?"
+    assert days(query) == (date(2023, 10, 13), date(2023, 11, 2))
+    many = "What did I say on " + ", ".join(f"October {d}" for d in range(1, 21)) + "?"
+    assert days(many) == (date(2023, 10, 1), date(2023, 10, 1 + MAX_NAMED))  # the first 16

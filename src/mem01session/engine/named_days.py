@@ -41,7 +41,7 @@ _COUNT = r"(?P<count>\d{1,3}|" + "|".join(_COUNTS) + r")"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
     for kind, pattern in (
-        ("iso", r"\b(?P<year>\d{4})-(?P<m>\d{2})-(?P<day>\d{2})\b"),
+        ("iso", rf"\b{_YEAR}-(?P<m>\d{{2}})-(?P<day>\d{{2}})\b"),
         ("date", rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
         ("date", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+{_YEAR}\b)?"),
         ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
@@ -69,6 +69,10 @@ _TELLING = re.compile(
 _ASKING = re.compile(r"\?|\b(?:what|when|where|which|who|whom|whose|why|how)\b", re.IGNORECASE)
 
 
+MAX_NAMED = 16
+"""Named days read of one query at most (a long message is not read for ever)."""
+
+
 @dataclass(frozen=True)
 class Span:
     """The moments ``[start, end)`` a question names: whole days in the user's zone."""
@@ -85,22 +89,31 @@ def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
     rather than asks (see the module)."""
     if _TELLING.match(query) and not _ASKING.search(query):
         return None
-    today = now.astimezone(zone).date()
-    days: list[tuple[date, date]] = []
+    days = _named(query, now.astimezone(zone).date(), zone)
+    if not days:
+        return None
+    return Span(min(d[0] for d in days), max(d[1] for d in days))
+
+
+def _named(query: str, today: date, zone: tzinfo) -> list[tuple[datetime, datetime]]:
+    """The spans of the first :data:`MAX_NAMED` named days found, pattern by pattern."""
+    days: list[tuple[datetime, datetime]] = []
     taken: list[tuple[int, int]] = []  # a date's words are not read again as its month
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(query):
             if any(match.start() < end and start < match.end() for start, end in taken):
                 continue
-            found = _days(kind, match, today)
-            if found is not None and found[0] < found[1]:
-                days.append(found)
+            try:
+                found = _days(kind, match, today)
+                span = (_midnight(found[0], zone), _midnight(found[1], zone)) if found else None
+            except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
+                continue
+            if span is not None and span[0] < span[1]:
+                days.append(span)
                 taken.append(match.span())
-    if not days:
-        return None
-    first = min(d[0] for d in days)
-    last = max(d[1] for d in days)
-    return Span(_midnight(first, zone), _midnight(last, zone))
+                if len(days) == MAX_NAMED:
+                    return days
+    return days
 
 
 def _midnight(day: date, zone: tzinfo) -> datetime:
