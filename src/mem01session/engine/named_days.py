@@ -80,9 +80,6 @@ class Span:
     start: datetime
     end: datetime
 
-    def __contains__(self, moment: object) -> bool:
-        return isinstance(moment, datetime) and self.start <= moment < self.end
-
 
 def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
     """The days ``query`` names, as moments; None when it names none, or tells of the user

@@ -122,9 +122,7 @@ def _takes_back(negation: Fact, said: Fact) -> bool:
     live in Denver, but I moved out of Denver / moved out in May")."""
     if said.key is None or not _ends_key(negation.keys, said.key):
         return False
-    if negation.value is None:
-        return True
-    return _words(expand_place(negation.value)) <= _words(said.content or "")
+    return negation.value is None or _says(said.content or "", negation.value)
 
 
 def _stem(word: str) -> str:
@@ -152,11 +150,14 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _mentions(candidate: Candidate, value: str) -> bool:
+    key = (candidate.key or "").replace(".", " ").replace("-", " ")
+    return _says(f"{candidate.content} {key}", value)
+
+
+def _says(text: str, value: str) -> bool:
+    """Whether ``text`` holds every word of ``value`` (a place by its full name)."""
     wanted = _words(expand_place(value))
-    have = _words(candidate.content) | _words(
-        (candidate.key or "").replace(".", " ").replace("-", " ")
-    )
-    return bool(wanted) and wanted <= have
+    return bool(wanted) and wanted <= _words(text)
 
 
 _INFER = (
