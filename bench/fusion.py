@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from mem01session.engine.candidates import Fetched, fetch, pool_for
+from mem01session.engine.lines import Style, asks_when
 from mem01session.engine.read import clean_query
-from mem01session.engine.render import Style, asks_when, render_block
+from mem01session.engine.render import render_block
 from mem01session.engine.scoring import Fusion, drop_near_duplicates, score
 from mem01session.tokens import TokenCounter
 

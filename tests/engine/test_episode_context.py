@@ -19,10 +19,10 @@ from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, EpisodePolicy, RecallRequest, Utterance
 from mem01session.engine.episode_candidates import CONTEXT_WEIGHT
 from mem01session.engine.episodes import drafts
+from mem01session.engine.lines import SHORT_QUOTE_CHARS
 from mem01session.engine.ops import Op, Provenance
 from mem01session.engine.parse import parse_quotes
 from mem01session.engine.passages import CONTEXT_TOKENS, tail
-from mem01session.engine.render import SHORT_QUOTE_CHARS
 from mem01session.tokens import default_token_counter
 
 from .dbstate import counts

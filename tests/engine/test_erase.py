@@ -147,13 +147,13 @@ async def test_reinstating_a_user_who_was_never_erased_is_harmless(engine: Belie
 
 
 async def test_erase_leaves_no_rendered_statement_in_memory(engine: BeliefEngine) -> None:
-    from mem01session.engine.render import _record_line  # the renderer's line cache
+    from mem01session.engine.lines import record_line  # the renderer's line cache
 
     await populate(engine, U)
     assert "Likes tea" in (await engine.recall(U, "tea")).text
-    assert _record_line.cache_info().currsize > 0
+    assert record_line.cache_info().currsize > 0
     await engine.erase_user(U)
-    assert _record_line.cache_info().currsize == 0
+    assert record_line.cache_info().currsize == 0
 
 
 def _residue(url: str, marker: bytes) -> list[str]:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mem01session.engine.frame import PENDING_CHARS, PENDING_HEADER, pending_turns_note
+from mem01session.engine.lines import Style, asks_from_now, asks_when, format_record
 from mem01session.engine.parse import parse_block, parse_pending, parse_quotes
 from mem01session.engine.records import (
     Belief,
@@ -25,11 +26,7 @@ from mem01session.engine.render import (
     HEADER,
     OPEN,
     QUOTES_HEADER,
-    Style,
-    asks_from_now,
-    asks_when,
     escape,
-    format_record,
     render_block,
 )
 from mem01session.tokens import TokenCounter, byte_bound_counter, default_token_counter

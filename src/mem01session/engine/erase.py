@@ -22,9 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_id
 from ..db.schema import USER_TABLES
 from ..errors import DatabaseError
+from .lines import forget_rendered
 from .parts import EngineParts
 from .records import EraseReceipt
-from .render import forget_rendered
 from .users import lock_user
 
 # Every user-scoped table but the one holding the tombstone (the vectors live in

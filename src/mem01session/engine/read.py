@@ -30,10 +30,11 @@ from .candidates import (
     tsquery_terms,
 )
 from .episode_candidates import fetch_episodes
+from .lines import Style, asks_from_now, asks_when
 from .named_days import named_span
 from .parts import EngineParts
 from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
-from .render import Style, asks_from_now, asks_when, render_block
+from .render import render_block
 
 log = get_logger(__name__)
 
