@@ -152,6 +152,10 @@ async def test_a_question_about_past_days_reads_the_beliefs_that_held_then(
 
     assert "New York" not in await block("Where do I live?")
     then = await block("Where did I live on Monday?")
-    assert "- Lives in New York City (until 1 Nov 2023)" in then
-    assert "- Lives in San Francisco" in then
+    # What held on Monday first; what holds now after it, dated: said on Wednesday.
+    past, current = "- Lives in New York City (until 1 Nov 2023)", "- Lives in San Francisco"
+    assert then.index(past) < then.index(current)
+    assert f"{current} (1 Nov 2023)" in then
+    since = await block("Where did I live yesterday?")  # Wednesday: both held that day
+    assert "- Lives in San Francisco (1 Nov 2023)" in since
     assert "New York" not in await block("I lived somewhere else on Monday.")  # told

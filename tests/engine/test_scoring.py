@@ -6,8 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from mem01session.engine.records import Belief
-from mem01session.engine.scoring import TEXT_WEIGHT, Candidate, Fusion, relevance, score
+from mem01session.engine.records import Belief, BeliefStatus
+from mem01session.engine.scoring import (
+    TEXT_WEIGHT,
+    Candidate,
+    Fusion,
+    held_during,
+    relevance,
+    score,
+)
 from tests.engine.seed import NOW
 
 
@@ -65,3 +72,35 @@ def test_without_a_query_recency_and_confidence_alone_order() -> None:
     order = [s.belief.id for s in ranked]
     assert order[0] == 2  # newer than 1, more confident than 3
     assert all(s.score > 0 for s in ranked)
+
+
+def _held(bid: int, start: float, end: float | None, status: BeliefStatus = "active") -> Belief:
+    """A belief said ``start`` days before NOW, ended ``end`` days before it (None: not)."""
+    said = NOW - timedelta(days=start)
+    ended = None if end is None else NOW - timedelta(days=end)
+    return Belief(bid, "u", f"b{bid}", None, status, 0.8, said, ended, said, ended or said, 1)
+
+
+def test_held_during_means_said_by_then_and_not_ended_before() -> None:
+    days = (NOW - timedelta(days=3), NOW - timedelta(days=2))  # one day, three days ago
+    assert held_during(_held(1, 10, None), *days)  # said before, still holds
+    assert held_during(_held(2, 10, 2.5, "superseded"), *days)  # ended during those days
+    assert held_during(_held(3, 2.5, None), *days)  # said during them
+    assert not held_during(_held(4, 10, 4, "superseded"), *days)  # ended before them
+    assert not held_during(_held(5, 1, None), *days)  # first said after them: not known
+    assert not held_during(_held(6, 10, 3, "invalidated"), *days)  # ended as they began
+
+
+def test_named_days_rank_what_held_then_above_what_holds_now() -> None:
+    moved_at = NOW - timedelta(days=1)
+    then = _held(1, 10, 1, "superseded")  # lived there until yesterday
+    now_ = Belief(2, "u", "b2", None, "active", 0.8, moved_at, None, moved_at, moved_at, 1)
+    # the current one is the stronger match, by a little
+    candidates = [Candidate(now_, 1, None, None, None), Candidate(then, 2, None, None, None)]
+    assert [s.belief.id for s in score(candidates, NOW)] == [2, 1]
+    last_week = (NOW - timedelta(days=7), NOW - timedelta(days=6))
+    assert [s.belief.id for s in score(candidates, NOW, days=last_week)] == [1, 2]
+    today = (NOW - timedelta(hours=1), NOW + timedelta(hours=1))  # only the new one held
+    assert [s.belief.id for s in score(candidates, NOW, days=today)] == [2, 1]
+    # A read as of another moment ranks by relevance alone, days or not.
+    assert [s.belief.id for s in score(candidates, NOW, as_of=True, days=last_week)] == [2, 1]

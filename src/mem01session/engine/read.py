@@ -119,7 +119,12 @@ async def _ranked(
         got, quotes = await fetching, []
     beliefs, quotes = scoring.rank_jointly(got.candidates, quotes)
     ranked = scoring.score(
-        beliefs, now, as_of=as_of is not None, explain=request.explain, fusion=fusion
+        beliefs,
+        now,
+        as_of=as_of is not None,
+        explain=request.explain,
+        fusion=fusion,
+        days=(days.start, days.end) if days is not None else None,
     )
     if got.other_model:
         notice_once(
@@ -230,13 +235,20 @@ async def read_block(
 
 
 def _style(parts: EngineParts, request: RecallRequest, query: str) -> Style:
-    """How the block of ``request`` is written: under a question about time, with dates;
+    """How the block of ``request`` is written: under a question about time or one that
+    names days ("on Monday"), with dates (what held then shows since and until when);
     under one reckoned from today ("how long ago"), with the user's day today too (not for
     a read ``as_of`` another moment)."""
+    now = request.as_of or parts.now()
     today = None
     if request.as_of is None and asks_from_now(query):
-        today = parts.now().astimezone(request.zone).date()
-    return Style(today is not None or asks_when(query), request.provenance, request.zone, today)
+        today = now.astimezone(request.zone).date()
+    dates = (
+        today is not None
+        or asks_when(query)
+        or (bool(query) and named_span(query, now, request.zone) is not None)
+    )
+    return Style(dates, request.provenance, request.zone, today)
 
 
 def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) -> RecallResult:

@@ -3,7 +3,9 @@
 Pure functions over candidates already fetched by :mod:`.candidates`; no I/O.
 
 ``fused = relevance * (0.96 + 0.04 * recency) * (0.92 + 0.08 * confidence)`` (times 0.9
-for a belief that is no longer active, outside ``as_of`` queries), where
+for a belief that is no longer active, outside ``as_of`` queries; when the question names
+days, times 0.9 instead for a belief not known to hold in them: one that ended before them
+or was first said after them, see :func:`held_during`), where
 
 * ``relevance`` fuses the vector and the full-text rankings: each list gives a belief
   ``(k + 1) / (k + rank)`` (k = 60, the customary constant), the full-text one scaled by
@@ -101,6 +103,24 @@ def recency(belief: Belief, now: datetime, half_life_days: float = HALF_LIFE_DAY
     return 1.0 if age_days <= 0.0 else float(0.5 ** (age_days / half_life_days))
 
 
+def held_during(belief: Belief, start: datetime, end: datetime) -> bool:
+    """Whether ``belief`` is known to hold at some moment of ``[start, end)``: said by
+    then, and not ended before it. A belief's ``valid_from`` is when it was said (or when
+    it replaced another), so one first said later may have held already: it is not
+    known to, and ranks below what is."""
+    if belief.valid_from >= end:
+        return False
+    if belief.status == "active":
+        return True
+    ended = belief.valid_to or belief.updated_at
+    return ended > start
+
+
+def _in_time(belief: Belief, days: tuple[datetime, datetime] | None) -> bool:
+    """Whether ``belief`` holds when the question asks: now, or in the days it names."""
+    return belief.status == "active" if days is None else held_during(belief, *days)
+
+
 def relevance(
     vector_rank: int | None,
     text_rank: int | None,
@@ -127,8 +147,10 @@ def score(
     as_of: bool = False,
     explain: bool = False,
     fusion: Fusion = Fusion(),
+    days: tuple[datetime, datetime] | None = None,
 ) -> list[ScoredBelief]:
-    """Fused scores, best first (ties: newer id first)."""
+    """Fused scores, best first (ties: newer id first). ``days``: the moments the question
+    names (``[start, end)``), if any: then what held in them ranks first, current or not."""
     out: list[ScoredBelief] = []
     for c in candidates:
         rel = relevance(c.vector_rank, c.text_rank, fusion, c.text_score)
@@ -145,7 +167,7 @@ def score(
         else:
             w_rel = 1.0 - fusion.w_recency - fusion.w_confidence
             fused = w_rel * rel + fusion.w_recency * rec + fusion.w_confidence * conf
-        if not as_of and c.belief.status != "active":
+        if not as_of and not _in_time(c.belief, days):
             fused *= INACTIVE_FACTOR
         signals: dict[str, float] = {}
         if explain:
