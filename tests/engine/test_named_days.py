@@ -55,6 +55,18 @@ def one(y: int, m: int, d: int) -> tuple[date, date]:
         ("What did I say in the past month?", (date(2023, 10, 3), date(2023, 11, 3))),
         ("What did I say last year?", (date(2022, 1, 1), date(2023, 1, 1))),
         ("Did I go in June, or on July 4?", (date(2023, 6, 1), date(2023, 7, 5))),
+        ("Did I go in June or July?", (date(2023, 6, 1), date(2023, 8, 1))),
+        ("What did I do between June and August?", (date(2023, 6, 1), date(2023, 9, 1))),
+        ("What did I read from March to May?", (date(2023, 3, 1), date(2023, 6, 1))),
+        # across a new year, the latest such span that has begun: last winter's
+        ("Where did I ski between December and February?", (date(2022, 12, 1), date(2023, 3, 1))),
+        ("What did I say last night?", one(2023, 11, 1)),
+        ("What did I say the other day?", (date(2023, 10, 26), date(2023, 11, 2))),
+        ("What did I say a couple of days ago?", (date(2023, 10, 30), date(2023, 11, 2))),
+        ("What did I say a few days ago?", (date(2023, 10, 28), date(2023, 11, 1))),
+        ("What did I say several days ago?", (date(2023, 10, 26), date(2023, 10, 31))),
+        ("What did I say a few weeks ago?", (date(2023, 9, 28), date(2023, 10, 20))),
+        ("Did I go in June, or this weekend?", (date(2023, 6, 1), date(2023, 7, 1))),
     ],
 )
 def test_a_question_names_these_days(query: str, named: tuple[date, date]) -> None:
@@ -78,6 +90,9 @@ def test_a_question_names_these_days(query: str, named: tuple[date, date]) -> No
         "I fly to Paris in June.",  # a plan, not a question: nothing said last June
         "I moved here yesterday.",
         "My sister visits in May.",
+        "What are my plans this weekend?",  # asked on a Thursday: still to come
+        "What will I say in 2024?",
+        "Did I tell June and April about it?",  # names, not months: no word before them
     ],
 )
 def test_these_name_no_day(query: str) -> None:
@@ -131,3 +146,10 @@ def test_a_long_message_is_read_for_a_bounded_number_of_named_days() -> None:
     assert days(query) == (date(2023, 10, 13), date(2023, 11, 2))
     many = "What did I say on " + ", ".join(f"October {d}" for d in range(1, 21)) + "?"
     assert days(many) == (date(2023, 10, 1), date(2023, 10, 1 + MAX_NAMED))  # the first 16
+
+
+def test_this_weekend_on_a_weekend_day_is_the_one_under_way() -> None:
+    saturday = datetime(2023, 11, 4, 12, 0, tzinfo=UTC)
+    assert days("What did I say this weekend?", saturday) == (date(2023, 11, 4), date(2023, 11, 6))
+    sunday = saturday + timedelta(days=1)
+    assert days("What did I say this weekend?", sunday) == (date(2023, 11, 4), date(2023, 11, 6))

@@ -10,7 +10,11 @@ English only. Dates are read in the user's zone and relative to the recall's mom
 ``as_of``, else now). A month or day without a year is the latest one not after today; a
 month named alone needs a word before it ("in May", not "may"); numeric dates other than
 ISO ``2023-10-13`` are left out (``3/4`` is March or April depending on who writes it).
-When a question names several, the span runs from the first day to the last.
+When a question names several ("in June or July", "between June and August"), the span
+runs from the first day to the last. Days still to come name none ("this weekend" asked
+on a weekday: nothing was said then yet). Vague counts ("a few days ago", "a couple of
+weeks ago") name every day they may mean; "the other day" is the past week, "last night"
+yesterday.
 """
 
 from __future__ import annotations
@@ -31,12 +35,18 @@ _COUNTS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
 }  # fmt: skip
+# Counts people do not mean exactly: the fewest and the most units ago they stand for.
+_VAGUE = {"a couple of": (1, 3), "a couple": (1, 3), "a few": (2, 5), "several": (3, 7)}
 
 _MONTH = r"(?P<month>" + "|".join(sorted([*_FULL, *_SHORT], key=len, reverse=True)) + r")"
 _FULL_MONTH = r"(?P<month>" + "|".join(_FULL) + r")"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_COUNT = r"(?P<count>\d{1,3}|" + "|".join(_COUNTS) + r")"
+_COUNT = r"(?P<count>\d{1,3}|" + "|".join([*_VAGUE, *_COUNTS]) + r")"
+_MONTH_PAIR = (
+    r"(?P<word>in|during|between|from|throughout)\s+" + _FULL_MONTH
+    + r"\s+(?:or|and|to|through|until|till|-|–)\s+(?P<last>" + "|".join(_FULL) + r")"
+)  # fmt: skip
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
@@ -45,11 +55,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("date", rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
         ("date", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+{_YEAR}\b)?"),
         ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
+        ("months", rf"\b{_MONTH_PAIR}\b"),
         ("month", rf"\b(?P<word>in|during|since|throughout|early|late|mid|last|this)[\s-]+"
                   rf"{_FULL_MONTH}\b"),
         ("year", rf"\b(?P<word>in|during|since|throughout)\s+{_YEAR}\b"),
         ("day_before", r"\bthe day before yesterday\b"),
-        ("yesterday", r"\byesterday\b"),
+        ("yesterday", r"\b(?:yesterday|last night)\b"),
+        ("other_day", r"\bthe other day\b"),
         ("today", r"\b(?:today|tonight|this morning|this afternoon|this evening)\b"),
         ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
         ("weekend", r"\b(?:last|this|this past|past|over the|on the)\s+weekend\b"),
@@ -86,7 +98,8 @@ def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
     rather than asks (see the module)."""
     if _TELLING.match(query) and not _ASKING.search(query):
         return None
-    days = _named(query, now.astimezone(zone).date(), zone)
+    # Days still to come ("this weekend" asked on a Thursday) hold nothing said yet.
+    days = [d for d in _named(query, now.astimezone(zone).date(), zone) if d[0] <= now]
     if not days:
         return None
     return Span(min(d[0] for d in days), max(d[1] for d in days))
@@ -132,12 +145,17 @@ def _days(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | N
         one = _latest(month, int(g["day"]), today, g.get("year"))
         return None if one is None else (one, one + timedelta(days=1))
     if kind == "month":
-        month = _month_number(g["month"])
-        year = int(g["year"]) if g.get("year") else _month_year(month, today, g.get("word"))
-        first = date(year, month, 1)
+        first = _first_of_month(g, today)
         if (g.get("word") or "").lower() == "since":
             return first, tomorrow
         return first, _next_month(first)
+    if kind == "months":  # "in June or July", "between June and August": both, and between
+        first = _first_of_month(g, today)
+        month = _month_number(g["last"] or "")
+        last = date(first.year + (month < first.month), month, 1)
+        if last > today and month < first.month:  # across a new year: the latest such winter
+            first, last = first.replace(year=first.year - 1), last.replace(year=last.year - 1)
+        return first, _next_month(last)
     if kind == "year":
         year = int(g["year"])
         if g["word"].lower() == "since":
@@ -149,12 +167,14 @@ def _days(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | N
         return today - timedelta(days=1), today
     if kind == "today":
         return today, tomorrow
+    if kind == "other_day":  # some day of the past week, not today
+        return today - timedelta(days=7), today
     if kind == "ago":
         return _ago(g["count"].lower(), g["unit"].lower(), today)
     if kind == "weekend":
         saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
-        if match.group(0).lower().split() == ["this", "weekend"] and today.weekday() >= 5:
-            saturday = today - timedelta(days=today.weekday() - 5)
+        if match.group(0).lower().split() == ["this", "weekend"]:  # the coming one, or now
+            saturday = today + timedelta(days=5 - today.weekday())
         return saturday, saturday + timedelta(days=2)
     if kind == "weekday":
         wanted = _WEEKDAYS.index(g["weekday"].lower())
@@ -187,6 +207,13 @@ def _latest(month: int, day: int, today: date, year: str | None) -> date | None:
     return None
 
 
+def _first_of_month(g: dict[str, str | None], today: date) -> date:
+    """The first day of the month a match names (of its year, else :func:`_month_year`)."""
+    month = _month_number(g["month"] or "")
+    year = g.get("year")
+    return date(int(year) if year else _month_year(month, today, g.get("word")), month, 1)
+
+
 def _month_year(month: int, today: date, word: str | None) -> int:
     """The year of a month named without one: this year's unless it is still to come
     ("last May" in May: last year's)."""
@@ -204,11 +231,14 @@ def _next_month(first: date) -> date:
 def _ago(count: str, unit: str, today: date) -> tuple[date, date] | None:
     """ "3 days ago" names that day; weeks, months and years ago name that day give or
     take half a unit (people round)."""
+    width = {"day": 1, "week": 7, "month": 30, "year": 365}[unit.rstrip("s")]
+    if count in _VAGUE:  # "a few days ago": from the most to the fewest units ago
+        fewest, most = _VAGUE[count]
+        return today - timedelta(days=most * width), today - timedelta(days=fewest * width - 1)
     n = _COUNTS.get(count) or int(count)
-    if unit.startswith("day"):
+    if width == 1:
         one = today - timedelta(days=n)
         return one, one + timedelta(days=1)
-    width = {"week": 7, "month": 30, "year": 365}[unit.rstrip("s")]
     middle = today - timedelta(days=n * width)
     return middle - timedelta(days=width // 2), middle + timedelta(days=width // 2 + 1)
 
