@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import text
@@ -193,3 +194,30 @@ async def test_groups_over_the_same_users_in_any_order_never_deadlock(
     finally:
         await other_db.close()
     assert (await counts(engine, "x-3"))["beliefs"] == 11
+
+
+async def test_each_users_zone_is_recorded_with_their_turn(engine: BeliefEngine) -> None:
+    """A turn stamped in the user's zone (their session's ``timezone``) records it, in a
+    group as one by one; a turn stamped in UTC says nothing of it and changes nothing."""
+    lisbon, tokyo = ZoneInfo("Europe/Lisbon"), ZoneInfo("Asia/Tokyo")
+
+    def turn(user: str, job: int, zone: Any) -> Awaitable[Prepared]:
+        prov = Provenance(
+            session_id="z", job_id=job, observed_at=MONDAY.astimezone(zone), extractor="t"
+        )
+        return engine.prepare(user, [], provenance=prov, utterances=words(f"Hello {job}"))
+
+    await engine.apply_group([await turn("zu-1", 901, lisbon), await turn("zu-2", 902, tokyo)])
+    assert await engine.user_timezone("zu-1") == "Europe/Lisbon"
+    assert await engine.user_timezone("zu-2") == "Asia/Tokyo"
+    await engine.apply_group([await turn("zu-1", 903, UTC), await turn("zu-2", 904, UTC)])
+    await engine.apply_group([await turn("zu-1", 905, UTC)])  # one user: the single path
+    assert await engine.user_timezone("zu-1") == "Europe/Lisbon"
+    await engine.apply_group([await turn("zu-1", 906, tokyo)])
+    assert await engine.user_timezone("zu-1") == "Asia/Tokyo"  # travelled
+    summary = await engine.user("zu-1")
+    assert summary is not None and summary.timezone == "Asia/Tokyo"
+    assert await engine.user_timezone("nobody") is None
+    # Where the user lives is theirs: erasing them forgets it with the rest.
+    await engine.erase_user("zu-2")
+    assert await engine.user_timezone("zu-2") is None

@@ -152,3 +152,29 @@ async def test_a_timezone_that_is_not_one_is_refused_by_name(memory: Memory) -> 
             RecallRequest("where?", timezone=bad)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="timezone"):
             build_server(memory, timezone=bad)  # type: ignore[arg-type]
+
+
+async def test_where_no_session_names_a_zone_the_users_recorded_one_dates_the_memory(
+    memories: MemoryFactory, make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    """The zone a user's session gave is recorded with their turns: the MCP server without
+    ``--timezone`` dates in it; an agent's tools follow their own session."""
+    clock = Clock(EVENING_IN_LA)  # 30 Nov in Los Angeles, 1 Dec in UTC
+    memory = memories(extractor=RuleExtractor(), clock=clock)
+    la = make_session("la", "rosa", memory=memory, timezone="America/Los_Angeles")
+    await say(la, "I lost my job as a banker yesterday.")
+    assert await la.flush_memory(timeout=30)
+    assert await engine.user_timezone("rosa") == "America/Los_Angeles"
+
+    clock.now = EVENING_IN_LA + timedelta(days=3)
+    plain = make_session("plain", "rosa", memory=memory)  # no zone: its own days are UTC's
+    await say(plain, "Hello again.")
+    assert await plain.flush_memory(timeout=30)
+    assert await engine.user_timezone("rosa") == "America/Los_Angeles"  # UTC said nothing
+
+    server = build_server(memory)  # for every user, no zone of its own
+    found = await server.call_tool("search_memory", {"user_id": "rosa", "query": "banker"})
+    assert isinstance(found.content[0], TextContent)
+    assert '30 Nov 2026:\n- "I lost my job' in found.content[0].text  # the user's day
+    model, _ = await run(plain, "Look it up.", call("search_memory", "s1", query="banker"))
+    assert '1 Dec 2026:\n- "I lost my job' in outputs(model)["s1"]  # as its block: UTC

@@ -42,8 +42,8 @@ def mcp(
         str | None,
         typer.Option(
             "--timezone",
-            help="The user's IANA time zone (Europe/Lisbon): the days a search's dates are "
-            "(default UTC).",
+            help="The user's IANA time zone (Europe/Lisbon): the days a search's dates are, "
+            "for every user (default: each user's recorded zone, else UTC).",
         ),
     ] = None,
 ) -> None:

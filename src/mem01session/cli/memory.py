@@ -36,6 +36,15 @@ def recall(
         bool,
         typer.Option("--explain", help="Show why each belief and quote is in the block."),
     ] = False,
+    timezone: Annotated[
+        str | None,
+        typer.Option(
+            "--timezone",
+            help="The IANA zone whose days the block dates in and the query's days "
+            '("yesterday") are read in; default: the one the user\'s sessions last gave, '
+            "else UTC.",
+        ),
+    ] = None,
 ) -> None:
     """Print the memory block the model would see for QUERY.
 
@@ -44,14 +53,23 @@ def recall(
     check_positive("--budget", budget)
     from rich.text import Text
 
+    from ..checks import check_timezone
     from ..engine.records import RecallRequest
     from ._engine import require_user, with_engine
 
+    if timezone is not None:
+        check_timezone("--timezone", timezone)
+    zone = timezone
+
     async def work(engine: BeliefEngine) -> RecallResult:
+        nonlocal zone
         await require_user(engine, user)
-        return await engine.recall(
-            user, RecallRequest(query, budget, include_history=history, explain=explain)
+        if zone is None:
+            zone = await engine.user_timezone(user)
+        request = RecallRequest(
+            query, budget, include_history=history, explain=explain, timezone=zone
         )
+        return await engine.recall(user, request)
 
     result = with_engine(work)
     if result.text:
@@ -65,7 +83,7 @@ def recall(
         Text(
             f"tokens: {result.tokens} of {result.max_tokens} (tokenizer {result.tokenizer}); "
             f"{_packed(result)} of {result.candidates} candidates packed; "
-            f"{result.latency_ms:.0f} ms"
+            f"days in {zone or 'UTC'}; {result.latency_ms:.0f} ms"
         )
     )
     if explain and not result.empty:

@@ -92,6 +92,7 @@ def build_metadata() -> MetaData:
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
         Column("active_beliefs", Integer, nullable=False, server_default=text("0")),
         Column("episodes", Integer, nullable=False, server_default=text("0")),
+        Column("timezone", Text, nullable=True),  # the IANA zone the user's sessions last gave
         PrimaryKeyConstraint("user_id", name="memory_users_pkey"),
     )
 

@@ -189,6 +189,11 @@ class BeliefEngine:
         """When the user's memory was erased, while writes are refused; else None."""
         return await users.erased_at(self.parts, user_id)
 
+    async def user_timezone(self, user_id: str) -> str | None:
+        """The IANA zone the user's sessions last gave (``Mem01Session(timezone=...)``,
+        recorded with the turns they wrote; erasing the user forgets it); else None."""
+        return await users.stored_timezone(self.parts, user_id)
+
     # -- inspection -------------------------------------------------------------------
 
     async def get(self, user_id: str, belief_id: int) -> Belief:

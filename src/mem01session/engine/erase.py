@@ -73,7 +73,8 @@ async def _leave_tombstone(conn: AsyncConnection, user_id: str, now: datetime) -
             "INSERT INTO memory_users (user_id, version, erased_at, created_at, updated_at) "
             "VALUES (:u, 1, :now, :now, :now) ON CONFLICT (user_id) DO UPDATE SET "
             "erased_at = EXCLUDED.erased_at, version = memory_users.version + 1, "
-            "active_beliefs = 0, episodes = 0, updated_at = EXCLUDED.updated_at"
+            "active_beliefs = 0, episodes = 0, timezone = NULL, "
+            "updated_at = EXCLUDED.updated_at"
         ),
         {"u": user_id, "now": now},
     )

@@ -29,7 +29,7 @@ from .batch import Batch
 from .parts import EngineParts
 from .records import ApplyResult, Change
 from .tx import Tx, transaction
-from .users import bump_versions, lock_users, open_users, opened_users
+from .users import bump_versions, lock_users, open_users, opened_users, zone_of
 from .validate import judge_targets, look_up_targets_of_users, rows_by_user
 from .write import Prepared, TxHook, apply_prepared, prune, said_at, write_ops
 
@@ -80,7 +80,7 @@ async def apply_group(
         ):
             pruned = await prune(parts, tx, b.user_id, now)
             if changed or episodes_of_turn or pruned:
-                counts[b.user_id] = (added, batch.active_delta)
+                counts[b.user_id] = (added, batch.active_delta, zone_of(b.provenance.observed_at))
         bumped = await bump_versions(tx, now, counts) if counts else None
         if hook is not None:
             await hook(tx)

@@ -149,7 +149,7 @@ async def user_version(pool: DirectPool, user_id: str) -> int:
 
 _USERS = """
 SELECT u.user_id, u.version, u.erased_at, u.created_at, u.updated_at, u.episodes,
-       coalesce(c.counts, '{}'::jsonb) AS counts
+       u.timezone, coalesce(c.counts, '{}'::jsonb) AS counts
 FROM memory_users u
 LEFT JOIN LATERAL (
     SELECT jsonb_object_agg(s.status, s.n) AS counts
@@ -168,6 +168,7 @@ def _summary(row: Mapping[Any, Any]) -> UserSummary:
         updated_at=row["updated_at"],
         beliefs={str(k): int(v) for k, v in row["counts"].items()},
         episodes=int(row["episodes"]),
+        timezone=row["timezone"],
     )
 
 

@@ -189,6 +189,8 @@ class UserSummary:
     """How many beliefs the user has in each status (absent statuses: none)."""
     episodes: int = 0
     """How many of the user's episodes recall can quote (hidden ones not counted)."""
+    timezone: str | None = None
+    """The IANA zone the user's sessions last gave (None: none did; dates are UTC)."""
 
     @property
     def erased(self) -> bool:

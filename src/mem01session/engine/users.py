@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -44,9 +45,10 @@ _OPEN_MANY_SQL = (
 _BUMP_MANY_SQL = (
     "UPDATE memory_users m SET version = m.version + 1, updated_at = :now, "
     "episodes = greatest(0, m.episodes + d.e), "
-    "active_beliefs = greatest(0, m.active_beliefs + d.a) "
+    "active_beliefs = greatest(0, m.active_beliefs + d.a), "
+    "timezone = coalesce(d.z, m.timezone) "
     "FROM unnest(CAST(:users AS text[]), CAST(:episodes AS integer[]), "
-    "CAST(:active AS integer[])) AS d(u, e, a) "
+    "CAST(:active AS integer[]), CAST(:zones AS text[])) AS d(u, e, a, z) "
     "WHERE m.user_id = d.u RETURNING m.user_id, m.version"
 )
 
@@ -78,18 +80,33 @@ async def opened(user: Pending) -> int:
 
 
 async def bump_version(
-    tx: Tx, user_id: str, now: datetime, *, episodes: int = 0, active: int = 0
+    tx: Tx,
+    user_id: str,
+    now: datetime,
+    *,
+    episodes: int = 0,
+    active: int = 0,
+    timezone: str | None = None,
 ) -> Pending:
     """Count one more applied batch, and the episodes and active beliefs it added (or
-    took away); the new version is the ``version`` of the returned statement's one row
-    (read it when needed: pipelined, it comes back with later statements)."""
+    took away); record the user's ``timezone`` if the batch's turn named one (see
+    :func:`zone_of`). The new version is the ``version`` of the returned statement's one
+    row (read it when needed: pipelined, it comes back with later statements)."""
     return await tx.later(
         "UPDATE memory_users SET version = version + 1, updated_at = :now, "
         "episodes = greatest(0, episodes + :episodes), "
-        "active_beliefs = greatest(0, active_beliefs + :active) "
+        "active_beliefs = greatest(0, active_beliefs + :active), "
+        "timezone = coalesce(:zone, timezone) "
         "WHERE user_id = :u RETURNING version",
-        {"u": user_id, "now": now, "episodes": episodes, "active": active},
+        {"u": user_id, "now": now, "episodes": episodes, "active": active, "zone": timezone},
     )
+
+
+def zone_of(observed_at: datetime | None) -> str | None:
+    """The IANA zone a turn was stamped in (its session's ``timezone``), if it names one:
+    a turn stamped in UTC or a fixed offset says nothing of the user's zone."""
+    zone = observed_at.tzinfo if observed_at is not None else None
+    return zone.key if isinstance(zone, ZoneInfo) and zone.key != "UTC" else None
 
 
 async def lock_users(tx: Tx, user_ids: Sequence[str]) -> None:
@@ -112,9 +129,12 @@ async def opened_users(users: Pending) -> dict[str, int]:
     return versions
 
 
-async def bump_versions(tx: Tx, now: datetime, counts: Mapping[str, tuple[int, int]]) -> Pending:
+async def bump_versions(
+    tx: Tx, now: datetime, counts: Mapping[str, tuple[int, int, str | None]]
+) -> Pending:
     """:func:`bump_version` for several users: ``counts`` maps each to the episodes and
-    active beliefs its batch added; the rows' ``user_id`` and new ``version``."""
+    active beliefs its batch added and the zone its turn named; the rows' ``user_id`` and
+    new ``version``."""
     users = list(counts)
     return await tx.later(
         _BUMP_MANY_SQL,
@@ -123,8 +143,19 @@ async def bump_versions(tx: Tx, now: datetime, counts: Mapping[str, tuple[int, i
             "now": now,
             "episodes": [counts[u][0] for u in users],
             "active": [counts[u][1] for u in users],
+            "zones": [counts[u][2] for u in users],
         },
     )
+
+
+async def stored_timezone(parts: EngineParts, user_id: str) -> str | None:
+    """The IANA zone the user's sessions last gave (:func:`zone_of`), or None."""
+    user_id = check_id("user_id", user_id)
+    async with parts.db.sa_engine.connect() as conn:
+        zone: str | None = await conn.scalar(
+            text("SELECT timezone FROM memory_users WHERE user_id = :u"), {"u": user_id}
+        )
+    return zone
 
 
 async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:

@@ -26,7 +26,7 @@ from .ops import Op, Provenance
 from .parts import EngineParts
 from .records import ApplyResult, Change
 from .tx import Row, Tx, transaction
-from .users import bump_version, lock_user, open_user, opened
+from .users import bump_version, lock_user, open_user, opened, zone_of
 from .validate import (
     CheckedOp,
     TargetNotFoundError,
@@ -214,7 +214,14 @@ async def apply_prepared(
         pruned = await prune(parts, tx, user_id, now)
         bumped = None
         if changes or stored or pruned:
-            bumped = await bump_version(tx, user_id, now, episodes=added, active=batch.active_delta)
+            bumped = await bump_version(
+                tx,
+                user_id,
+                now,
+                episodes=added,
+                active=batch.active_delta,
+                timezone=zone_of(p.provenance.observed_at),
+            )
         if on_tx is not None:
             await on_tx(tx)
         if bumped is not None:

@@ -72,7 +72,9 @@ class Mem01Session:
 
     ``timezone`` is the user's IANA time zone (``"America/Los_Angeles"``): their turns are
     stamped with its local time, so that "yesterday" is their yesterday, and the block's
-    dates are days there. Default None: UTC. It can be changed later (``session.timezone``).
+    dates are days there; it is recorded for the user with the turns (the surfaces without a
+    session, such as the command line, date in it). Default None: UTC. It can be changed
+    later (``session.timezone``).
 
     Memory failures never break the conversation (``last_memory_error`` says what went
     wrong; a model call refused because of the block is made again without it) unless

@@ -72,7 +72,8 @@ def memory_tools(
         include_history: Annotated[bool, ARGUMENTS["include_history"]] = False,
     ) -> str:
         session.recalled_by_tool(ctx.tool_call_id)  # its output stays out of the transcript
-        zone = getattr(session, "timezone", None)  # the user's, as the session has it now
+        # The session's zone as it is now, else UTC: what its own memory block dates in.
+        zone = getattr(session, "timezone", None) or "UTC"
         return await _answer(box.search(query, include_history=include_history, timezone=zone))
 
     async def remember(

@@ -92,7 +92,7 @@ def build_server(
 ) -> MCPServer[Any]:
     """An MCP server offering the memory tools over ``memory``: for ``user_id`` only, or,
     without it, for the user each call names; a search dates in ``timezone`` (an IANA
-    zone, the user's; None: UTC)."""
+    zone; None: each user's recorded one, else UTC)."""
     bound = None if user_id is None else check_id("user_id", user_id)
     if timezone is not None:
         check_timezone("timezone", timezone)

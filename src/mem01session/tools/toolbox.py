@@ -28,6 +28,7 @@ are refused until the user is reinstated), memory out of reach.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -35,7 +36,13 @@ from ..bounded import Bound
 from ..checks import check_id, check_seconds
 from ..engine import BeliefEngine
 from ..engine.ops import MAX_CONTENT_CHARS, Op, Provenance
-from ..engine.records import DEFAULT_MAX_TOKENS, ApplyResult, Belief, RecallRequest
+from ..engine.records import (
+    DEFAULT_MAX_TOKENS,
+    ApplyResult,
+    Belief,
+    RecallRequest,
+    RecallResult,
+)
 from ..engine.rows import normalize_content
 from ..engine.validate import TargetNotFoundError
 from ..errors import (
@@ -153,7 +160,8 @@ class MemoryToolbox:
     ) -> str:
         """What is remembered that bears on ``query`` (beliefs, then the user's dated
         words), with ids; ``include_history`` adds beliefs that no longer hold; the dates
-        are days in ``timezone`` (the user's IANA zone; None: UTC)."""
+        are days in ``timezone`` (an IANA zone; None: the one the user's sessions last
+        gave, else UTC)."""
         if not isinstance(query, str):
             raise MemoryToolError("query must be a string")
         request = RecallRequest(
@@ -163,7 +171,16 @@ class MemoryToolbox:
             provenance="quote",
             timezone=timezone,
         )
-        result = await self._run(lambda engine: engine.recall(self.user_id, request))
+
+        async def recall(engine: BeliefEngine) -> RecallResult:
+            if timezone is None:
+                zone = await engine.user_timezone(self.user_id)
+                ask = request if zone is None else dataclasses.replace(request, timezone=zone)
+            else:
+                ask = request
+            return await engine.recall(self.user_id, ask)
+
+        result = await self._run(recall)
         return f"{result.text}\n{SEARCH_LEGEND}" if result.text else NOTHING_FOUND
 
     async def remember(

@@ -66,6 +66,11 @@ class UserView:
     def erased(self) -> bool:
         return self.summary is not None and self.summary.erased
 
+    @property
+    def timezone(self) -> str | None:
+        """The zone the user's sessions last gave (None: UTC)."""
+        return self.summary.timezone if self.summary is not None else None
+
 
 async def user_rows(
     engine: BeliefEngine, jobs: JobStore, contains: str | None, limit: int

@@ -120,7 +120,9 @@ async def recall(ctx: Context, request: Request) -> Response:
     history = params.get("history") == "1"
     result = None
     if "q" in params:
-        request_ = RecallRequest(query or "", budget, include_history=history, explain=True)
+        request_ = RecallRequest(
+            query or "", budget, include_history=history, explain=True, timezone=view.timezone
+        )
         result = await engine.recall(view.user_id, request_)
     return HTMLResponse(
         recall_page(view, query=query, budget=budget, history=history, result=result)
