@@ -681,3 +681,7 @@ def test_recall_dates_in_the_users_recorded_zone_unless_told_another(seeded: See
     assert "days in UTC" in ok("recall", "--user", ALICE, "rent")  # no zone recorded
     line = failed("recall", "--user", "lena", "banker", "--timezone", "Mars/Olympus_Mons")
     assert line.startswith("error: --timezone must be an IANA time zone name such as")
+    zones = {u["user_id"]: u["timezone"] for u in json.loads(ok("users", "--json"))}
+    assert zones == {ALICE: None, BOB: None, "lena": "America/Los_Angeles"}
+    lena = next(line for line in ok("users").splitlines() if " lena " in line)
+    assert "│ America/Los_Angeles │" in lena

@@ -52,6 +52,7 @@ def users(
                         "beliefs": u.beliefs,
                         "current_beliefs": u.active,
                         "episodes": u.episodes,
+                        "timezone": u.timezone,
                         "last_activity": u.updated_at,
                         "erased_at": u.erased_at,
                     }
@@ -65,11 +66,14 @@ def users(
         console().print(Text(f"no users with durable memory{what}"))
         return
     show_episodes = any(u.episodes for u in found)
+    show_zones = any(u.timezone for u in found)
     table = Table(title="users", expand=False)
     table.add_column("user")
     table.add_column("beliefs", justify="right", no_wrap=True)
     if show_episodes:
         table.add_column("episodes", justify="right", no_wrap=True)
+    if show_zones:
+        table.add_column("time zone", no_wrap=True)
     table.add_column("last activity", no_wrap=True)
     table.add_column("erased", no_wrap=True)
     for u in found:
@@ -77,6 +81,8 @@ def users(
         row: list[Text | str] = [render.outside(u.user_id), beliefs]
         if show_episodes:
             row.append(str(u.episodes))
+        if show_zones:
+            row.append(render.outside(u.timezone or "-"))
         row.append(render.when(u.updated_at))
         row.append(Text(f"erased {render.day(u.erased_at)}", style="red") if u.erased else "-")
         table.add_row(*row)
