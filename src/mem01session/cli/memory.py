@@ -140,7 +140,8 @@ def _explained(result: RecallResult) -> Table:
     note = Text(
         f"fused = relevance x ({base_r:.2f} + {W_RECENCY:.2f} recency) x ({base_c:.2f} + "
         f"{W_CONFIDENCE:.2f} confidence); a quote: x {EPISODE_FACTOR:.2f}, no confidence; a "
-        f"belief no longer current: x {INACTIVE_FACTOR:.2f}. Relevance averages the two "
+        f"belief no longer current (when the query names days: not known to hold then): "
+        f"x {INACTIVE_FACTOR:.2f}. Relevance averages the two "
         f"retrievers' ranks (k = 60; text x its share x {TEXT_WEIGHT:g}), a quote said in the "
         f"days the question names adding {DAY_WEIGHT:g} x its rank's; text = the share of the "
         "question's word weight matched.",

@@ -122,7 +122,8 @@ def fusion_note() -> str:
     return (
         "relevance: the average of the vector and text lists' rank terms (the text one "
         f"times the share of the question it matches, times {f.text_weight:g}). "
-        f"fused: for a belief, {belief} (× {INACTIVE_FACTOR:g} when no longer current); "
+        f"fused: for a belief, {belief} (× {INACTIVE_FACTOR:g} when no longer current, or, "
+        "when the question names days, not known to hold then); "
         f"for a quote, relevance × {rec} × {EPISODE_FACTOR:g}, its relevance raised by "
         f"{DAY_WEIGHT:g} × its rank term when it was said in the days the question names "
         "(day r…)."
