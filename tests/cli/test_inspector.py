@@ -7,7 +7,6 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import text
@@ -24,6 +23,7 @@ from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
 from tests.conftest import TEST_DIM
 from tests.pg import locked
+from tests.zones import said_in_los_angeles
 
 runner = CliRunner()
 
@@ -31,7 +31,6 @@ ALICE = "alice"
 BOB = "bob"
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WEDNESDAY = MONDAY + timedelta(days=2)
-LOS_ANGELES = ZoneInfo("America/Los_Angeles")
 
 
 @dataclass(frozen=True)
@@ -658,22 +657,8 @@ def test_a_read_the_database_does_not_answer_fails_and_says_so(
     assert "Lives in" in ok("beliefs", "list", "--user", ALICE)  # the lock gone, it reads
 
 
-async def _said_in_la(user: str) -> None:
-    """Words said at 19:00 on 1 March in Los Angeles (2 March in UTC), from a session in
-    that zone: the user's zone is recorded with them."""
-    async with Memory(Settings.from_env()) as memory:
-        engine = await memory.engine()
-        evening = datetime(2026, 3, 2, 3, 0, tzinfo=UTC).astimezone(LOS_ANGELES)
-        await engine.apply(
-            user,
-            [],
-            provenance=Provenance(session_id="la", job_id=1, observed_at=evening, extractor="t"),
-            utterances=[Utterance(0, "user", "I lost my job as a banker yesterday.")],
-        )
-
-
 def test_recall_dates_in_the_users_recorded_zone_unless_told_another(seeded: Seeded) -> None:
-    asyncio.run(_said_in_la("lena"))
+    asyncio.run(said_in_los_angeles("lena"))
     out = ok("recall", "--user", "lena", "banker")
     assert '1 Mar 2026:\n- "I lost my job' in out and "days in America/Los_Angeles" in out
     out = ok("recall", "--user", "lena", "banker", "--timezone", "UTC")

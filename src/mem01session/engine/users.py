@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import text
@@ -150,19 +151,22 @@ async def bump_versions(
 
 async def stored_timezone(parts: EngineParts, user_id: str) -> str | None:
     """The IANA zone the user's sessions last gave (:func:`zone_of`), or None."""
-    user_id = check_id("user_id", user_id)
-    async with parts.db.sa_engine.connect() as conn:
-        zone: str | None = await conn.scalar(
-            text("SELECT timezone FROM memory_users WHERE user_id = :u"), {"u": user_id}
-        )
+    zone: str | None = await _column(parts, user_id, "timezone")
     return zone
 
 
 async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:
     """When the user's memory was erased, if it is (the tombstone is not lifted); else None."""
+    moment: datetime | None = await _column(parts, user_id, "erased_at")
+    return moment
+
+
+async def _column(
+    parts: EngineParts, user_id: str, column: Literal["timezone", "erased_at"]
+) -> Any:
+    """One column of the user's row."""
     user_id = check_id("user_id", user_id)
     async with parts.db.sa_engine.connect() as conn:
-        moment: datetime | None = await conn.scalar(
-            text("SELECT erased_at FROM memory_users WHERE user_id = :u"), {"u": user_id}
+        return await conn.scalar(
+            text(f"SELECT {column} FROM memory_users WHERE user_id = :u"), {"u": user_id}
         )
-    return moment
