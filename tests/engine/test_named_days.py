@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mem01session.engine.named_days import MAX_NAMED, Span, named_span
+from mem01session.engine.named_days import MAX_NAMED, Span, named_span, unnamed
 
 # A Thursday.
 NOW = datetime(2023, 11, 2, 12, 0, tzinfo=UTC)
@@ -153,3 +153,17 @@ def test_this_weekend_on_a_weekend_day_is_the_one_under_way() -> None:
     assert days("What did I say this weekend?", saturday) == (date(2023, 11, 4), date(2023, 11, 6))
     sunday = saturday + timedelta(days=1)
     assert days("What did I say this weekend?", sunday) == (date(2023, 11, 4), date(2023, 11, 6))
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("What did I say yesterday?", "What did I say  ?"),
+        ("Did we camp in June or on July 4?", "Did we camp in June or on July 4?"),  # kept
+        ("What did I say last week, or on Monday?", "What did I say  , or on Monday?"),
+        ("What did I say two days ago?", "What did I say  ?"),
+        ("Where do I live?", "Where do I live?"),
+    ],
+)
+def test_the_words_naming_days_from_today_are_not_words_to_match(query: str, words: str) -> None:
+    assert unnamed(query, named_span(query, NOW, UTC)) == words

@@ -159,3 +159,21 @@ async def test_a_question_about_past_days_reads_the_beliefs_that_held_then(
     since = await block("Where did I live yesterday?")  # Wednesday: both held that day
     assert "- Lives in San Francisco (1 Nov 2023)" in since
     assert "New York" not in await block("I lived somewhere else on Monday.")  # told
+
+
+async def test_the_words_naming_the_days_are_not_matched_as_words(
+    engine: BeliefEngine, uid: str
+) -> None:
+    """ "yesterday" in a question names a day; as a word to match it would find whatever
+    mentions yesterday, said on any day."""
+    await tell(engine, uid, "I lost my job yesterday, a bad week.", 1, JUNE)
+    await tell(engine, uid, "We hiked the ridge and saw two eagles.", 2, LATER - timedelta(days=1))
+    request = RecallRequest("What did I do yesterday?", kinds="episodes", explain=True)
+    result = await engine.recall(uid, request)
+    signals = {e.episode.content: e.signals for e in result.episodes}
+    assert signals["I lost my job yesterday, a bad week."]["text_rank"] == 0.0
+    assert result.episodes[0].episode.content == "We hiked the ridge and saw two eagles."
+    # Told, not asked, it names no day: the same word is matched as any other.
+    told = await engine.recall(uid, RecallRequest("I keep thinking of yesterday", explain=True))
+    ranks = {e.episode.content: e.signals["text_rank"] for e in told.episodes}
+    assert ranks["I lost my job yesterday, a bad week."] == 1.0

@@ -253,10 +253,13 @@ async def fetch(
     common_share: float = COMMON_SHARE,
     sources: bool = True,
     vector: Sequence[float] | None = None,
+    words: str | None = None,
 ) -> Fetched:
     """Run the statement for ``query`` (already cleaned) over the user's rows in ``scope``;
     without ``sources`` the candidates' beliefs carry none. ``vector`` is the query's
-    embedding when the caller made it already."""
+    embedding when the caller made it already; ``words``: what the full-text list matches
+    (default: the query)."""
+    words = query if words is None else words
     model = parts.embedder.name
     params: dict[str, Any] = {
         "user_id": user_id,
@@ -268,11 +271,11 @@ async def fetch(
     if as_of is not None:
         params["as_of"] = as_of
     if query:
-        kind: Kind = "hybrid" if tsquery_terms(query) else "vector"
+        kind: Kind = "hybrid" if tsquery_terms(words) else "vector"
         [vec] = [vector] if vector is not None else await parts.embedder.embed([query])
         params.update(
             qvec=BinaryVector(vec),
-            query=query,
+            query=words,
             max_terms=MAX_QUERY_TERMS,
             common_share=common_share,
             common_min=COMMON_MIN,

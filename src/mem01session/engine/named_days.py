@@ -20,7 +20,7 @@ yesterday.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 _MONTHS = (
@@ -85,12 +85,35 @@ MAX_NAMED = 16
 """Named days read of one query at most (a long message is not read for ever)."""
 
 
+# Words that name days counted from today: said in an older message they meant another
+# day ("yesterday", in a message of June, is a day of June). Dates, months, years and
+# weekdays name the same days whoever says them ("camping in June").
+_RELATIVE = frozenset({"day_before", "yesterday", "today", "other_day", "ago", "weekend", "period"})
+
+
 @dataclass(frozen=True)
 class Span:
-    """The moments ``[start, end)`` a question names: whole days in the user's zone."""
+    """The moments ``[start, end)`` a question names: whole days in the user's zone; and
+    where in the question the words naming them relative to today are (``words``:
+    ``(start, end)`` indexes)."""
 
     start: datetime
     end: datetime
+    words: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+
+
+def unnamed(query: str, span: Span | None) -> str:
+    """``query`` without the words naming its days relative to today ("What did I say
+    yesterday?" -> "What did I say ?"): as words to match, they would find what mentions
+    "yesterday", said on any day, while the days themselves are read apart. Dates,
+    months, years and weekdays stay: "camping in June" finds "we went camping in June"."""
+    if span is None:
+        return query
+    out, at = [], 0
+    for start, end in sorted(span.words):
+        out += [query[at:start], " "]
+        at = end
+    return "".join([*out, query[at:]])
 
 
 def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
@@ -102,12 +125,16 @@ def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
     days = [d for d in _named(query, now.astimezone(zone).date(), zone) if d[0] <= now]
     if not days:
         return None
-    return Span(min(d[0] for d in days), max(d[1] for d in days))
+    words = tuple(d[2] for d in days if d[2] is not None)
+    return Span(min(d[0] for d in days), max(d[1] for d in days), words)
 
 
-def _named(query: str, today: date, zone: tzinfo) -> list[tuple[datetime, datetime]]:
-    """The spans of the first :data:`MAX_NAMED` named days found, pattern by pattern."""
-    days: list[tuple[datetime, datetime]] = []
+def _named(
+    query: str, today: date, zone: tzinfo
+) -> list[tuple[datetime, datetime, tuple[int, int] | None]]:
+    """The spans of the first :data:`MAX_NAMED` named days found, pattern by pattern, each
+    with where its words are if they name it relative to today (:data:`_RELATIVE`)."""
+    days: list[tuple[datetime, datetime, tuple[int, int] | None]] = []
     taken: list[tuple[int, int]] = []  # a date's words are not read again as its month
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(query):
@@ -119,7 +146,7 @@ def _named(query: str, today: date, zone: tzinfo) -> list[tuple[datetime, dateti
             except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
                 continue
             if span is not None and span[0] < span[1]:
-                days.append(span)
+                days.append((*span, match.span() if kind in _RELATIVE else None))
                 taken.append(match.span())
                 if len(days) == MAX_NAMED:
                     return days

@@ -31,7 +31,7 @@ from .candidates import (
 )
 from .episode_candidates import fetch_episodes
 from .lines import Style, asks_from_now, asks_when
-from .named_days import named_span
+from .named_days import named_span, unnamed
 from .parts import EngineParts
 from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
 from .render import render_block
@@ -94,6 +94,7 @@ async def _ranked(
     elif vector is None:
         vector = (await parts.embedder.embed([query]))[0]
     quoting = request.kinds != "beliefs" and parts.episodes.enabled and vector is not None
+    words = unnamed(query, days)  # the words to match: the days named are read apart
     fetching = fetch(
         parts,
         user_id,
@@ -105,14 +106,15 @@ async def _ranked(
         probe=probe,
         sources=sources,
         vector=vector,
+        words=words,
     )
     if quoting:
         assert vector is not None
         got, quotes = await asyncio.gather(
             fetching,
             fetch_episodes(
-                parts, user_id, query, vector, now, pool=pool, as_of=as_of,
-                text=bool(tsquery_terms(query)), days=days,
+                parts, user_id, words, vector, now, pool=pool, as_of=as_of,
+                text=bool(tsquery_terms(words)), days=days,
             ),
         )  # fmt: skip
     else:
