@@ -670,3 +670,14 @@ def test_recall_dates_in_the_users_recorded_zone_unless_told_another(seeded: See
     assert zones == {ALICE: None, BOB: None, "lena": "America/Los_Angeles"}
     lena = next(line for line in ok("users").splitlines() if " lena " in line)
     assert "│ America/Los_Angeles │" in lena
+
+
+def test_users_at_a_terminals_width_keep_every_id(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(said_in_los_angeles("a-rather-long-user-id-from-an-app"))
+    monkeypatch.setenv("COLUMNS", "80")
+    out = ok("users")
+    assert max(len(line) for line in out.splitlines()) <= 80
+    rows = [line for line in out.splitlines() if line.startswith("│ ")]
+    assert {line.split()[1] for line in rows} >= {ALICE, BOB, "a-rather-long-us"}  # folded

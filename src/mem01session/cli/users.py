@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from ..db.direct import DirectPool
     from ..engine.records import UserSummary
 
+USER_MIN_WIDTH = 16
+"""The narrowest the user column gets (a longer id folds onto more lines)."""
+
 
 def users(
     contains: Annotated[
@@ -68,12 +71,14 @@ def users(
     show_episodes = any(u.episodes for u in found)
     show_zones = any(u.timezone for u in found)
     table = Table(title="users", expand=False)
-    table.add_column("user")
+    # The id is what a row is for: narrow terminals fold it, never squeeze it away.
+    widest = max(len(u.user_id) for u in found)
+    table.add_column("user", min_width=min(widest, USER_MIN_WIDTH), overflow="fold")
     table.add_column("beliefs", justify="right", no_wrap=True)
     if show_episodes:
         table.add_column("episodes", justify="right", no_wrap=True)
     if show_zones:
-        table.add_column("time zone", no_wrap=True)
+        table.add_column("time zone", min_width=8, overflow="fold")
     table.add_column("last activity", no_wrap=True)
     table.add_column("erased", no_wrap=True)
     for u in found:
