@@ -221,3 +221,18 @@ async def test_each_users_zone_is_recorded_with_their_turn(engine: BeliefEngine)
     # Where the user lives is theirs: erasing them forgets it with the rest.
     await engine.erase_user("zu-2")
     assert await engine.user_timezone("zu-2") is None
+
+
+async def test_a_recorded_zone_this_machine_does_not_know_reads_as_none(
+    engine: BeliefEngine, db: Database
+) -> None:
+    """Recorded where the time zone database is newer (or written by hand): a read then
+    dates in UTC rather than failing."""
+    await engine.apply("zu-3", [Op.add("Likes tea")], provenance=Provenance())
+    async with db.sa_engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE memory_users SET timezone = 'Mars/Olympus_Mons' WHERE user_id = 'zu-3'")
+        )
+    assert await engine.user_timezone("zu-3") is None
+    summary = await engine.user("zu-3")
+    assert summary is not None and summary.timezone is None

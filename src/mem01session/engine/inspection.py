@@ -18,6 +18,7 @@ from ..checks import check_filter, check_flag, check_id, check_positive_int
 from ..errors import BeliefNotFoundError, EpisodeNotFoundError
 from .records import Belief, Episode, LedgerEvent, Source, UserSummary
 from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
+from .users import known_zone
 
 if TYPE_CHECKING:
     from ..db.direct import DirectPool
@@ -168,7 +169,7 @@ def _summary(row: Mapping[Any, Any]) -> UserSummary:
         updated_at=row["updated_at"],
         beliefs={str(k): int(v) for k, v in row["counts"].items()},
         episodes=int(row["episodes"]),
-        timezone=row["timezone"],
+        timezone=known_zone(row["timezone"]),
     )
 
 
