@@ -106,6 +106,17 @@ def check_timezone(name: str, value: object) -> tzinfo:
         ) from None
 
 
+def known_timezone(value: object) -> str | None:
+    """``value`` if it names a zone this machine knows (one recorded where the time zone
+    database is newer may not), else None: a read then dates in UTC rather than failing."""
+    try:
+        check_timezone("timezone", value)
+    except ConfigError:
+        return None
+    assert isinstance(value, str)
+    return value
+
+
 SESSION_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
 
 

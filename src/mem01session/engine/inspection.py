@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..checks import check_filter, check_flag, check_id, check_positive_int
+from ..checks import check_filter, check_flag, check_id, check_positive_int, known_timezone
 from ..errors import BeliefNotFoundError, EpisodeNotFoundError
 from .records import Belief, Episode, LedgerEvent, Source, UserSummary
 from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
-from .users import known_zone
 
 if TYPE_CHECKING:
     from ..db.direct import DirectPool
@@ -169,7 +168,7 @@ def _summary(row: Mapping[Any, Any]) -> UserSummary:
         updated_at=row["updated_at"],
         beliefs={str(k): int(v) for k, v in row["counts"].items()},
         episodes=int(row["episodes"]),
-        timezone=known_zone(row["timezone"]),
+        timezone=known_timezone(row["timezone"]),
     )
 
 

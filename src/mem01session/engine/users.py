@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..checks import check_id, check_timezone
-from ..errors import ConfigError, UserErasedError
+from ..checks import check_id, known_timezone
+from ..errors import UserErasedError
 from .parts import EngineParts
 from .tx import Pending, Tx
 
@@ -151,19 +151,7 @@ async def bump_versions(
 
 async def stored_timezone(parts: EngineParts, user_id: str) -> str | None:
     """The IANA zone the user's sessions last gave (:func:`zone_of`), or None."""
-    return known_zone(await _column(parts, user_id, "timezone"))
-
-
-def known_zone(name: object) -> str | None:
-    """``name`` if this machine knows the zone (one recorded where the time zone database
-    is newer may not be), else None: a read then dates in UTC rather than failing."""
-    if not isinstance(name, str):
-        return None
-    try:
-        check_timezone("timezone", name)
-    except ConfigError:
-        return None
-    return name
+    return known_timezone(await _column(parts, user_id, "timezone"))
 
 
 async def erased_at(parts: EngineParts, user_id: str) -> datetime | None:
