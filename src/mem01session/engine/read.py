@@ -31,7 +31,7 @@ from .candidates import (
 )
 from .episode_candidates import fetch_episodes
 from .lines import Style, asks_from_now, asks_when
-from .named_days import named_span, unnamed
+from .named_days import Span, named_span, unnamed
 from .parts import EngineParts
 from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
 from .render import render_block
@@ -65,6 +65,7 @@ class _Ranked:
     other_model: int
     probed: Any
     query: str
+    days: Span | None  # the days the query names
 
 
 async def _ranked(
@@ -150,7 +151,7 @@ async def _ranked(
         fusion=fusion,
     )
     considered = len(got.candidates) + len(quotes)
-    return _Ranked(kept, episodes, considered, got.other_model, got.probed, query)
+    return _Ranked(kept, episodes, considered, got.other_model, got.probed, query, days)
 
 
 def _said(text: str) -> str:
@@ -208,7 +209,7 @@ async def read_block(
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
     ranked = await _ranked(parts, user_id, request, pool, probe, sources, fusion=fusion)
-    style = _style(parts, request, ranked.query)
+    style = _style(parts, request, ranked.query, ranked.days is not None)
     block = render_block(
         ranked.beliefs,
         parts.token_counter,
@@ -236,20 +237,15 @@ async def read_block(
     return result, ranked.probed
 
 
-def _style(parts: EngineParts, request: RecallRequest, query: str) -> Style:
+def _style(parts: EngineParts, request: RecallRequest, query: str, names_days: bool) -> Style:
     """How the block of ``request`` is written: under a question about time or one that
-    names days ("on Monday"), with dates (what held then shows since and until when);
-    under one reckoned from today ("how long ago"), with the user's day today too (not for
-    a read ``as_of`` another moment)."""
-    now = request.as_of or parts.now()
+    names days (``names_days``: "on Monday"), with dates (what held then shows since and
+    until when); under one reckoned from today ("how long ago"), with the user's day today
+    too (not for a read ``as_of`` another moment)."""
     today = None
     if request.as_of is None and asks_from_now(query):
-        today = now.astimezone(request.zone).date()
-    dates = (
-        today is not None
-        or asks_when(query)
-        or (bool(query) and named_span(query, now, request.zone) is not None)
-    )
+        today = parts.now().astimezone(request.zone).date()
+    dates = today is not None or names_days or asks_when(query)
     return Style(dates, request.provenance, request.zone, today)
 
 
@@ -258,7 +254,9 @@ def reframe(parts: EngineParts, result: RecallResult, request: RecallRequest) ->
     ``pending_turns``, ``pending_said``): the same records and quotes, the lowest-scored
     left out if the notes take their room. No statement, no embedding: what was read is
     reused."""
-    style = _style(parts, request, clean_query(request.query))
+    query = clean_query(request.query)
+    days = named_span(query, request.as_of or parts.now(), request.zone) if query else None
+    style = _style(parts, request, query, days is not None)
     block = render_block(
         result.beliefs,
         parts.token_counter,
