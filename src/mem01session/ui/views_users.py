@@ -131,6 +131,14 @@ def user_header(view: UserView) -> Safe:
                 what=plural(view.jobs.failed, "failed job"),
             )
         )
+    if view.timezone is not None:
+        facts.append(
+            html(
+                "<span title=\"the zone the user's sessions last gave: the recall page dates "
+                'in it">time zone {zone}</span>',
+                zone=view.timezone,
+            )
+        )
     facts.append(html("memory version {v}", v=s.version if s else 0))
     erased = Safe("")
     if view.erased and s is not None:
