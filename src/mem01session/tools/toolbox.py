@@ -173,12 +173,8 @@ class MemoryToolbox:
         )
 
         async def recall(engine: BeliefEngine) -> RecallResult:
-            if timezone is None:
-                zone = await engine.user_timezone(self.user_id)
-                ask = request if zone is None else dataclasses.replace(request, timezone=zone)
-            else:
-                ask = request
-            return await engine.recall(self.user_id, ask)
+            zone = timezone if timezone is not None else await engine.user_timezone(self.user_id)
+            return await engine.recall(self.user_id, dataclasses.replace(request, timezone=zone))
 
         result = await self._run(recall)
         return f"{result.text}\n{SEARCH_LEGEND}" if result.text else NOTHING_FOUND
