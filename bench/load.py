@@ -70,6 +70,7 @@ from mem01session.queue import WorkerPolicy
 
 from .busy import busy
 from .common import Server, cpu_reference_ms, open_memory
+from .load_floor import open_free_recall
 from .load_processes import (
     helpers_cpu_s,
     server_cpu_s,
@@ -181,6 +182,7 @@ class Phase:
     separate: bool = False  # the worker in a process of its own (mem01session worker)
     frozen: bool = False  # gc.freeze() before the phase and once its memory is ready
     gives_way: bool = True  # False: WorkerPolicy(yield_to_runs=0), the worker never waits
+    recall_free: bool = False  # every run's recall computes nothing (:mod:`.load_floor`)
     round: int = 1  # which time this machine state runs (Sizes.rounds)
     bare: Runs = field(default_factory=Runs)
     mem: Runs = field(default_factory=Runs)
@@ -286,7 +288,13 @@ async def _mem(
     if callable(forget):
         forget()
     policy = None if phase.gives_way else WorkerPolicy(yield_to_runs=0)
-    memory = await open_memory(url, embedder, run_worker=not phase.separate, worker_policy=policy)
+    if phase.recall_free:
+        memory = await open_free_recall(url, embedder, run_worker=not phase.separate)
+    else:
+        memory = await open_memory(
+            url, embedder, run_worker=not phase.separate, worker_policy=policy
+        )
+    engine = await memory.engine()
     await memory.ready()
     worker = start_worker(url, embedder) if phase.separate else None
     if phase.frozen:  # where the README has a server freeze: its memory opened and ready
@@ -300,6 +308,8 @@ async def _mem(
         if worker is not None:
             stop_worker(worker)
     await memory.aclose()
+    if phase.recall_free:  # its database was opened for it, not by the memory
+        await engine.db.close()
     await _check(url, convs, phase)
     phase.jobs_per_s = phase.done_jobs / span
 
@@ -409,7 +419,8 @@ async def _state(
     here = Phase(loaded=loaded, frozen=frozen, round=round_)
     apart = Phase(loaded=loaded, separate=True, frozen=frozen, round=round_)
     rude = Phase(loaded=loaded, frozen=frozen, round=round_, gives_way=False)
-    phases = [here, rude, apart] if loaded and not frozen else [here, apart]
+    floor = Phase(loaded=loaded, separate=True, round=round_, recall_free=True)
+    phases = [here, rude, apart, floor] if loaded and not frozen else [here, apart]
     with (
         busy() if loaded else contextlib.nullcontext(),
         startup_frozen() if frozen else contextlib.nullcontext(),
@@ -420,6 +431,7 @@ async def _state(
         for phase in phases:
             phase.bare = here.bare  # one bare side per machine state, against each
             kind = "_apart" if phase.separate else "" if phase.gives_way else "_rude"
+            kind += "_floor" if phase.recall_free else ""
             await _mem(server, embedder, convs, phase, f"load_{state}{kind}")
     return phases
 

@@ -12,6 +12,7 @@ from mem01session.queue import WorkerPolicy
 from .busy import HOG_LIMIT_SECONDS, HOGS
 from .common import nproc, percentiles
 from .load import DRAIN_LIMIT_SECONDS, SAMPLE_SECONDS, THINK, LoadResult, Phase, Runs
+from .load_floor import FREE_RECALL_SECONDS
 from .load_processes import WORKER_NICE
 
 
@@ -20,6 +21,8 @@ def _where(loaded: bool) -> str:
 
 
 def _worker(p: Phase) -> str:
+    if p.recall_free:
+        return "own process; every recall computing nothing"
     if p.separate:
         return "own process"
     return "in the runs' process" + ("" if p.gives_way else ", never giving way")
@@ -55,8 +58,8 @@ def spread(r: LoadResult) -> str:
         same = [
             p
             for p in r.phases
-            if (p.loaded, p.frozen, p.separate, p.gives_way)
-            == (first.loaded, first.frozen, first.separate, first.gives_way)
+            if (p.loaded, p.frozen, p.separate, p.gives_way, p.recall_free)
+            == (first.loaded, first.frozen, first.separate, first.gives_way, first.recall_free)
         ]
         p95s = [_added(p)[1] for p in sorted(same, key=lambda p: p.round)]
         rows.append(f"| {_machine(first)} | {_worker(first)} | {_ms(p95s)} | **{max(p95s):.1f}** |")
@@ -249,6 +252,12 @@ def note(r: LoadResult) -> str:
         "tells a machine shared with the runs (same database, embedding model and "
         "extractor), whose CPU time over the same span (its embedding process's included) "
         "is the '(+ ...)' figure. "
+        "'Every recall computing nothing' (beside the busy processes only): the same with a "
+        "worker process, each user's first recall read for real and every later one "
+        f"answered with that block after {FREE_RECALL_SECONDS * 1000:.0f} ms, computing "
+        "nothing on any process (`bench/load_floor.py`): what is left of the added latency "
+        "is what memory does besides recalling (the enqueue, the session's work) and what "
+        "the busy processes cost the runs. "
         f"Busy: {HOGS} processes spinning in a "
         f"loop on this {nproc()}-core machine, started by the benchmark before the bare runs "
         f"and ended after the Mem01Session runs (each ends by itself after "
