@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from mem01session.engine.named_days import MAX_NAMED, Span, named_span, unnamed
+from mem01session.engine.occasions import holiday
 
 # A Thursday.
 NOW = datetime(2023, 11, 2, 12, 0, tzinfo=UTC)
@@ -167,3 +168,49 @@ def test_this_weekend_on_a_weekend_day_is_the_one_under_way() -> None:
 )
 def test_the_words_naming_days_from_today_are_not_words_to_match(query: str, words: str) -> None:
     assert unnamed(query, named_span(query, NOW, UTC)) == words
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What did we do over the summer?", (date(2023, 6, 1), date(2023, 9, 1))),
+        ("What did I read in the fall?", (date(2023, 9, 1), date(2023, 12, 1))),  # begun
+        ("What did I say last winter?", (date(2022, 12, 1), date(2023, 3, 1))),  # over
+        ("What did I plant this spring?", (date(2023, 3, 1), date(2023, 6, 1))),
+        ("What happened in the summer of 2022?", (date(2022, 6, 1), date(2022, 9, 1))),
+        ("Where was I in winter 2021?", (date(2021, 12, 1), date(2022, 3, 1))),
+        ("What did I read since the summer?", (date(2023, 6, 1), date(2023, 11, 3))),
+        ("What did I get for Christmas?", (date(2022, 12, 24), date(2022, 12, 27))),
+        ("What did I do on Christmas Eve?", one(2022, 12, 24)),
+        ("Who did I see on New Year’s Eve?", one(2022, 12, 31)),
+        ("What did I wear for Halloween?", one(2023, 10, 31)),
+        ("What did we eat at Thanksgiving 2022?", (date(2022, 11, 24), date(2022, 11, 28))),
+        ("Where did we go over Easter?", (date(2023, 4, 7), date(2023, 4, 11))),
+        ("What did I buy last Valentine's Day?", one(2023, 2, 14)),
+        ("Did I fall last week?", (date(2023, 10, 23), date(2023, 10, 30))),  # a verb
+        ("Where did I buy the Christmas tree?", None),  # a thing, not a time
+        ("What are my plans this Christmas?", None),  # still to come
+    ],
+)
+def test_seasons_and_holidays_name_their_days(query: str, named: tuple[date, date] | None) -> None:
+    assert days(query) == named
+
+
+def test_a_season_is_the_southern_hemispheres_in_a_zone_there() -> None:
+    assert days("What did we do over the summer?", zone="Australia/Sydney") == (
+        date(2022, 12, 1),
+        date(2023, 3, 1),
+    )
+    assert days("What did I say last winter?", zone="America/Argentina/Buenos_Aires") == (
+        date(2023, 6, 1),
+        date(2023, 9, 1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("year", "sunday"),
+    [(2019, date(2019, 4, 21)), (2023, date(2023, 4, 9)), (2024, date(2024, 3, 31)),
+     (2025, date(2025, 4, 20)), (2038, date(2038, 4, 25))],
+)  # fmt: skip
+def test_easter_is_the_gregorian_one(year: int, sunday: date) -> None:
+    assert holiday("Easter")(year) == (sunday - timedelta(days=2), sunday + timedelta(days=2))

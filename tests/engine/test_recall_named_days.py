@@ -71,6 +71,19 @@ async def test_words_said_in_the_month_named_come_first(engine: BeliefEngine, ui
     assert (await quotes(engine, uid, "Where did we go camping in August 2023?"))[0] == MOUNTAINS
 
 
+async def test_words_said_in_the_season_or_holiday_named_come_first(
+    engine: BeliefEngine, uid: str
+) -> None:
+    await camping(engine, uid)
+    christmas = "We went camping with my cousins in the snow."
+    await tell(engine, uid, christmas, 3, datetime(2022, 12, 25, 10, 0, tzinfo=UTC))
+    assert (await quotes(engine, uid, "Where did we go camping?"))[0] == MOUNTAINS  # control
+    assert (await quotes(engine, uid, "Where did we go camping at Christmas?"))[0] == christmas
+    assert (await quotes(engine, uid, "Where did we go camping last winter?"))[0] == christmas
+    summer = await quotes(engine, uid, "Where did we go camping over the summer?")
+    assert summer[0] in (LAKE, MOUNTAINS) and christmas not in summer[:2]
+
+
 async def test_the_days_rank_shows_in_the_explanation(engine: BeliefEngine, uid: str) -> None:
     await camping(engine, uid)
     assert await day_ranks(engine, uid, "camping on June 10, 2023") == {LAKE: 1.0, MOUNTAINS: 0.0}

@@ -1,10 +1,10 @@
 """The days a question names: "on October 13, 2023", "in June", "last week", "yesterday".
 
-A user asking "What did I say on Monday?" or "What happened in June?" means what was said
-then; the read path then also fetches the episodes said in those days and ranks them
-higher (:mod:`.episode_candidates`). What the user tells of themselves names no days
-here ("I fly to Paris in June" asks for nothing said last June); a question, a request or
-a search does. Pure functions, no I/O.
+A user asking "What did I say on Monday?", "What happened in June?" or "What did we do
+over the summer?" means what was said then; the read path then also fetches the episodes
+said in those days and ranks them higher (:mod:`.episode_candidates`). What the user
+tells of themselves names no days here ("I fly to Paris in June" asks for nothing said
+last June); a question, a request or a search does. Pure functions, no I/O.
 
 English only. Dates are read in the user's zone and relative to the recall's moment (its
 ``as_of``, else now). A month or day without a year is the latest one not after today; a
@@ -14,7 +14,7 @@ When a question names several ("in June or July", "between June and August"), th
 runs from the first day to the last. Days still to come name none ("this weekend" asked
 on a weekday: nothing was said then yet). Vague counts ("a few days ago", "a couple of
 weeks ago") name every day they may mean; "the other day" is the past week, "last night"
-yesterday.
+yesterday. Seasons and holidays ("last winter", "at Christmas") are :mod:`.occasions`'.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
+
+from .occasions import holiday, occurrence, season
 
 _MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -43,6 +45,12 @@ _FULL_MONTH = r"(?P<month>" + "|".join(_FULL) + r")"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _COUNT = r"(?P<count>\d{1,3}|" + "|".join([*_VAGUE, *_COUNTS]) + r")"
+_SEASON = r"(?P<season>spring|summer|autumn|fall|winter)"
+_HOLIDAY = (
+    r"(?P<holiday>christmas\s+eve|christmas\s+day|christmas|xmas|new\s+year['’]?s\s+eve"
+    r"|new\s+year['’]?s\s+day|new\s+year['’]?s|halloween|valentine['’]?s\s+day|easter"
+    r"|thanksgiving)"
+)
 _MONTH_PAIR = (
     r"(?P<word>in|during|between|from|throughout)\s+" + _FULL_MONTH
     + r"\s+(?:or|and|to|through|until|till|-|–)\s+(?P<last>" + "|".join(_FULL) + r")"
@@ -54,6 +62,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("iso", rf"\b{_YEAR}-(?P<m>\d{{2}})-(?P<day>\d{{2}})\b"),
         ("date", rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
         ("date", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+{_YEAR}\b)?"),
+        ("season", rf"\b(?P<word>in|during|over|this|last|since|throughout)\s+(?:the\s+)?"
+                   rf"{_SEASON}(?:\s+(?:of\s+)?{_YEAR})?\b"),
+        ("season", rf"\b{_SEASON}\s+(?:of\s+)?{_YEAR}\b"),
+        ("holiday", rf"\b(?P<word>on|at|over|for|during|around|since|this|last)\s+"
+                    rf"{_HOLIDAY}(?:\s+{_YEAR})?\b"),
+        ("holiday", rf"\b{_HOLIDAY}\s+{_YEAR}\b"),
         ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
         ("months", rf"\b{_MONTH_PAIR}\b"),
         ("month", rf"\b(?P<word>in|during|since|throughout|early|late|mid|last|this)[\s-]+"
@@ -141,7 +155,7 @@ def _named(
             if any(match.start() < end and start < match.end() for start, end in taken):
                 continue
             try:
-                found = _days(kind, match, today)
+                found = _days(kind, match, today, zone)
                 span = (_midnight(found[0], zone), _midnight(found[1], zone)) if found else None
             except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
                 continue
@@ -158,10 +172,14 @@ def _midnight(day: date, zone: tzinfo) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
 
 
-def _days(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | None:
+def _days(kind: str, match: re.Match[str], today: date, zone: tzinfo) -> tuple[date, date] | None:
     """The days ``[first, after)`` a match names, or None when it names no real day."""
     g = match.groupdict()
     tomorrow = today + timedelta(days=1)
+    if kind in ("season", "holiday"):
+        of = season(g["season"] or "", zone) if kind == "season" else holiday(g["holiday"] or "")
+        year = int(g["year"]) if g.get("year") else None
+        return occurrence(of, g.get("word"), year, today)
     if kind == "iso":
         one = _date(int(g["year"]), int(g["m"]), int(g["day"]))
         return None if one is None else (one, one + timedelta(days=1))
