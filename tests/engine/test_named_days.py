@@ -214,3 +214,28 @@ def test_a_season_is_the_southern_hemispheres_in_a_zone_there() -> None:
 )  # fmt: skip
 def test_easter_is_the_gregorian_one(year: int, sunday: date) -> None:
     assert holiday("Easter")(year) == (sunday - timedelta(days=2), sunday + timedelta(days=2))
+
+
+@pytest.mark.parametrize(
+    ("query", "zone", "named"),
+    [
+        ("What did I say on 10/13?", "UTC", one(2023, 10, 13)),  # 13 is no month
+        ("What did I say on 13/10?", "UTC", one(2023, 10, 13)),
+        ("Tell me what I said on 10/13.", "UTC", one(2023, 10, 13)),
+        ("What did I say on 3/4?", "UTC", None),  # March or April: who knows
+        ("What did I say on 3/4?", "America/New_York", one(2023, 3, 4)),
+        ("What did I say on 3/4?", "Europe/London", one(2023, 4, 3)),
+        ("What did I say on 3/4/22?", "America/Chicago", one(2022, 3, 4)),
+        ("What did I say on 3/4?", "America/Toronto", None),  # Canada writes both
+        ("What happened on 13.10.2023?", "UTC", one(2023, 10, 13)),
+        ("Anything said 13.10.2023?", "America/New_York", one(2023, 10, 13)),  # dots: day first
+        ("Anything from 10/13/2023?", "UTC", one(2023, 10, 13)),
+        ("Is 1/2 cup enough?", "America/New_York", None),  # a fraction: no word, no year
+        ("What did I say on 2/30?", "America/New_York", None),  # no such day
+        ("What did I say on 12/25?", "America/New_York", one(2022, 12, 25)),  # not ahead
+    ],
+)
+def test_numeric_dates_are_read_as_the_users_zone_writes_them(
+    query: str, zone: str, named: tuple[date, date] | None
+) -> None:
+    assert days(query, zone=zone) == named

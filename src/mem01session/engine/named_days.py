@@ -8,8 +8,11 @@ last June); a question, a request or a search does. Pure functions, no I/O.
 
 English only. Dates are read in the user's zone and relative to the recall's moment (its
 ``as_of``, else now). A month or day without a year is the latest one not after today; a
-month named alone needs a word before it ("in May", not "may"); numeric dates other than
-ISO ``2023-10-13`` are left out (``3/4`` is March or April depending on who writes it).
+month named alone needs a word before it ("in May", not "may"). Numeric dates need a word
+before them ("on 10/13") or a year ("13.10.2023"); ``3/4`` is March or April depending on
+who writes it: month first in a zone of the United States (and the few other countries
+that write so), day first elsewhere and always with dots, and none in a zone the time zone
+database does not place (``UTC``) unless one of the numbers cannot be a month.
 When a question names several ("in June or July", "between June and August"), the span
 runs from the first day to the last. Days still to come name none ("this weekend" asked
 on a weekday: nothing was said then yet). Vague counts ("a few days ago", "a couple of
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from .occasions import holiday, occurrence, season
+from .zone_places import place_of
 
 _MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -45,6 +49,10 @@ _FULL_MONTH = r"(?P<month>" + "|".join(_FULL) + r")"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _COUNT = r"(?P<count>\d{1,3}|" + "|".join([*_VAGUE, *_COUNTS]) + r")"
+_NUMERIC = r"(?P<a>\d{1,2})(?P<sep>[/.])(?P<b>\d{1,2})"
+# Countries that write the month first (3/4 is March 4); Canada writes both ways.
+_MONTH_FIRST = frozenset({"US", "PH", "FM", "MH", "PW", "BZ"})
+_BOTH_WAYS = frozenset({"CA"})
 _SEASON = r"(?P<season>spring|summer|autumn|fall|winter)"
 _HOLIDAY = (
     r"(?P<holiday>christmas\s+eve|christmas\s+day|christmas|xmas|new\s+year['’]?s\s+eve"
@@ -68,6 +76,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("holiday", rf"\b(?P<word>on|at|over|for|during|around|since|this|last)\s+"
                     rf"{_HOLIDAY}(?:\s+{_YEAR})?\b"),
         ("holiday", rf"\b{_HOLIDAY}\s+{_YEAR}\b"),
+        ("numeric", r"\b(?P<word>on|from|of)\s+(?P<a>\d{1,2})(?P<sep>/)(?P<b>\d{1,2})"
+                    r"(?:/(?P<y>\d{4}|\d\d))?(?![\d/]|\.\d)"),
+        ("numeric", rf"\b{_NUMERIC}(?P=sep)(?P<y>\d{{4}})\b"),
         ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
         ("months", rf"\b{_MONTH_PAIR}\b"),
         ("month", rf"\b(?P<word>in|during|since|throughout|early|late|mid|last|this)[\s-]+"
@@ -176,6 +187,8 @@ def _days(kind: str, match: re.Match[str], today: date, zone: tzinfo) -> tuple[d
     """The days ``[first, after)`` a match names, or None when it names no real day."""
     g = match.groupdict()
     tomorrow = today + timedelta(days=1)
+    if kind == "numeric":
+        return _numeric(g, today, zone)
     if kind in ("season", "holiday"):
         of = season(g["season"] or "", zone) if kind == "season" else holiday(g["holiday"] or "")
         year = int(g["year"]) if g.get("year") else None
@@ -227,6 +240,36 @@ def _days(kind: str, match: re.Match[str], today: date, zone: tzinfo) -> tuple[d
         one = today - timedelta(days=back)
         return one, one + timedelta(days=1)
     return _period(g["which"].lower(), g["unit"].lower(), today)
+
+
+def _numeric(g: dict[str, str | None], today: date, zone: tzinfo) -> tuple[date, date] | None:
+    """A numeric date's day (see the module for which number is the month)."""
+    a, b = int(g["a"] or 0), int(g["b"] or 0)
+    if a > 12 >= b or g["sep"] == ".":
+        day, month = a, b
+    elif b > 12 >= a:
+        month, day = a, b
+    else:
+        order = _order(zone)
+        if order is None or a > 12:
+            return None
+        month, day = (a, b) if order == "md" else (b, a)
+    year = g.get("y")
+    if year is not None and len(year) == 2:  # the latest such year not after this one
+        full = 2000 + int(year)
+        year = str(full if full <= today.year else full - 100)
+    one = _latest(month, day, today, year) if 1 <= month <= 12 else None
+    return None if one is None else (one, one + timedelta(days=1))
+
+
+def _order(zone: tzinfo) -> str | None:
+    """How people in ``zone`` write a date: ``"md"``, ``"dm"``, or None (not known)."""
+    place = place_of(zone)
+    if place is None or place.countries & _BOTH_WAYS:
+        return None
+    if place.countries <= _MONTH_FIRST:
+        return "md"
+    return None if place.countries & _MONTH_FIRST else "dm"
 
 
 def _date(year: int, month: int, day: int) -> date | None:

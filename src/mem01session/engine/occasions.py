@@ -2,8 +2,8 @@
 
 Seasons are the meteorological ones (three whole months: spring from March, summer from
 June, autumn or fall from September, winter from December), turned half a year in a zone
-of the southern hemisphere (its latitude from the time zone database's ``zone1970.tab``;
-a zone it does not place counts as northern). A season named with a year is the one that
+of the southern hemisphere (:mod:`.zone_places`; a zone it does not place counts as
+northern). A season named with a year is the one that
 starts in that year ("winter 2023": December 2023 to February 2024).
 
 Holidays are the days people mean by them: Christmas from its eve to the day after,
@@ -13,16 +13,15 @@ States': the fourth Thursday of November) to its Sunday.
 
 Without a year: ``this`` is the one going on, else this year's; ``last`` the latest one
 over by today; any other word the latest one begun by today. Pure functions, no I/O but a
-zone's latitude, read once.
+zone's place, read once.
 """
 
 from __future__ import annotations
 
-import zoneinfo
 from collections.abc import Callable
 from datetime import date, timedelta, tzinfo
-from functools import cache
-from pathlib import Path
+
+from .zone_places import place_of
 
 Days = tuple[date, date]  # [first, after)
 
@@ -32,7 +31,8 @@ _SEASON_MONTHS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12
 def season(name: str, zone: tzinfo) -> Callable[[int], Days]:
     """The season ``name`` of each year, in ``zone``'s hemisphere."""
     month = _SEASON_MONTHS[name.lower()]
-    if _southern(getattr(zone, "key", None)):
+    place = place_of(zone)
+    if place is not None and place.southern:
         month = (month + 5) % 12 + 1
 
     def of(year: int) -> Days:
@@ -114,21 +114,3 @@ HOLIDAYS = (
     "new year's day", "new year's", "halloween", "valentine's day", "easter", "thanksgiving",
 )  # fmt: skip
 """The holidays read, longest first where one starts another."""
-
-
-@cache
-def _southern(key: str | None) -> bool:
-    """Whether the zone named ``key`` lies south of the equator (``zone1970.tab``)."""
-    if not key:
-        return False
-    for folder in zoneinfo.TZPATH:
-        try:
-            lines = (Path(folder) / "zone1970.tab").read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split("\t")
-            if len(fields) >= 3 and fields[2] == key and not line.startswith("#"):
-                return fields[1].startswith("-")
-        return False
-    return False
