@@ -239,3 +239,18 @@ def test_numeric_dates_are_read_as_the_users_zone_writes_them(
     query: str, zone: str, named: tuple[date, date] | None
 ) -> None:
     assert days(query, zone=zone) == named
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What did I say in the last few days?", (date(2023, 10, 28), date(2023, 11, 3))),
+        ("What did I eat the past couple of days?", (date(2023, 10, 30), date(2023, 11, 3))),
+        ("What did I read over the past 3 weeks?", (date(2023, 10, 12), date(2023, 11, 3))),
+        ("What did I buy in the last two months?", (date(2023, 9, 3), date(2023, 11, 3))),
+    ],
+)
+def test_the_last_few_days_run_up_to_today(query: str, named: tuple[date, date]) -> None:
+    assert days(query) == named
+    span = named_span(query, NOW, ZoneInfo("UTC"))
+    assert "last" not in unnamed(query, span) and "past" not in unnamed(query, span)

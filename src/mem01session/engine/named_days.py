@@ -17,7 +17,8 @@ When a question names several ("in June or July", "between June and August"), th
 runs from the first day to the last. Days still to come name none ("this weekend" asked
 on a weekday: nothing was said then yet). Vague counts ("a few days ago", "a couple of
 weeks ago") name every day they may mean; "the other day" is the past week, "last night"
-yesterday. Seasons and holidays ("last winter", "at Christmas") are :mod:`.occasions`'.
+yesterday, "the last few days" up to five days back and today. Seasons and holidays
+("last winter", "at Christmas") are :mod:`.occasions`'.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ _FULL_MONTH = r"(?P<month>" + "|".join(_FULL) + r")"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _COUNT = r"(?P<count>\d{1,3}|" + "|".join([*_VAGUE, *_COUNTS]) + r")"
+# "the last few days": the count without its article ("few", "couple of")
+_SPAN_COUNT = (
+    r"(?P<count>\d{1,3}|few|couple of|couple|several|"
+    + "|".join(c for c in _COUNTS if c not in ("a", "an"))
+    + r")"
+)
 _NUMERIC = r"(?P<a>\d{1,2})(?P<sep>[/.])(?P<b>\d{1,2})"
 # Countries that write the month first (3/4 is March 4); Canada writes both ways.
 _MONTH_FIRST = frozenset({"US", "PH", "FM", "MH", "PW", "BZ"})
@@ -91,6 +98,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
         ("weekend", r"\b(?:last|this|this past|past|over the|on the)\s+weekend\b"),
         ("weekday", r"\b(?:on|last|this past)\s+(?P<weekday>" + "|".join(_WEEKDAYS) + r")\b"),
+        ("recent", rf"\b(?:last|past)\s+{_SPAN_COUNT}\s+(?P<unit>days|weeks|months|years)\b"),
         ("period", r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b"),
     )
 )  # fmt: skip
@@ -113,7 +121,9 @@ MAX_NAMED = 16
 # Words that name days counted from today: said in an older message they meant another
 # day ("yesterday", in a message of June, is a day of June). Dates, months, years and
 # weekdays name the same days whoever says them ("camping in June").
-_RELATIVE = frozenset({"day_before", "yesterday", "today", "other_day", "ago", "weekend", "period"})
+_RELATIVE = frozenset(
+    {"day_before", "yesterday", "today", "other_day", "ago", "recent", "weekend", "period"}
+)
 
 
 @dataclass(frozen=True)
@@ -229,6 +239,12 @@ def _days(kind: str, match: re.Match[str], today: date, zone: tzinfo) -> tuple[d
         return today - timedelta(days=7), today
     if kind == "ago":
         return _ago(g["count"].lower(), g["unit"].lower(), today)
+    if kind == "recent":  # "the last few days": up to today, as far back as it may mean
+        count = g["count"].lower()
+        vague = _VAGUE.get(f"a {count}") or _VAGUE.get(count)
+        n = vague[1] if vague else _COUNTS.get(count) or int(count)
+        width = {"day": 1, "week": 7, "month": 30, "year": 365}[g["unit"].lower().rstrip("s")]
+        return today - timedelta(days=n * width), tomorrow
     if kind == "weekend":
         saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
         if match.group(0).lower().split() == ["this", "weekend"]:  # the coming one, or now
