@@ -254,3 +254,8 @@ def test_the_last_few_days_run_up_to_today(query: str, named: tuple[date, date])
     assert days(query) == named
     span = named_span(query, NOW, ZoneInfo("UTC"))
     assert "last" not in unnamed(query, span) and "past" not in unnamed(query, span)
+
+
+def test_a_zone_shared_with_canada_is_still_written_month_first() -> None:
+    """America/Phoenix is Creston's too (zone1970.tab): zone.tab places it in the US."""
+    assert days("What did I say on 3/4?", zone="America/Phoenix") == one(2023, 3, 4)

@@ -3,8 +3,8 @@
 Seasons are the meteorological ones (three whole months: spring from March, summer from
 June, autumn or fall from September, winter from December), turned half a year in a zone
 of the southern hemisphere (:mod:`.zone_places`; a zone it does not place counts as
-northern). A season named with a year is the one that
-starts in that year ("winter 2023": December 2023 to February 2024).
+northern). A season named with a year is the one that starts in that year ("winter
+2023": December 2023 to February 2024).
 
 Holidays are the days people mean by them: Christmas from its eve to the day after,
 Christmas Eve and Christmas Day alone, New Year's from its eve to its day, Halloween,
@@ -43,7 +43,7 @@ def season(name: str, zone: tzinfo) -> Callable[[int], Days]:
 
 
 def holiday(name: str) -> Callable[[int], Days]:
-    """The holiday ``name`` (as :data:`HOLIDAYS` spells it, any case) of each year."""
+    """The holiday ``name`` (any case, with or without its apostrophe) of each year."""
     key = " ".join(name.lower().replace("’", "'").replace("'", "").split())
     return _HOLIDAYS[key]
 
@@ -109,8 +109,3 @@ _HOLIDAYS: dict[str, Callable[[int], Days]] = {
     "easter": _easter,
     "thanksgiving": _thanksgiving,
 }
-HOLIDAYS = (
-    "christmas eve", "christmas day", "christmas", "xmas", "new year's eve",
-    "new year's day", "new year's", "halloween", "valentine's day", "easter", "thanksgiving",
-)  # fmt: skip
-"""The holidays read, longest first where one starts another."""
