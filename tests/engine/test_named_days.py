@@ -259,3 +259,24 @@ def test_the_last_few_days_run_up_to_today(query: str, named: tuple[date, date])
 def test_a_zone_shared_with_canada_is_still_written_month_first() -> None:
     """America/Phoenix is Creston's too (zone1970.tab): zone.tab places it in the US."""
     assert days("What did I say on 3/4?", zone="America/Phoenix") == one(2023, 3, 4)
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What have I said since Monday?", (date(2023, 10, 30), date(2023, 11, 3))),
+        ("What did I read since October 13?", (date(2023, 10, 13), date(2023, 11, 3))),
+        ("What happened after June 10, 2023?", (date(2023, 6, 11), date(2023, 11, 3))),
+        ("What did I do after Christmas?", (date(2022, 12, 27), date(2023, 11, 3))),
+        ("What did I say since last week?", (date(2023, 10, 23), date(2023, 11, 3))),
+        ("What did I cook after September?", (date(2023, 10, 1), date(2023, 11, 3))),
+        ("What did I read since September?", (date(2023, 9, 1), date(2023, 11, 3))),
+        ("What did I say after today?", None),  # nothing yet
+    ],
+)
+def test_since_and_after_run_on_to_today(query: str, named: tuple[date, date] | None) -> None:
+    assert days(query) == named
+
+
+def test_after_the_summer_runs_from_its_end() -> None:
+    assert days("What did I start after the summer?") == (date(2023, 9, 1), date(2023, 11, 3))

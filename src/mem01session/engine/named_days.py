@@ -17,7 +17,8 @@ When a question names several ("in June or July", "between June and August"), th
 runs from the first day to the last. Days still to come name none ("this weekend" asked
 on a weekday: nothing was said then yet). Vague counts ("a few days ago", "a couple of
 weeks ago") name every day they may mean; "the other day" is the past week, "last night"
-yesterday, "the last few days" up to five days back and today. Seasons and holidays
+yesterday, "the last few days" up to five days back and today. Days named after "since"
+or "after" run on to today ("since Monday", "after Christmas"). Seasons and holidays
 ("last winter", "at Christmas") are :mod:`.occasions`'.
 """
 
@@ -77,10 +78,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("iso", rf"\b{_YEAR}-(?P<m>\d{{2}})-(?P<day>\d{{2}})\b"),
         ("date", rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
         ("date", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+{_YEAR}\b)?"),
-        ("season", rf"\b(?P<word>in|during|over|this|last|since|throughout)\s+(?:the\s+)?"
+        ("season", rf"\b(?P<word>in|during|over|this|last|since|after|throughout)\s+(?:the\s+)?"
                    rf"{_SEASON}(?:\s+(?:of\s+)?{_YEAR})?\b"),
         ("season", rf"\b{_SEASON}\s+(?:of\s+)?{_YEAR}\b"),
-        ("holiday", rf"\b(?P<word>on|at|over|for|during|around|since|this|last)\s+"
+        ("holiday", rf"\b(?P<word>on|at|over|for|during|around|since|after|this|last)\s+"
                     rf"{_HOLIDAY}(?:\s+{_YEAR})?\b"),
         ("holiday", rf"\b{_HOLIDAY}\s+{_YEAR}\b"),
         ("numeric", r"\b(?P<word>on|from|of)\s+(?P<a>\d{1,2})(?P<sep>/)(?P<b>\d{1,2})"
@@ -88,7 +89,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("numeric", rf"\b{_NUMERIC}(?P=sep)(?P<y>\d{{4}})\b"),
         ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
         ("months", rf"\b{_MONTH_PAIR}\b"),
-        ("month", rf"\b(?P<word>in|during|since|throughout|early|late|mid|last|this)[\s-]+"
+        ("month", rf"\b(?P<word>in|during|since|after|throughout|early|late|mid|last|this)[\s-]+"
                   rf"{_FULL_MONTH}\b"),
         ("year", rf"\b(?P<word>in|during|since|throughout)\s+{_YEAR}\b"),
         ("day_before", r"\bthe day before yesterday\b"),
@@ -97,7 +98,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("today", r"\b(?:today|tonight|this morning|this afternoon|this evening)\b"),
         ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
         ("weekend", r"\b(?:last|this|this past|past|over the|on the)\s+weekend\b"),
-        ("weekday", r"\b(?:on|last|this past)\s+(?P<weekday>" + "|".join(_WEEKDAYS) + r")\b"),
+        ("weekday", r"\b(?:on|last|this past|since|after)\s+(?P<weekday>"
+                    + "|".join(_WEEKDAYS) + r")\b"),
         ("recent", rf"\b(?:last|past)\s+{_SPAN_COUNT}\s+(?P<unit>days|weeks|months|years)\b"),
         ("period", r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b"),
     )
@@ -177,6 +179,7 @@ def _named(
                 continue
             try:
                 found = _days(kind, match, today, zone)
+                found = _onward(query[: match.start()], match, found, today)
                 span = (_midnight(found[0], zone), _midnight(found[1], zone)) if found else None
             except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
                 continue
@@ -186,6 +189,24 @@ def _named(
                 if len(days) == MAX_NAMED:
                     return days
     return days
+
+
+_SINCE = re.compile(r"\b(since|after)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def _onward(
+    before: str, match: re.Match[str], found: tuple[date, date] | None, today: date
+) -> tuple[date, date] | None:
+    """Days named after "since" or "after" ("since Monday", "after Christmas") run on to
+    today: since, from their first day; after, from the day after their last."""
+    if found is None:
+        return None
+    said = _SINCE.search(before)
+    lead = match.group(0).split(None, 1)[0].lower()
+    word = said.group(1).lower() if said else lead
+    if word not in ("since", "after"):
+        return found
+    return (found[0] if word == "since" else found[1]), today + timedelta(days=1)
 
 
 def _midnight(day: date, zone: tzinfo) -> datetime:
