@@ -116,6 +116,20 @@ _TELLING = re.compile(
 _ASKING = re.compile(r"\?|\b(?:what|when|where|which|who|whom|whose|why|how)\b", re.IGNORECASE)
 
 
+# A word every pattern above needs (or a digit): a query with none names no days, and
+# most queries have none, so the patterns are not tried on them (the per-run path).
+_NEEDED = re.compile(
+    r"\d|\b(?:"
+    + "|".join(
+        [*_SHORT, *_WEEKDAYS, "yesterday", "today", "tonight", "this", "last", "past",
+         "since", "after", "day", "week", "month", "year", "spring", "summer", "autumn",
+         "fall", "winter", "christmas", "xmas", "new", "halloween", "valentine", "easter",
+         "thanksgiving"]
+    )
+    + ")",
+    re.IGNORECASE,
+)  # fmt: skip
+
 MAX_NAMED = 16
 """Named days read of one query at most (a long message is not read for ever)."""
 
@@ -156,7 +170,7 @@ def unnamed(query: str, span: Span | None) -> str:
 def named_span(query: str, now: datetime, zone: tzinfo) -> Span | None:
     """The days ``query`` names, as moments; None when it names none, or tells of the user
     rather than asks (see the module)."""
-    if _TELLING.match(query) and not _ASKING.search(query):
+    if not _NEEDED.search(query) or (_TELLING.match(query) and not _ASKING.search(query)):
         return None
     # Days still to come ("this weekend" asked on a Thursday) hold nothing said yet.
     days = [d for d in _named(query, now.astimezone(zone).date(), zone) if d[0] <= now]
