@@ -272,6 +272,8 @@ def test_a_zone_shared_with_canada_is_still_written_month_first() -> None:
         ("What did I cook after September?", (date(2023, 10, 1), date(2023, 11, 3))),
         ("What did I read since September?", (date(2023, 9, 1), date(2023, 11, 3))),
         ("What did I say after today?", None),  # nothing yet
+        # One day after: the days named are kept, not every day since.
+        ("What did I do the day after Christmas?", (date(2022, 12, 24), date(2022, 12, 27))),
     ],
 )
 def test_since_and_after_run_on_to_today(query: str, named: tuple[date, date] | None) -> None:

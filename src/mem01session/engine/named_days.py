@@ -206,6 +206,8 @@ def _named(
 
 
 _SINCE = re.compile(r"\b(since|after)\s+(?:the\s+)?$", re.IGNORECASE)
+# "the day after Christmas" is one day, not every day since: the days named are kept.
+_UNIT = re.compile(r"\b(?:day|night|week|weekend|month|year)\s+$", re.IGNORECASE)
 
 
 def _onward(
@@ -216,9 +218,10 @@ def _onward(
     if found is None:
         return None
     said = _SINCE.search(before)
-    lead = match.group(0).split(None, 1)[0].lower()
-    word = said.group(1).lower() if said else lead
+    word = said.group(1).lower() if said else match.group(0).split(None, 1)[0].lower()
     if word not in ("since", "after"):
+        return found
+    if word == "after" and _UNIT.search(before[: said.start()] if said else before):
         return found
     return (found[0] if word == "since" else found[1]), today + timedelta(days=1)
 
