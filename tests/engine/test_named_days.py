@@ -282,3 +282,15 @@ def test_since_and_after_run_on_to_today(query: str, named: tuple[date, date] | 
 
 def test_after_the_summer_runs_from_its_end() -> None:
     assert days("What did I start after the summer?") == (date(2023, 9, 1), date(2023, 11, 3))
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What did I do in early June?", (date(2023, 6, 1), date(2023, 6, 11))),
+        ("What did I plant mid-October?", (date(2023, 10, 11), date(2023, 10, 21))),
+        ("Where was I in late December?", (date(2022, 12, 21), date(2023, 1, 1))),
+    ],
+)
+def test_early_mid_and_late_name_a_third_of_the_month(query: str, named: tuple[date, date]) -> None:
+    assert days(query) == named

@@ -8,7 +8,8 @@ last June); a question, a request or a search does. Pure functions, no I/O.
 
 English only. Dates are read in the user's zone and relative to the recall's moment (its
 ``as_of``, else now). A month or day without a year is the latest one not after today; a
-month named alone needs a word before it ("in May", not "may"). Numeric dates need a word
+month named alone needs a word before it ("in May", not "may"); "early", "mid" and "late"
+name a third of it ("early June": 1-10 June). Numeric dates need a word
 before them ("on 10/13") or a year ("13.10.2023"); ``3/4`` is March or April depending on
 who writes it: month first in a zone of the United States (and the few other countries
 that write so), day first elsewhere and always with dots, and none in a zone the time zone
@@ -38,6 +39,8 @@ _MONTHS = (
 _SHORT = {m[:3]: i for i, m in enumerate(_MONTHS, start=1)} | {"sept": 9}
 _FULL = {m: i for i, m in enumerate(_MONTHS, start=1)}
 _VERBS = frozenset({"may", "march"})  # month words that are verbs too, in lowercase
+# The part of a month "early", "mid" and "late" name: [first day, day after) (0: its end).
+_THIRDS = {"early": (1, 11), "mid": (11, 21), "late": (21, 0)}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _COUNTS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -252,8 +255,12 @@ def _days(kind: str, match: re.Match[str], today: date, zone: tzinfo) -> tuple[d
         return None if one is None else (one, one + timedelta(days=1))
     if kind == "month":
         first = _first_of_month(g, today)
-        if (g.get("word") or "").lower() == "since":
+        word = (g.get("word") or "").lower()
+        if word == "since":
             return first, tomorrow
+        if word in _THIRDS:  # "early June": its first ten days; "late June": from the 21st
+            start, end = _THIRDS[word]
+            return first.replace(day=start), first.replace(day=end) if end else _next_month(first)
         return first, _next_month(first)
     if kind == "months":  # "in June or July", "between June and August": both, and between
         first = _first_of_month(g, today)
