@@ -9,18 +9,18 @@ last June); a question, a request or a search does. Pure functions, no I/O.
 English only. Dates are read in the user's zone and relative to the recall's moment (its
 ``as_of``, else now). A month or day without a year is the latest one not after today; a
 month named alone needs a word before it ("in May", not "may"); "early", "mid" and "late"
-name a third of it ("early June": 1-10 June). Numeric dates need a word
-before them ("on 10/13") or a year ("13.10.2023"); ``3/4`` is March or April depending on
-who writes it: month first in a zone of the United States (and the few other countries
-that write so), day first elsewhere and always with dots, and none in a zone the time zone
-database does not place (``UTC``) unless one of the numbers cannot be a month.
-When a question names several ("in June or July", "between June and August"), the span
-runs from the first day to the last. Days still to come name none ("this weekend" asked
-on a weekday: nothing was said then yet). Vague counts ("a few days ago", "a couple of
-weeks ago") name every day they may mean; "the other day" is the past week, "last night"
-yesterday, "the last few days" up to five days back and today. Days named after "since"
-or "after" run on to today ("since Monday", "after Christmas"). Seasons and holidays
-("last winter", "at Christmas") are :mod:`.occasions`'.
+name a third of it ("early June": 1-10 June). Numeric dates need a word before them ("on
+10/13") or a year ("13.10.2023"); ``3/4`` is March or April depending on who writes it:
+month first in a zone of the United States (and the few other countries that write so),
+day first elsewhere and always with dots, and none in a zone the time zone database does
+not place (``UTC``) unless one of the numbers cannot be a month. When a question names
+several ("in June or July", "between June and August"), the span runs from the first day
+to the last. Days still to come name none ("this weekend" asked on a weekday: nothing was
+said then yet). Vague counts ("a few days ago", "a couple of weeks ago") name every day
+they may mean; "the other day" is the past week, "last night" yesterday, "the last few
+days" up to five days back and today. Days named after "since" or "after" run on to today
+("since Monday", "after Christmas"). Seasons and holidays ("last winter", "at Christmas")
+are :mod:`.occasions`'.
 """
 
 from __future__ import annotations
