@@ -19,8 +19,10 @@ to the last. Days still to come name none ("this weekend" asked on a weekday: no
 said then yet). Vague counts ("a few days ago", "a couple of weeks ago") name every day
 they may mean; "the other day" is the past week, "last night" yesterday, "the last few
 days" up to five days back and today. Days named after "since" or "after" run on to today
-("since Monday", "after Christmas"). Seasons and holidays ("last winter", "at Christmas")
-are :mod:`.occasions`'.
+("since Monday", "after Christmas"); a unit before "after" or "before" names that much
+next to them ("the day after Christmas", "the week before June 10"); "before" alone names
+nothing (how long before?). Seasons and holidays ("last winter", "at Christmas") are
+:mod:`.occasions`'.
 """
 
 from __future__ import annotations
@@ -81,10 +83,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("iso", rf"\b{_YEAR}-(?P<m>\d{{2}})-(?P<day>\d{{2}})\b"),
         ("date", rf"\b{_MONTH}\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
         ("date", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+{_YEAR}\b)?"),
-        ("season", rf"\b(?P<word>in|during|over|this|last|since|after|throughout)\s+(?:the\s+)?"
+        ("season", rf"\b(?P<word>in|during|over|this|last|since|after|before|throughout)\s+"
+                   r"(?:the\s+)?"
                    rf"{_SEASON}(?:\s+(?:of\s+)?{_YEAR})?\b"),
         ("season", rf"\b{_SEASON}\s+(?:of\s+)?{_YEAR}\b"),
-        ("holiday", rf"\b(?P<word>on|at|over|for|during|around|since|after|this|last)\s+"
+        ("holiday", rf"\b(?P<word>on|at|over|for|during|around|since|after|before|this|last)\s+"
                     rf"{_HOLIDAY}(?:\s+{_YEAR})?\b"),
         ("holiday", rf"\b{_HOLIDAY}\s+{_YEAR}\b"),
         ("numeric", r"\b(?P<word>on|from|of)\s+(?P<a>\d{1,2})(?P<sep>/)(?P<b>\d{1,2})"
@@ -92,7 +95,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("numeric", rf"\b{_NUMERIC}(?P=sep)(?P<y>\d{{4}})\b"),
         ("month", rf"\b{_FULL_MONTH}\s+(?:of\s+)?{_YEAR}\b"),
         ("months", rf"\b{_MONTH_PAIR}\b"),
-        ("month", rf"\b(?P<word>in|during|since|after|throughout|early|late|mid|last|this)[\s-]+"
+        ("month", rf"\b(?P<word>in|during|since|after|before|throughout|early|late|mid|last|this)"
+                  r"[\s-]+"
                   rf"{_FULL_MONTH}\b"),
         ("year", rf"\b(?P<word>in|during|since|throughout)\s+{_YEAR}\b"),
         ("day_before", r"\bthe day before yesterday\b"),
@@ -101,7 +105,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("today", r"\b(?:today|tonight|this morning|this afternoon|this evening)\b"),
         ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
         ("weekend", r"\b(?:last|this|this past|past|over the|on the)\s+weekend\b"),
-        ("weekday", r"\b(?:on|last|this past|since|after)\s+(?P<weekday>"
+        ("weekday", r"\b(?:on|last|this past|since|after|before)\s+(?P<weekday>"
                     + "|".join(_WEEKDAYS) + r")\b"),
         ("recent", rf"\b(?:last|past)\s+{_SPAN_COUNT}\s+(?P<unit>days|weeks|months|years)\b"),
         ("period", r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b"),
@@ -208,25 +212,46 @@ def _named(
     return days
 
 
-_SINCE = re.compile(r"\b(since|after)\s+(?:the\s+)?$", re.IGNORECASE)
-# "the day after Christmas" is one day, not every day since: the days named are kept.
-_UNIT = re.compile(r"\b(?:day|night|week|weekend|month|year)\s+$", re.IGNORECASE)
+_LINKED = re.compile(r"\b(since|after|before)\s+(?:the\s+)?$", re.IGNORECASE)
+_UNIT = re.compile(r"\b(day|night|week|weekend|month|year)\s+$", re.IGNORECASE)
+_UNIT_DAYS = {"day": 1, "night": 1, "week": 7, "month": 30, "year": 365}
 
 
 def _onward(
     before: str, match: re.Match[str], found: tuple[date, date] | None, today: date
 ) -> tuple[date, date] | None:
-    """Days named after "since" or "after" ("since Monday", "after Christmas") run on to
-    today: since, from their first day; after, from the day after their last."""
+    """The days named, as the word before them ("since", "after", "before"; in ``before``,
+    the text ahead of the match, or leading the match) turns them: since or after, they run
+    on to today (since, from their first day; after, from the day after their last); a unit
+    before that word ("the day after Christmas", "the week before June 10") names that
+    much just after or before them; "before" alone names nothing (how long before?)."""
     if found is None:
         return None
-    said = _SINCE.search(before)
-    word = said.group(1).lower() if said else match.group(0).split(None, 1)[0].lower()
-    if word not in ("since", "after"):
+    linked = _LINKED.search(before)
+    word = linked.group(1).lower() if linked else match.group(0).split(None, 1)[0].lower()
+    if word not in ("since", "after", "before"):
         return found
-    if word == "after" and _UNIT.search(before[: said.start()] if said else before):
-        return found
+    unit = _UNIT.search(before[: linked.start()] if linked else before)
+    if unit is not None and word != "since":
+        return _next_to(found, unit.group(1).lower(), word == "after")
+    if word == "before":
+        return None
     return (found[0] if word == "since" else found[1]), today + timedelta(days=1)
+
+
+def _next_to(found: tuple[date, date], unit: str, after: bool) -> tuple[date, date]:
+    """The ``unit`` just after (or before) the days ``found``: "the week after Easter",
+    "the weekend before Christmas" (the Saturday and Sunday nearest it on that side)."""
+    if unit == "weekend":
+        if after:
+            saturday = found[1] + timedelta(days=(5 - found[1].weekday()) % 7)
+        else:
+            saturday = found[0] - timedelta(days=(found[0].weekday() - 5) % 7 or 7)
+            if saturday + timedelta(days=2) > found[0]:  # a Sunday start: that Saturday's
+                saturday -= timedelta(days=7)
+        return saturday, saturday + timedelta(days=2)
+    width = timedelta(days=_UNIT_DAYS[unit])
+    return (found[1], found[1] + width) if after else (found[0] - width, found[0])
 
 
 def _midnight(day: date, zone: tzinfo) -> datetime:
