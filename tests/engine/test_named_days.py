@@ -273,9 +273,11 @@ def test_a_zone_shared_with_canada_is_still_written_month_first() -> None:
         ("What did I read since September?", (date(2023, 9, 1), date(2023, 11, 3))),
         ("What did I say after today?", None),  # nothing yet
         # One unit after or before: that much next to the days named, not every day since.
-        ("What did I do the day after Christmas?", one(2022, 12, 27)),
+        ("What did I do the day after Christmas?", one(2022, 12, 26)),  # from Christmas Day
+        ("What did I do the day before Christmas?", one(2022, 12, 24)),
+        ("Where was I the day after New Year's?", one(2023, 1, 2)),
         ("What did I say the week before June 10?", (date(2023, 6, 3), date(2023, 6, 10))),
-        ("What did we do the week after Easter?", (date(2023, 4, 11), date(2023, 4, 18))),
+        ("What did we do the week after Easter?", (date(2023, 4, 10), date(2023, 4, 17))),
         ("Where was I the weekend before Christmas?", (date(2022, 12, 17), date(2022, 12, 19))),
         ("Where was I the weekend after Halloween 2022?", (date(2022, 11, 5), date(2022, 11, 7))),
         ("Where was I the weekend after Halloween?", None),  # this Saturday: still to come

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
-from .occasions import holiday, occurrence, season
+from .occasions import holiday, main_day, occurrence, season
 from .zone_places import place_of
 
 _MONTHS = (
@@ -200,7 +200,9 @@ def _named(
                 continue
             try:
                 found = _days(kind, match, today, zone)
-                found = _onward(query[: match.start()], match, found, today)
+                name = match.group("holiday") if kind == "holiday" else None
+                main = main_day(name, found) if name and found else found
+                found = _onward(query[: match.start()], match, found, today, main)
                 span = (_midnight(found[0], zone), _midnight(found[1], zone)) if found else None
             except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
                 continue
@@ -218,13 +220,18 @@ _UNIT_DAYS = {"day": 1, "night": 1, "week": 7, "month": 30, "year": 365}
 
 
 def _onward(
-    before: str, match: re.Match[str], found: tuple[date, date] | None, today: date
+    before: str,
+    match: re.Match[str],
+    found: tuple[date, date] | None,
+    today: date,
+    main: tuple[date, date] | None = None,
 ) -> tuple[date, date] | None:
     """The days named, as the word before them ("since", "after", "before"; in ``before``,
     the text ahead of the match, or leading the match) turns them: since or after, they run
     on to today (since, from their first day; after, from the day after their last); a unit
     before that word ("the day after Christmas", "the week before June 10") names that
-    much just after or before them; "before" alone names nothing (how long before?)."""
+    much just after or before them (or ``main``, a holiday's main day: "the day after
+    Christmas" is the 26th); "before" alone names nothing (how long before?)."""
     if found is None:
         return None
     linked = _LINKED.search(before)
@@ -233,7 +240,7 @@ def _onward(
         return found
     unit = _UNIT.search(before[: linked.start()] if linked else before)
     if unit is not None and word != "since":
-        return _next_to(found, unit.group(1).lower(), word == "after")
+        return _next_to(main or found, unit.group(1).lower(), word == "after")
     if word == "before":
         return None
     return (found[0] if word == "since" else found[1]), today + timedelta(days=1)

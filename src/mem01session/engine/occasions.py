@@ -9,7 +9,8 @@ northern). A season named with a year is the one that starts in that year ("wint
 Holidays are the days people mean by them: Christmas from its eve to the day after,
 Christmas Eve and Christmas Day alone, New Year's from its eve to its day, Halloween,
 Valentine's Day, Easter from Good Friday to Easter Monday, and Thanksgiving (the United
-States': the fourth Thursday of November) to its Sunday.
+States': the fourth Thursday of November) to its Sunday. "The day after" one counts from
+its main day (Christmas Day, New Year's Day, Easter Sunday, Thanksgiving's Thursday).
 
 Without a year: ``this`` is the one going on, else this year's; ``last`` the latest one
 over by today; any other word the latest one begun by today. Pure functions, no I/O but a
@@ -44,8 +45,25 @@ def season(name: str, zone: tzinfo) -> Callable[[int], Days]:
 
 def holiday(name: str) -> Callable[[int], Days]:
     """The holiday ``name`` (any case, with or without its apostrophe) of each year."""
-    key = " ".join(name.lower().replace("’", "'").replace("'", "").split())
-    return _HOLIDAYS[key]
+    return _HOLIDAYS[_key(name)]
+
+
+def _key(name: str) -> str:
+    return " ".join(name.lower().replace("’", "'").replace("'", "").split())
+
+
+def main_day(name: str, days: Days) -> Days:
+    """The day a holiday's ``days`` count from when something is "the day after" it:
+    Christmas Day, New Year's Day, Easter Sunday, Thanksgiving's Thursday."""
+    key = _key(name)
+    first, after = days
+    if key in ("christmas", "xmas"):
+        first += timedelta(days=1)
+    elif key == "new years":
+        first = after - timedelta(days=1)
+    elif key == "easter":
+        first += timedelta(days=2)
+    return first, first + timedelta(days=1)
 
 
 def occurrence(
