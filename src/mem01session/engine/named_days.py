@@ -201,7 +201,7 @@ def _named(
             try:
                 found = _days(kind, match, today, zone)
                 name = match.group("holiday") if kind == "holiday" else None
-                main = main_day(name, found) if name and found else found
+                main = main_day(name, found) if name and found else None
                 found = _onward(query[: match.start()], match, found, today, main)
                 span = (_midnight(found[0], zone), _midnight(found[1], zone)) if found else None
             except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
