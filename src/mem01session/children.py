@@ -1,10 +1,11 @@
-"""A helper process's lifecycle, apart from what it is asked: the embedding process
-(:mod:`.embeddings.model_process`) is one :class:`ChildProcess`. It starts on first use,
-is started again on the next request after it died (its requests in flight fail), and ends
-when this process closes its stdin (at exit, or however this process ends: the child sees
-its stdin end). After a fork the child belongs to the parent: the forked process closes its
-copy of the pipes (the child must still see its stdin end when the parent goes) and starts
-its own.
+"""Helper processes of this one, spoken to in frames over their stdin and stdout.
+
+The embedding process (:mod:`.embeddings.model_process`) and the recall process
+(:mod:`.recall_process`) are both one :class:`ChildProcess`: started on first use, started
+again on the next request after it died (its requests in flight fail), and ended when this
+process closes its stdin (at exit, or however this process ends: the child sees its stdin
+end). After a fork the child belongs to the parent: the forked process closes its copy of
+the pipes (the child must still see its stdin end when the parent goes) and starts its own.
 
 A frame is a header (request id, kind or status, payload length; little-endian) and its
 payload; what a payload holds is each child's business.
@@ -90,8 +91,9 @@ class ChildProcess:
     instead = ""
     thread_name = "mem01-child"  # its reader thread's, before the child's pid
 
-    def __init__(self, module: str, args: Sequence[str] = ()) -> None:
+    def __init__(self, module: str, args: Sequence[str] = (), greeting: bytes = b"") -> None:
         self._args = [module, *args]
+        self._greeting = greeting  # written first to every child started
         self._lock = ForkSafeLock()  # the child's lifecycle, its pending map, its stdin
         renew_in_child(self)  # a forked process closes its copy of the child's pipes
         self._child: _Child | None = None
@@ -141,6 +143,11 @@ class ChildProcess:
                     raise self.failure(why) from None
         return future
 
+    def unanswered(self) -> int:
+        """How many requests the running child owes an answer."""
+        child = self._child
+        return 0 if child is None or child.gone else len(child.pending)
+
     def close(self) -> None:
         """Stop the child (if any): its stdin closes, it exits; killed if it does not."""
         with self._lock:
@@ -181,6 +188,11 @@ class ChildProcess:
         threading.Thread(
             target=self._read, args=(child,), name=f"{self.thread_name}-{child.pid}", daemon=True
         ).start()
+        if self._greeting:
+            stdin = child.proc.stdin
+            assert stdin is not None
+            with contextlib.suppress(OSError):  # it died at once: the request says so
+                _write_all(stdin, self._greeting)
         return child
 
     def _spawn(self) -> subprocess.Popen[bytes]:
