@@ -16,10 +16,10 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import IO, TypeVar
 
-from ..children import Answers, answers_out, read_frame
 from ..errors import EmbeddingError
 from .minilm import Float32Array, embed_texts
 from .minilm_model import ModelKey, runtime
@@ -29,7 +29,9 @@ from .model_wire import (
     LOAD,
     LOADED,
     VECTORS,
+    frame,
     pack_seconds,
+    read_frame,
     unpack_texts,
 )
 from .query_lane import QueryLane
@@ -37,24 +39,39 @@ from .query_lane import QueryLane
 T = TypeVar("T")
 
 
-def _answer(
-    answers: Answers,
-    request_id: int,
-    status: int,
-    encode: Callable[[T], bytes],
-    done: concurrent.futures.Future[T],
-) -> None:
-    """``done``'s result as a ``status`` frame, or its error as an ERROR frame (the caller
-    hears of it as an EmbeddingError)."""
-    try:
-        payload = encode(done.result())
-    except Exception as exc:
-        message = str(exc)
-        if not isinstance(exc, EmbeddingError):
-            message = f"{type(exc).__name__}: {message}"
-        answers.send(request_id, ERROR, message.encode("utf-8", "replace"))
-    else:
-        answers.send(request_id, status, payload)
+class _Answers:
+    """Writes answer frames, one at a time (the lane and the bulk thread both answer)."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+
+    def send(self, request_id: int, status: int, payload: bytes) -> None:
+        with self._lock:
+            try:
+                self._out.write(frame(request_id, status, payload))
+                self._out.flush()
+            except OSError:  # the parent is gone: stdin's end stops the process
+                pass
+
+    def answer(
+        self,
+        request_id: int,
+        status: int,
+        encode: Callable[[T], bytes],
+        done: concurrent.futures.Future[T],
+    ) -> None:
+        """``done``'s result as a ``status`` frame, or its error as an ERROR frame (the
+        caller hears of it as an EmbeddingError)."""
+        try:
+            payload = encode(done.result())
+        except Exception as exc:
+            message = str(exc)
+            if not isinstance(exc, EmbeddingError):
+                message = f"{type(exc).__name__}: {message}"
+            self.send(request_id, ERROR, message.encode("utf-8", "replace"))
+        else:
+            self.send(request_id, status, payload)
 
 
 def _vector_bytes(vectors: Float32Array) -> bytes:
@@ -72,13 +89,13 @@ def serve(options: dict[str, object], requests: IO[bytes], out: IO[bytes]) -> No
     infer = functools.partial(embed_texts, key, batching)
     lane = QueryLane(infer, max_texts=batching[0], name="mem01-embed-queries")
     bulk = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mem01-embed-bulk")
-    answers = Answers(out)
+    answers = _Answers(out)
     while (request := read_frame(requests)) is not None:
         request_id, kind, payload = request
         if kind == LOAD:
             loading = bulk.submit(lambda: runtime(key).load_seconds)
             loading.add_done_callback(
-                functools.partial(_answer, answers, request_id, LOADED, pack_seconds)
+                functools.partial(answers.answer, request_id, LOADED, pack_seconds)
             )
             continue
         try:
@@ -88,7 +105,7 @@ def serve(options: dict[str, object], requests: IO[bytes], out: IO[bytes]) -> No
             continue
         done = lane.submit(texts) if kind == EMBED_QUERY else bulk.submit(infer, texts)
         done.add_done_callback(
-            functools.partial(_answer, answers, request_id, VECTORS, _vector_bytes)
+            functools.partial(answers.answer, request_id, VECTORS, _vector_bytes)
         )
 
 
@@ -104,8 +121,11 @@ def _int(value: object) -> int:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    answers_fd = os.dup(1)
+    os.dup2(2, 1)  # a stray print goes to stderr, not into a frame
+    sys.stdout = sys.stderr
     options = json.loads(sys.argv[1])
-    with answers_out() as out:
+    with os.fdopen(answers_fd, "wb") as out:
         serve(options, sys.stdin.buffer, out)
     # stdin ended: the parent is gone or closed us. Work still running is for nobody.
     os._exit(0)
