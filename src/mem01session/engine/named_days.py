@@ -202,7 +202,7 @@ def _named(
                 found = _days(kind, match, today, zone)
                 name = match.group("holiday") if kind == "holiday" else None
                 main = main_day(name, found) if name and found else None
-                found = _onward(query[: match.start()], match, found, today, main)
+                found = _linked(query[: match.start()], match, found, today, main)
                 span = (_midnight(found[0], zone), _midnight(found[1], zone)) if found else None
             except (ValueError, OverflowError):  # past the calendar: "9000 years ago"
                 continue
@@ -219,7 +219,7 @@ _UNIT = re.compile(r"\b(day|night|week|weekend|month|year)\s+$", re.IGNORECASE)
 _UNIT_DAYS = {"day": 1, "night": 1, "week": 7, "month": 30, "year": 365}
 
 
-def _onward(
+def _linked(
     before: str,
     match: re.Match[str],
     found: tuple[date, date] | None,
