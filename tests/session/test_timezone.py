@@ -77,7 +77,7 @@ async def test_yesterday_and_the_dates_shown_are_the_users_days(
     assert said + '\\n- \\"I lost my job as a banker yesterday.\\"' in sent
     assert "Today is" not in sent  # the dates answer it
     # A question reckoned from today is told the user's day.
-    assert f"override them.\\nToday is {today}.\\n" in await say(friday, "How long ago was that?")
+    assert f"messages win.\\nToday is {today}.\\n" in await say(friday, "How long ago was that?")
     assert friday.timezone == timezone
     # The agent's search tool, bound to the session, dates in the same zone.
     model, _ = await run(friday, "Look it up.", call("search_memory", "s1", query="Lisbon"))

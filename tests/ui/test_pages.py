@@ -90,7 +90,7 @@ def test_what_would_be_recalled(client: TestClient, seeded: Seeded) -> None:
     page = ok(client, f"/recall?u={ALICE}&q=where+do+I+live&budget=800")
     block = page.split('<pre class="block" id="block">')[1].split("</pre>")[0]
     assert block.startswith("&lt;memory&gt;") and block.endswith("&lt;/memory&gt;")
-    records = block.split("The user&#x27;s earlier words")[0]  # the quotes follow
+    records = block.split("Their words, by date")[0]  # the quotes follow
     assert "- Lives in San Francisco\n" in records
     assert "New York" not in records  # current truth only
     assert re.search(r"<b>\d+</b> of 800 tokens \(tokenizer <code>\S+</code>\)", page)

@@ -29,6 +29,7 @@ from ..tokens import TokenCounter
 from .frame import escape
 from .passages import sentences
 from .records import Belief, BlockProvenance, ScoredEpisode
+from .small_talk import forget as forget_small_talk
 
 EVIDENCE_CHARS = 120
 SESSION_CHARS = 48
@@ -199,8 +200,10 @@ def token_cost(counter: TokenCounter, text: str) -> int:
 
 
 def forget_rendered() -> None:
-    """Drop every remembered record and quote line, so that after an erase no statement or
-    words of the erased user stay in this process's memory (the cache is per process:
-    other processes keep theirs until newer lines push them out)."""
+    """Drop every remembered record and quote line (and what :mod:`.small_talk` remembers
+    of passages), so that after an erase no statement or words of the erased user stay in
+    this process's memory (the caches are per process: other processes keep theirs until
+    newer lines push them out)."""
     record_line.cache_clear()
     quote_line.cache_clear()
+    forget_small_talk()

@@ -78,12 +78,14 @@ async def _ranked(
     vector: Vector | None = None,
     fusion: scoring.Fusion = _FUSION,
     named: bool = True,
+    block: bool = False,
 ) -> _Ranked:
     """All candidates, scored, best first, near-duplicates dropped. Beliefs and episodes
     are read by two statements at once on the direct pool; the probe rides on the beliefs'
     (which runs, fetching none, even when only episodes are asked for). ``named``: whether
     the days the query names count (:mod:`.named_days`): the episodes said then come first,
-    and the beliefs that no longer hold are read too (what held then)."""
+    and the beliefs that no longer hold are read too (what held then). ``block``: for a
+    block, whose quotes must be relevant enough to be packed (:func:`scoring.relevant`)."""
     user_id = check_id("user_id", user_id)
     as_of = request.as_of
     now = as_of or parts.now()
@@ -120,6 +122,9 @@ async def _ranked(
         )  # fmt: skip
     else:
         got, quotes = await fetching, []
+    considered = len(got.candidates) + len(quotes)
+    if block:
+        quotes = scoring.relevant(quotes)
     beliefs, quotes = scoring.rank_jointly(got.candidates, quotes)
     ranked = scoring.score(
         beliefs,
@@ -150,7 +155,6 @@ async def _ranked(
         explain=request.explain,
         fusion=fusion,
     )
-    considered = len(got.candidates) + len(quotes)
     return _Ranked(kept, episodes, considered, got.other_model, got.probed, query, days)
 
 
@@ -208,7 +212,7 @@ async def read_block(
     started = time.perf_counter()
     pool = pool_for(request.max_tokens)
     sources = request.explain or request.provenance != "none"
-    ranked = await _ranked(parts, user_id, request, pool, probe, sources, fusion=fusion)
+    ranked = await _ranked(parts, user_id, request, pool, probe, sources, fusion=fusion, block=True)
     style = _style(parts, request, ranked.query, ranked.days is not None)
     block = render_block(
         ranked.beliefs,

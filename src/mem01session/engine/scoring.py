@@ -30,12 +30,14 @@ real dialogue through the whole pipeline, under "End-to-end memory on real dialo
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
 from .records import Belief, Episode, ScoredBelief, ScoredEpisode
+from .small_talk import is_small_talk
 
 RRF_K = 60
 MIN_COVERAGE = 0.2
@@ -52,6 +54,14 @@ EPISODE_FACTOR = 0.9
 # What being said in the days a question names ("in June", "on Monday") adds to an
 # episode's relevance, times its rank term among those days' episodes (by similarity).
 DAY_WEIGHT = 0.5
+# A passage of small talk ("Thanks, that's all for today.", .small_talk) is scaled by this.
+SMALL_TALK_FACTOR = 0.7
+# How many of each kind's best vector candidates set that kind's typical similarity, when
+# both kinds have that many (see rank_jointly).
+CALIBRATION_TOP = 20
+# An episode no word of the query found, less similar than this share of the best one, is
+# not relevant enough to be quoted, however much budget remains (see relevant()).
+FLOOR_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -198,20 +208,47 @@ class EpisodeCandidate(NamedTuple):
     day_rank: int | None = None  # 1-based rank among those said in the days the query names
 
 
+def offset(beliefs: Sequence[Candidate], episodes: Sequence[EpisodeCandidate]) -> float:
+    """How much more similar to a query a belief typically is than an episode (negative:
+    less): the median similarity of each kind's :data:`CALIBRATION_TOP` best vector
+    candidates, the episodes' subtracted from the beliefs'; 0 when either kind has fewer.
+
+    A belief is a short statement, often in the words a question uses ("Caroline attended
+    a support group", asked "What did Caroline attend?"); an episode is what was said, in
+    a chat's words. Their similarities to a query are on different scales, so one kind
+    compared raw with the other takes the top ranks for its kind alone."""
+    top = CALIBRATION_TOP
+    b = sorted((c.vector_similarity for c in beliefs if c.vector_similarity is not None),
+               reverse=True)[:top]  # fmt: skip
+    e = sorted((c.vector_similarity for c in episodes if c.vector_similarity is not None),
+               reverse=True)[:top]  # fmt: skip
+    if len(b) < top or len(e) < top:
+        return 0.0
+    return statistics.median(b) - statistics.median(e)
+
+
 def rank_jointly(
     beliefs: Sequence[Candidate], episodes: Sequence[EpisodeCandidate]
 ) -> tuple[list[Candidate], list[EpisodeCandidate]]:
     """Beliefs and episodes ranked as one list per retriever: the vector candidates by
-    similarity, the full-text matches by the share of the query's word weight they cover.
-    Each statement ranks its own kind only, and a user's few beliefs would otherwise take
-    the top ranks whatever they say; ranked together, relevance compares the two kinds.
-    Unchanged when one kind is absent."""
+    similarity (each kind's measured from its typical similarity, :func:`offset`), the
+    full-text matches by the share of the query's word weight they cover. Each statement
+    ranks its own kind only, and a user's few beliefs would otherwise take the top ranks
+    whatever they say; ranked together, relevance compares the two kinds. Unchanged when
+    one kind is absent."""
     if not beliefs or not episodes:
         return list(beliefs), list(episodes)
     both: list[Candidate | EpisodeCandidate] = [*beliefs, *episodes]
+    shift = offset(beliefs, episodes)
+    n = len(beliefs)
+
+    def similarity(i: int) -> float:
+        """The candidate's similarity as compared across kinds."""
+        raw = both[i].vector_similarity or 0.0
+        return raw - shift if i < n else raw
+
     vector = sorted(
-        (i for i, c in enumerate(both) if c.vector_rank is not None),
-        key=lambda i: -(both[i].vector_similarity or 0.0),
+        (i for i, c in enumerate(both) if c.vector_rank is not None), key=lambda i: -similarity(i)
     )
     text = sorted(
         (i for i, c in enumerate(both) if c.text_rank is not None),
@@ -219,7 +256,6 @@ def rank_jointly(
     )
     vranks = {i: r for r, i in enumerate(vector, start=1)}
     tranks = {i: r for r, i in enumerate(text, start=1)}
-    n = len(beliefs)
     return (
         [
             c._replace(vector_rank=vranks.get(i), text_rank=tranks.get(i))
@@ -230,6 +266,24 @@ def rank_jointly(
             for i, c in enumerate(episodes)
         ],
     )
+
+
+def relevant(candidates: Sequence[EpisodeCandidate]) -> list[EpisodeCandidate]:
+    """The episodes relevant enough to be quoted: every one a word of the query found or
+    said in the days it names, and those the vector found at least :data:`FLOOR_SHARE` as
+    similar as the best of them (so that "Thanks, that's all for today." is not quoted for
+    "Where do I live?" because budget remains). A share of the best, not a fixed
+    similarity: embedders' scales differ. Beliefs have no floor: a user's notes are few,
+    each a conclusion about them."""
+    best = max((c.vector_similarity or 0.0 for c in candidates), default=0.0)
+    floor = FLOOR_SHARE * best
+    return [
+        c
+        for c in candidates
+        if c.text_rank is not None
+        or c.day_rank is not None
+        or (c.vector_similarity or 0.0) >= floor
+    ]
 
 
 def score_episodes(
@@ -244,7 +298,8 @@ def score_episodes(
 
     The same relevance as beliefs, plus :data:`DAY_WEIGHT` times the rank term of those
     said in the days the query names (:mod:`.named_days`), scaled by the recency of when it
-    was said and by :data:`EPISODE_FACTOR` (episodes carry no confidence)."""
+    was said, by :data:`EPISODE_FACTOR` (episodes carry no confidence) and, for small talk
+    (:mod:`.small_talk`), by :data:`SMALL_TALK_FACTOR`."""
     out: list[ScoredEpisode] = []
     for c in candidates:
         rel = relevance(c.vector_rank, c.text_rank, fusion, c.text_score)
@@ -253,6 +308,9 @@ def score_episodes(
         age = (now - c.episode.said_at).total_seconds() / 86400.0
         rec = 1.0 if age <= 0.0 else float(0.5 ** (age / HALF_LIFE_DAYS))
         fused = rel * (1.0 - fusion.w_recency + fusion.w_recency * rec) * EPISODE_FACTOR
+        chat = is_small_talk(c.episode.content, c.episode.context)
+        if chat:
+            fused *= SMALL_TALK_FACTOR
         signals: dict[str, float] = {}
         if explain:
             signals = {
@@ -263,6 +321,7 @@ def score_episodes(
                 "day_rank": float(c.day_rank or 0),
                 "relevance": rel,
                 "recency": rec,
+                "small_talk": float(chat),
                 "fused": fused,
             }
         out.append(ScoredEpisode(c.episode, fused, signals))
