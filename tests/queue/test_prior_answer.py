@@ -51,15 +51,15 @@ async def test_each_answer_is_kept_with_the_question_of_its_own_conversation(
     module_engine: BeliefEngine, uid: str
 ) -> None:
     store = JobStore(module_engine.db)
-    await enqueue(store, uid, "a", ("user", "Hi!"), ("assistant", "Hello! Where do you live?"))
-    await enqueue(store, uid, "b", ("user", "Morning."), ("assistant", "Is your dog well?"))
+    await enqueue(store, uid, "a", ("user", "I am back."), ("assistant", "Where do you live?"))
+    await enqueue(store, uid, "b", ("user", "I slept in."), ("assistant", "Is your dog well?"))
     await enqueue(store, uid, "a", ("user", "Lisbon."), ("assistant", "Lovely."))
     await enqueue(store, uid, "b", ("user", "Rex is fine."), ("assistant", "Good."))
     shown = await drain(module_engine)
     expected = {
-        "Hi!": None,  # nothing came before it in its conversation
-        "Morning.": None,
-        "Lisbon.": "Hello! Where do you live?",  # not "Is your dog well?", said since
+        "I am back.": None,  # nothing came before it in its conversation
+        "I slept in.": None,
+        "Lisbon.": "Where do you live?",  # not "Is your dog well?", said since
         "Rex is fine.": "Is your dog well?",
     }
     assert {e.content: e.context for e in await module_engine.episodes(uid)} == expected

@@ -28,6 +28,10 @@ class WorkerPolicy:
     (a claim: at most this long); 0: it never waits.
     ``listen``: keep a connection listening for the turns that processes without a worker
     queue (:mod:`.notify`), so they are claimed at once rather than at the next poll.
+    ``skip_small_talk``: a turn whose user words are small talk (greetings, thanks, praise,
+    questions back: :mod:`~mem01session.engine.small_talk`) and answer no question is not
+    sent to the extractor (no model call: it states nothing to remember); its words are
+    kept as episodes all the same.
     """
 
     lease: timedelta = timedelta(seconds=120)
@@ -41,6 +45,7 @@ class WorkerPolicy:
     concurrency: int | None = None
     yield_to_runs: float = 0.25
     listen: bool = False
+    skip_small_talk: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.lease, timedelta) or self.lease <= timedelta(0):
@@ -60,6 +65,7 @@ class WorkerPolicy:
             if not check_seconds(name, value):
                 raise ConfigError(f"{name} must be more than 0 seconds, got {value!r}")
         check_flag("listen", self.listen)
+        check_flag("skip_small_talk", self.skip_small_talk)
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next try of a job that failed its ``attempts``-th time."""

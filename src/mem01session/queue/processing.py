@@ -16,7 +16,8 @@ from ..embeddings import Vector
 from ..engine import BeliefEngine
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
-from ..extraction.base import Candidate, Extractor
+from ..engine.small_talk import is_small_talk
+from ..extraction.base import Candidate, Extraction, Extractor, Turn
 from ..extraction.hygiene import screen
 from ..logs import get_logger
 from ..spans import job_note, op_kinds
@@ -80,15 +81,12 @@ class JobProcessor:
             vectors = self._carried(job, [query, *kept])
             vectors |= await self._vectors.embed(t for t in [query, *kept] if t not in vectors)
             await self.give_way(job)
-            candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
-            try:
-                async with asyncio.timeout(self.extract_timeout):
-                    extraction = await self.extractor.extract(turn, candidates, self.engine.clock())
-            except TimeoutError:
-                raise TimeoutError(
-                    f"the extraction did not finish within {self.extract_timeout:g} s "
-                    "(MEM01_LLM_TIMEOUT)"
-                ) from None
+            aliases: dict[str, int] = {}
+            if self.policy.skip_small_talk and states_nothing(turn):
+                extraction = SMALL_TALK
+            else:
+                candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
+                extraction = await self._extract(turn, candidates)
             # Whichever extractor proposed them: secrets out, text clean (see hygiene.py).
             ops = resolve_aliases(screen(extraction.ops).ops, aliases)
             job_note(ops=len(ops), kinds=op_kinds([op.op for op in ops]))
@@ -129,6 +127,16 @@ class JobProcessor:
         except Exception as exc:
             await self.failures.fail(job, exc)
 
+    async def _extract(self, turn: Turn, candidates: list[Candidate]) -> Extraction:
+        try:
+            async with asyncio.timeout(self.extract_timeout):
+                return await self.extractor.extract(turn, candidates, self.engine.clock())
+        except TimeoutError:
+            raise TimeoutError(
+                f"the extraction did not finish within {self.extract_timeout:g} s "
+                "(MEM01_LLM_TIMEOUT)"
+            ) from None
+
     def _carried(self, job: Job, texts: list[str]) -> dict[str, Vector]:
         """The vectors of ``texts`` the job carries from its run (:mod:`.carried`)."""
         embedder = self.engine.embedder
@@ -159,4 +167,14 @@ class JobProcessor:
         return candidates, {c.alias: b.id for c, b in zip(candidates, found, strict=True)}
 
 
-__all__ = ["JobProcessor"]
+SMALL_TALK = Extraction(ops=(), notes=("small talk: not sent to the extractor",))
+
+
+def states_nothing(turn: Turn) -> bool:
+    """Whether the user's words in ``turn`` are small talk (:mod:`~..engine.small_talk`)
+    answering no question: nothing to extract from them."""
+    said = [m.text for m in turn.messages if m.role == "user"]
+    return bool(said) and all(is_small_talk(text, turn.before) for text in said)
+
+
+__all__ = ["JobProcessor", "states_nothing"]
