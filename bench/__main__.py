@@ -37,7 +37,14 @@ from . import (
     tokens_bench,
     write_bench,
 )
-from .common import embedded_server, machine, make_embedder, replace_section, version_of
+from .common import (
+    embedded_server,
+    machine,
+    make_embedder,
+    replace_marked,
+    replace_section,
+    version_of,
+)
 from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
@@ -45,12 +52,18 @@ BENCHES = (
     "write", "embedder", "load", "cli",
 )  # fmt: skip
 CLI = "Command line"
-E2E = "End-to-end memory on real dialogue (LoCoMo)"
+E2E_TITLES = {
+    "rules": "End-to-end memory on real dialogue (LoCoMo)",
+    "replay": "End-to-end with a model's beliefs (LoCoMo's observations replayed)",
+    "openai": "End-to-end with a model's beliefs (a real model)",
+}
 # Where LoCoMo's JSON files are (see "How to reproduce" in the report: not shipped).
 DEFAULT_LOCOMO = Path(os.environ.get("MEM01_LOCOMO") or Path(__file__).parent / "data" / "locomo")
 # How the report names the folder in its commands (a path of this machine means nothing).
 LOCOMO = "--locomo DIR"
 IMG = Path("docs/img")
+README = Path("README.md")
+README_COST = "model-cost"  # README's line on what the model path costs per turn
 
 
 def _setup_peers() -> None:
@@ -83,7 +96,11 @@ def _section(title: str, command: str, head: str, body: str) -> str:
     return f"## {title}\n\nCommand: `{command}`\n\n{head}\n\n{body}\n"
 
 
-async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
+async def _run(
+    args: argparse.Namespace, which: list[str], readme: dict[str, str]
+) -> dict[str, str]:
+    """The report's sections of the benchmarks in ``which``; what README quotes of them
+    goes into ``readme`` (marker name -> text)."""
     emb = make_embedder(args.embedder)
     sections: dict[str, str] = {}
     charts: dict[str, object] = {}
@@ -156,19 +173,15 @@ async def _run(args: argparse.Namespace, which: list[str]) -> dict[str, str]:
                 f"{quality.table(q)}\n\n{note}\n\n![recall versus budget](img/bench-recall.png)",
             )  # fmt: skip
         if "e2e" in which:
-            ee = await e2e.run(server, emb, args.locomo, log)
-            charts["e2e"] = {**e2e_report.chart_data(ee), "__ceiling__": ee.ceiling}
-            sections[E2E] = _section(
-                E2E, f"python -m bench e2e {LOCOMO}", facts,
-                f"{e2e_report.table(ee)}\n\n{e2e_report.note(ee)}\n\nEvidence in the blocks "
-                "per LoCoMo category:\n\n" + e2e_report.categories(ee)
-                + "\n\nThe full-text list's weight in the fusion: a text match's rank term, "
-                "scaled by the share of the question's word weight it covers, times this "
-                "(the first run's memory recalled again with each; every other figure here "
-                "uses the library's):\n\n"
-                + e2e_report.text_weights(ee)
-                + "\n\n![evidence in the block versus budget](img/bench-e2e.png)",
-            )  # fmt: skip
+            ee = await e2e.run(server, emb, args.locomo, log, extractor=args.extractor)
+            title, command = E2E_TITLES[args.extractor], f"python -m bench e2e {LOCOMO}"
+            if args.extractor != "rules":
+                command = f"python -m bench e2e --extractor {args.extractor} {LOCOMO}"
+                if args.extractor == "replay":
+                    readme[README_COST] = e2e_report.readme_cost(ee)
+            else:
+                charts["e2e"] = {**e2e_report.chart_data(ee), "__ceiling__": ee.ceiling}
+            sections[title] = _section(title, command, facts, e2e_report.section(ee))
         if "fusion" in which:
             t = time.perf_counter()
             fr = await fusion.run(server, emb, args.locomo)
@@ -292,6 +305,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-doc", action="store_true")
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    parser.add_argument(
+        "--extractor",
+        choices=e2e.EXTRACTORS,
+        default="rules",
+        help="e2e: the offline rules (default), LoCoMo's observations replayed as a model's "
+        "answers, or the model OPENAI_BASE_URL / OPENAI_API_KEY / MEM01_LLM_MODEL name",
+    )
     parser.add_argument("--scales", default="1000,10000,100000")
     parser.add_argument("--peer-max", type=int, default=100000)
     parser.add_argument("--queries", type=int, default=200)
@@ -316,8 +336,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"--rounds must be at least 1 (got {args.rounds})")
     args.no_doc = args.no_doc or args.quick
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        os.environ.pop(var, None)  # the benchmark never calls a model API
+    if args.extractor != "openai":
+        for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            os.environ.pop(var, None)  # no benchmark calls a model API unless told to
     which = list(BENCHES) if args.which == "all" else [args.which]
     for needs_locomo in ("quality", "e2e", "fusion", "embedders"):
         if needs_locomo in which and not args.locomo.is_dir():
@@ -334,8 +355,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "cli" in which:  # processes of their own, on a scratch home: no shared server
         which.remove("cli")
         sections[CLI] = _cli_section(args)
+    readme: dict[str, str] = {}
     if which:
-        sections.update(asyncio.run(_run(args, which)))
+        sections.update(asyncio.run(_run(args, which, readme)))
     for text in sections.values():
         print(text)
     print(f"total {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -348,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         doc = replace_section(doc, "How to reproduce", notes.REPRODUCE)
         doc = replace_section(doc, "Caveats", notes.CAVEATS)
         args.out.write_text(doc)
+        if readme and README.exists():
+            README.write_text(replace_marked(README.read_text(), readme))
 
 
 if __name__ == "__main__":

@@ -253,3 +253,15 @@ def replace_section(text: str, title: str, section: str, before: str | None = No
     rest = tail.split("\n## ", 1)
     after = "\n## " + rest[1] if len(rest) > 1 else ""
     return head + body + after
+
+
+def replace_marked(text: str, parts: dict[str, str]) -> str:
+    """``text`` with what stands between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``
+    replaced by ``parts[NAME]`` (a marker not in ``text`` is left out)."""
+    for name, body in parts.items():
+        start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+        head, found, rest = text.partition(start)
+        if not found or end not in rest:
+            continue
+        text = head + start + body + end + rest.split(end, 1)[1]
+    return text

@@ -10,22 +10,29 @@ extractor in the background worker, the harness's embedder); each chat is flushe
 end. The clock gives each turn its own instant (session date + turn index seconds), so
 every stored item's observed time names its turn (:func:`bench.locomo.instants`).
 
+The extractor (:data:`EXTRACTORS`): the offline rules (the default configuration), or this
+library's model extractor (``OpenAIExtractor``) against a chat server on loopback
+(:mod:`bench.replay_server`) that answers from LoCoMo's observations (``replay``) or passes
+the requests on to the model ``OPENAI_BASE_URL``/``OPENAI_API_KEY``/``MEM01_LLM_MODEL``
+name (``openai``); with a model, mem0 runs its own LLM pipeline (``infer=True``) against
+the same server, and the server counts both systems' calls and tokens.
+
 Then, for each question of categories 1-4 with evidence, both speakers' users recall at B
 tokens each; a question is a hit at B when an item in either block came from a user turn
 (never the reply) whose dia_id is in the evidence. Rows: this pipeline (what it recalls by
 default, and each kind of record alone: :data:`PIPELINE_ROWS`), every turn stored
-verbatim as a belief of its speaker's user (``engine.apply``), and mem0 storing the same
-turns as raw messages (``infer=False``, in its own process), packed into B tokens as
-``- text`` lines under a one-line header. One tokenizer counts every block.
+verbatim as a belief of its speaker's user (``engine.apply``), and mem0 (:mod:`bench.e2e_mem0`),
+its results packed into B tokens as ``- text`` lines under a one-line header. One
+tokenizer counts every block.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,26 +45,33 @@ from agents.models.interface import Model
 from agents.testing import assistant_message
 from agents.usage import Usage
 
-from mem01session import Mem01Session, Memory
+from mem01session import Mem01Session, Memory, Settings
 from mem01session.engine import BeliefEngine, RecallRequest, RecallResult
 from mem01session.engine.ops import Op, Provenance
 from mem01session.engine.read import read_block
 from mem01session.engine.records import RecallKinds
 from mem01session.engine.scoring import TEXT_WEIGHT, Fusion
+from mem01session.engine.small_talk import is_small_talk
+from mem01session.extraction import Extractor, OpenAIExtractor
 from mem01session.session.items import memory_texts
-from mem01session.tokens import default_token_counter
 
+from . import e2e_mem0
 from .common import PrecomputedEmbedder, Server, open_memory
+from .e2e_mem0 import BUDGETS as BUDGETS
+from .e2e_mem0 import Mem0Row
 from .locomo import NO_REPLY, Dialogue, chat, instants, load_dialogues, raw_text, turn_instant
-from .metrics import Answer, Query, Summary, pack, summarize
-from .peer_client import Peer, PeerError
-from .quality import CANDIDATES, HEADER, SettableClock
+from .metrics import Answer, Query, Summary, summarize
+from .peer_client import PeerError
+from .quality import SettableClock
+from .replay_server import ModelUsage, ReplayServer, Upstream
 
-BUDGETS = (200, 400, 800)
 # The full-text list's weight in the fusion, compared on the pipeline's memory (first run).
 TEXT_WEIGHTS = tuple(sorted({1.0, TEXT_WEIGHT, 3.0}))
 RAW = "raw turns"
-MEM0 = "mem0 (raw messages)"
+MEM0 = e2e_mem0.RAW
+MEM0_LLM = e2e_mem0.LLM
+EXTRACTORS = ("rules", "replay", "openai")
+REPLAY_MODEL = "locomo-observations"  # the model the replaying server answers as
 Turns = Mapping[tuple[str, datetime], str]  # (user, instant) -> dia_id
 
 
@@ -106,6 +120,9 @@ class Row:
     episodes: dict[str, int] = field(default_factory=dict)  # user -> episodes
     ingest_s_per_turn: float = 0.0
     returned: list[int] = field(default_factory=list)  # results per search (peers)
+    statuses: dict[str, int] = field(default_factory=dict)  # beliefs by status, every user
+    # budget -> (quotes in the blocks, those from a turn LoCoMo observed no fact in)
+    quotes: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,6 +134,7 @@ class Injection:
 
 @dataclass
 class E2EResult:
+    extractor: str = "rules"
     dialogues: int = 0
     turns: int = 0
     questions: int = 0
@@ -134,6 +152,14 @@ class E2EResult:
     repeats: list[dict[str, dict[int, Summary]]] = field(default_factory=list)  # every run's
     # The mem01session row recalled with each of TEXT_WEIGHTS: evidence in block per budget.
     text_weights: dict[float, dict[int, float]] = field(default_factory=dict)
+    # With a model: what each system asked of it (mem01session, mem0), counted by the server.
+    usage: dict[str, ModelUsage] = field(default_factory=dict)
+    # What the write path did: this pipeline's ledger ops, mem0's history events.
+    lifecycle: dict[str, dict[str, int]] = field(default_factory=dict)
+    observations: int = 0  # LoCoMo's observations the replay can answer
+    unplaced_observations: int = 0  # about one speaker, drawn from the other's turn
+    # Turns the library takes for small talk, and how many of them LoCoMo observed a fact in.
+    small_talk: tuple[int, int] = (0, 0)
 
     def agreed(self, name: str, budget: int, category: int | None = None) -> bool:
         """Whether every run gave this row the same figure (overall, or one category)."""
@@ -143,10 +169,6 @@ class E2EResult:
             for run in self.repeats if name in run
         }  # fmt: skip
         return len(values) <= 1
-
-
-def _count(text: str) -> int:
-    return default_token_counter().count(text)
 
 
 Provenances = Mapping[str, Mapping[int, frozenset[str]]]  # user -> belief -> dia_ids
@@ -181,13 +203,23 @@ def recalled_ids(
     return items
 
 
+@dataclass
+class _Recalled:
+    """Each question's recalled items per budget; the blocks' quotes per budget, and those
+    of them from a turn LoCoMo observed no fact in."""
+
+    answers: dict[int, list[Answer]] = field(default_factory=lambda: {b: [] for b in BUDGETS})
+    quotes: dict[int, list[int]] = field(default_factory=lambda: {b: [0, 0] for b in BUDGETS})
+
+
 async def _answers(
     engine: BeliefEngine, dialogue: Dialogue, turns: Turns, provenance: Provenances,
     kinds: RecallKinds, fusion: Fusion | None = None,
-) -> dict[int, list[Answer]]:  # fmt: skip
-    """Each question's recalled items per budget; ``fusion``: another than the library's."""
+) -> _Recalled:  # fmt: skip
+    """Every question recalled for both speakers' users at each budget; ``fusion``: another
+    than the library's."""
     users = [dialogue.user_id(s) for s in dialogue.speakers]
-    answers: dict[int, list[Answer]] = {b: [] for b in BUDGETS}
+    out = _Recalled()
     for _, question in dialogue.queries:
         for budget in BUDGETS:
             block: list[frozenset[str]] = []
@@ -200,8 +232,11 @@ async def _answers(
                     result, _ = await read_block(engine.parts, user, request, fusion=fusion)
                 block += recalled_ids(result, user, provenance[user], turns)
                 tokens += result.tokens
-            answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
-    return answers
+                said = [turns.get((user, e.episode.said_at)) for e in result.episodes]
+                out.quotes[budget][0] += len(said)
+                out.quotes[budget][1] += sum(1 for d in said if d not in dialogue.observed)
+            out.answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
+    return out
 
 
 async def _ingest_pipeline(
@@ -235,12 +270,13 @@ async def _ingest_pipeline(
 
 async def _pipeline(
     server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], out: E2EResult,
-    weigh: bool,
+    weigh: bool, extractor: Extractor | None,
 ) -> None:  # fmt: skip
-    """The pipeline's rows; ``weigh``: the text weights' comparison too."""
+    """The pipeline's rows; ``weigh``: the text weights' comparison too; ``extractor``: the
+    worker's (None: the rule extractor, the offline default)."""
     clock = SettableClock()
     url = server.database("e2e_pipeline")
-    memory = await open_memory(url, emb, clock=clock)
+    memory = await open_memory(url, emb, clock=clock, extractor=extractor)
     rows = {name: Row() for name in PIPELINE_ROWS}
     weighed: dict[float, dict[int, list[Answer]]] = {w: {} for w in TEXT_WEIGHTS if weigh}
     try:
@@ -256,12 +292,14 @@ async def _pipeline(
             for name, kinds in PIPELINE_ROWS.items():
                 got = await _answers(engine, dialogue, turns, provenance, kinds)
                 for b in BUDGETS:
-                    rows[name].answers.setdefault(b, []).extend(got[b])
+                    rows[name].answers.setdefault(b, []).extend(got.answers[b])
+                    had = rows[name].quotes.get(b, (0, 0))
+                    rows[name].quotes[b] = (had[0] + got.quotes[b][0], had[1] + got.quotes[b][1])
             for weight, answers in weighed.items():
                 fusion = Fusion(text_weight=weight)
                 got = await _answers(engine, dialogue, turns, provenance, "all", fusion)
                 for b in BUDGETS:
-                    answers.setdefault(b, []).extend(got[b])
+                    answers.setdefault(b, []).extend(got.answers[b])
     finally:
         await memory.aclose()
     queries = [q for d in dialogues for q, _ in d.queries]
@@ -271,9 +309,12 @@ async def _pipeline(
     }
     beliefs = _stored(url, "beliefs", "status = 'active'")
     episodes = _stored(url, "episodes")
+    statuses = _stored(url, "beliefs", by="status")
     out.jobs = _stored(url, "memory_jobs", by="status")
+    out.lifecycle[next(iter(PIPELINE_ROWS))] = _stored(url, "belief_events", by="op")
     for row in rows.values():
         row.beliefs, row.episodes, row.ingest_s_per_turn = beliefs, episodes, per_turn
+        row.statuses = statuses
     out.rows.update(rows)
 
 
@@ -312,63 +353,33 @@ async def _raw(
             provenance = await _provenance(engine, d, turns, out)
             got = await _answers(engine, d, turns, provenance, "beliefs")
             for b in BUDGETS:
-                row.answers.setdefault(b, []).extend(got[b])
+                row.answers.setdefault(b, []).extend(got.answers[b])
     finally:
         await memory.aclose()
     row.beliefs = _stored(url, "beliefs", "status = 'active'")
 
 
-def _mem0(
-    server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], log: Path,
-    out: E2EResult,
-) -> None:  # fmt: skip
-    """mem0 storing each turn as a raw message of its speaker's user (``infer=False``)."""
-    row = Row()
-    with Peer("mem0", log) as peer:
-        peer.setup(server.database("e2e_mem0"), emb.dim, tempfile.mkdtemp())
-        ms = 0.0
-        for d in dialogues:
-            for session in d.sessions:
-                batch = [
-                    {
-                        "user": d.user_id(t.speaker),
-                        "speaker": t.speaker,
-                        "dia_id": t.dia_id,
-                        "text": raw_text(session, t),
-                        "observed_at": turn_instant(session, t).isoformat(),
-                        "vector": emb.cache[raw_text(session, t)],
-                    }
-                    for t in session.turns
-                ]
-                ms += float(peer.call("add_turns", turns=batch)["ms"])
-        row.ingest_s_per_turn = ms / 1000.0 / max(out.turns, 1)
-        for d in dialogues:
-            users = [d.user_id(s) for s in d.speakers]
-            row.beliefs = {**row.beliefs, **peer.call("count", users=users)["counts"]}
-            for _, question in d.queries:
-                blocks = {b: Answer(ranked=()) for b in BUDGETS}
-                for user in users:
-                    reply = peer.call("recall", user=user, query=question,
-                                      vector=emb.cache[question], k=CANDIDATES)  # fmt: skip
-                    items = [(i["text"], frozenset(i["ids"])) for i in reply["items"]]
-                    row.returned.append(len(items))
-                    for b, got in packed(items).items():
-                        blocks[b] = Answer((), [*blocks[b].block, *got.block],
-                                           blocks[b].block_tokens + got.block_tokens)  # fmt: skip
-                for b in BUDGETS:
-                    row.answers.setdefault(b, []).append(blocks[b])
-    out.rows[MEM0] = row
+def _mem0_row(name: str, got: Mem0Row, out: E2EResult) -> None:
+    out.rows[name] = Row(
+        answers=got.answers,
+        beliefs=got.memories,
+        ingest_s_per_turn=got.ingest_s_per_turn,
+        returned=got.returned,
+    )
+    out.lifecycle[name] = got.events
 
 
-def packed(items: Sequence[tuple[str, frozenset[str]]]) -> dict[int, Answer]:
-    """A ranked list as a block at each budget: its leading items as ``- text`` lines under
-    a one-line header, counted with the shared tokenizer."""
-    out: dict[int, Answer] = {}
-    for budget in BUDGETS:
-        taken = pack([t for t, _ in items], _count, budget, HEADER)
-        text = HEADER + "".join(f"- {items[i][0]}\n" for i in taken)
-        out[budget] = Answer((), [items[i][1] for i in taken], _count(text) if taken else 0)
-    return out
+def small_talk_turns(dialogues: Sequence[Dialogue]) -> tuple[int, int]:
+    """How many turns the library takes for small talk (each read after the turn before
+    it), and how many of those carry a fact LoCoMo's observations name."""
+    found = [
+        (d, turn)
+        for d in dialogues
+        for s in d.sessions
+        for before, turn in zip((None, *s.turns), s.turns, strict=False)
+        if is_small_talk(turn.text, before.text if before is not None else None)
+    ]
+    return len(found), sum(1 for d, turn in found if turn.dia_id in d.observed)
 
 
 def stripped(dialogues: list[Dialogue]) -> list[Dialogue]:
@@ -379,29 +390,68 @@ def stripped(dialogues: list[Dialogue]) -> list[Dialogue]:
 
 
 async def run(
-    server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path, runs: int = 2
-) -> E2EResult:
-    """The whole protocol ``runs`` times on fresh databases; the first run's figures, with
-    every run's summaries in :attr:`E2EResult.repeats` (to mark what differed)."""
+    server: Server, emb: PrecomputedEmbedder, folder: Path, log: Path, runs: int = 2,
+    extractor: str = "rules",
+) -> E2EResult:  # fmt: skip
+    """The whole protocol ``runs`` times on fresh databases, with ``extractor`` (one of
+    :data:`EXTRACTORS`); the first run's figures, with every run's summaries in
+    :attr:`E2EResult.repeats` (to mark what differed)."""
+    if extractor not in EXTRACTORS:
+        raise ValueError(f"extractor must be one of {', '.join(EXTRACTORS)}, not {extractor!r}")
     set_tracing_disabled(True)
     started = time.perf_counter()
     dialogues = stripped(load_dialogues(folder))
     # Vectors computed up front for what every row embeds as is (the turns as said, as
-    # stored verbatim, the questions): no row's ingest time includes them.
+    # stored verbatim, the questions; what mem0's pipeline embeds): no row's ingest time
+    # includes them.
     texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
     texts += [raw_text(s, t) for d in dialogues for s in d.sessions for t in s.turns]
+    if extractor != "rules":
+        texts += e2e_mem0.texts_to_embed(dialogues)
     await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
-    results = [await _one_run(server, emb, dialogues, log, n == 0) for n in range(runs)]
+    results = [await _one_run(server, emb, dialogues, log, n == 0, extractor) for n in range(runs)]
     out = results[0]
     out.repeats = [{name: row.summaries for name, row in r.rows.items()} for r in results]
     out.seconds = time.perf_counter() - started
     return out
 
 
+@contextlib.contextmanager
+def model_server(extractor: str, dialogues: Sequence[Dialogue]) -> Iterator[ReplayServer | None]:
+    """The chat server both systems' extraction calls go to (None: the rule extractor)."""
+    if extractor == "rules":
+        yield None
+        return
+    upstream = None
+    if extractor == "openai":
+        settings = Settings.from_env()
+        upstream = Upstream(
+            settings.openai_base_url or "https://api.openai.com/v1",
+            settings.openai_api_key,
+            settings.llm_model,
+        )
+    with ReplayServer(dialogues, upstream) as server:
+        yield server
+
+
+def model_name(extractor: str) -> str:
+    return Settings.from_env().llm_model if extractor == "openai" else REPLAY_MODEL
+
+
+def _model_extractor(server: ReplayServer, model: str) -> OpenAIExtractor:
+    """This library's model extractor, as configured by a user, pointed at ``server``."""
+    settings = Settings(openai_base_url=server.url, openai_api_key="bench")
+    return OpenAIExtractor(settings, model=model)
+
+
 async def _one_run(
-    server: Server, emb: PrecomputedEmbedder, dialogues: list[Dialogue], log: Path, weigh: bool
-) -> E2EResult:
-    out = E2EResult(dialogues=len(dialogues))
+    server: Server, emb: PrecomputedEmbedder, dialogues: list[Dialogue], log: Path, weigh: bool,
+    extractor: str,
+) -> E2EResult:  # fmt: skip
+    out = E2EResult(extractor=extractor, dialogues=len(dialogues))
+    out.observations = sum(len(f) for d in dialogues for f in d.observed.values())
+    out.unplaced_observations = sum(d.unplaced_observations for d in dialogues)
+    out.small_talk = small_talk_turns(dialogues)
     out.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
     queries: list[Query] = [q for d in dialogues for q, _ in d.queries if q.evidence]
     out.questions = len(queries)
@@ -409,12 +459,21 @@ async def _one_run(
         out.category_counts[q.category] = out.category_counts.get(q.category, 0) + 1
     said = {t.dia_id for d in dialogues for s in d.sessions for t in s.turns}
     out.ceiling = sum(bool(q.evidence & said) for q in queries) / max(len(queries), 1)
-    await _pipeline(server, emb, dialogues, out, weigh)
-    await _raw(server, emb, dialogues, out)
-    try:
-        _mem0(server, emb, dialogues, log, out)
-    except (PeerError, OSError) as exc:
-        out.failures["mem0"] = str(exc)
+    with model_server(extractor, dialogues) as model:
+        name = model_name(extractor)
+        ours = _model_extractor(model, name) if model is not None else None
+        await _pipeline(server, emb, dialogues, out, weigh, ours)
+        await _raw(server, emb, dialogues, out)
+        try:
+            if model is not None:
+                llm = e2e_mem0.Model(model.url, name, "bench")
+                got = e2e_mem0.llm_pipeline(server, emb, dialogues, log, out.turns, llm)
+                _mem0_row(MEM0_LLM, got, out)
+            _mem0_row(MEM0, e2e_mem0.raw_messages(server, emb, dialogues, log, out.turns), out)
+        except (PeerError, OSError) as exc:
+            out.failures["mem0"] = str(exc)
+        if model is not None:
+            out.usage = dict(model.usage)
     all_queries = [q for d in dialogues for q, _ in d.queries]
     for row in out.rows.values():
         row.summaries = {b: summarize(all_queries, row.answers[b]) for b in BUDGETS}

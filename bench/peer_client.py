@@ -60,8 +60,11 @@ class Peer:
             raise PeerError(f"{self.name}: {reply.get('error')}")
         return reply
 
-    def setup(self, url: str, dim: int, workdir: str) -> str:
-        self.version = str(self.call("setup", url=url, dim=dim, workdir=workdir)["version"])
+    def setup(self, url: str, dim: int, workdir: str, llm: dict[str, str] | None = None) -> str:
+        """``llm``: the chat server a peer's model calls go to (``url``, ``model``,
+        ``api_key``); none: the peer is never to call one."""
+        reply = self.call("setup", url=url, dim=dim, workdir=workdir, llm=llm)
+        self.version = str(reply["version"])
         return self.version
 
     def close(self) -> None:

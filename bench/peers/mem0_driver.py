@@ -1,9 +1,12 @@
-"""Drives mem0 (``mem0ai``) with its pgvector store, no LLM and precomputed vectors.
+"""Drives mem0 (``mem0ai``) with its pgvector store and precomputed vectors: raw messages
+(``infer=False``, no LLM), or its real LLM pipeline (``infer=True``) against the chat
+server the harness names at setup (the benchmark's replaying server, or a real model
+behind it).
 
 Setup quirks handled here: mem0 builds OpenAI clients at construction, so a dummy key is
-set (the clients are never called: ``add(..., infer=False)`` skips the LLM, and the
-embedder is replaced by a table of the harness's vectors); telemetry is off; the history
-SQLite file lives in the scratch folder.
+set (without an LLM server named, the clients are never called); the embedder is replaced
+by a table of the harness's vectors; telemetry is off; the history SQLite file lives in
+the scratch folder.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def setup(req: dict[str, Any]) -> dict[str, Any]:
             },
         },
         "embedder": {"provider": "openai", "config": {"embedding_dims": dim}},
-        "llm": {"provider": "openai", "config": {}},
+        "llm": {"provider": "openai", "config": _llm(req.get("llm"))},
         "history_db_path": os.path.join(req["workdir"], "mem0-history.db"),
     }
     memory = Memory.from_config(config)
@@ -58,6 +61,13 @@ def setup(req: dict[str, Any]) -> dict[str, Any]:
     memory.embedding_model = TableEmbedder(vectors)
     STATE.update(memory=memory, vectors=vectors)
     return {"version": metadata.version("mem0ai")}
+
+
+def _llm(llm: dict[str, Any] | None) -> dict[str, Any]:
+    """mem0's LLM settings: the chat server the harness names (none: never called)."""
+    if not llm:
+        return {}
+    return {"model": llm["model"], "openai_base_url": llm["url"], "api_key": llm["api_key"]}
 
 
 def _add_one(user: str, text: str, vector: list[float], meta: dict[str, Any]) -> float:
@@ -88,6 +98,35 @@ def add_turns(req: dict[str, Any]) -> dict[str, Any]:
         }
         total += _add_one(turn["user"], turn["text"], turn["vector"], meta)
     return {"ms": total, "count": len(req["turns"])}
+
+
+def add_exchanges(req: dict[str, Any]) -> dict[str, Any]:
+    """Exchanges of a chat, each added after it happened as a chat app adds them: the
+    user's message and the reply, through mem0's LLM pipeline (``infer=True``); the user's
+    turn (its dia_id) in the metadata. The vectors of every text mem0 will embed come with
+    them."""
+    memory = STATE["memory"]
+    total, stored = 0.0, 0
+    for exchange in req["exchanges"]:
+        for text, vector in exchange["vectors"].items():
+            STATE["vectors"].remember(text, vector)
+        meta = {"dia_ids": exchange["dia_id"], "observed_at": exchange["observed_at"]}
+        result, ms = timed(
+            lambda e=exchange, m=meta: memory.add(e["messages"], user_id=e["user"], metadata=m)
+        )
+        total += ms
+        stored += len(result.get("results") or [])
+    return {"ms": total, "stored": stored}
+
+
+def events(_req: dict[str, Any]) -> dict[str, Any]:
+    """How many of each event mem0's history recorded (ADD, UPDATE, DELETE)."""
+    rows = (
+        STATE["memory"]
+        .db.connection.execute("SELECT event, count(*) FROM history GROUP BY event")
+        .fetchall()
+    )
+    return {"events": {str(event): int(n) for event, n in rows}}
 
 
 def count(req: dict[str, Any]) -> dict[str, Any]:
@@ -133,6 +172,8 @@ if __name__ == "__main__":
             "setup": setup,
             "add": add,
             "add_turns": add_turns,
+            "add_exchanges": add_exchanges,
+            "events": events,
             "count": count,
             "recall": recall,
             "latency": latency,

@@ -8,8 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from bench.common import replace_section
-from bench.e2e import BUDGETS, packed, recalled_ids
+from bench.common import replace_marked, replace_section
+from bench.e2e import BUDGETS, recalled_ids
+from bench.e2e_mem0 import packed
 from bench.locomo import (
     NO_REPLY,
     Dialogue,
@@ -161,3 +162,11 @@ def test_a_ranked_list_is_packed_into_each_budget() -> None:
     assert 0 < sizes[0] < sizes[1] < sizes[2]
     assert all(0 < blocks[b].block_tokens <= b for b in BUDGETS)
     assert blocks[BUDGETS[0]].block[0] == frozenset({"D1:0"})  # rank order kept
+
+
+def test_marked_text_is_replaced_between_its_markers_only() -> None:
+    doc = "a <!-- bench:x -->old<!-- /bench:x --> b <!-- bench:y -->keep"
+    assert replace_marked(doc, {"x": "new", "z": "none"}) == (
+        "a <!-- bench:x -->new<!-- /bench:x --> b <!-- bench:y -->keep"
+    )
+    assert replace_marked(doc, {"y": "unclosed"}) == doc
