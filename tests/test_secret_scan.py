@@ -346,3 +346,28 @@ def test_talk_about_codes_is_not_a_code(text: str) -> None:
 )
 def test_talk_about_a_password_in_another_language_is_kept(text: str) -> None:
     assert redact_secrets(text) == (text, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("my card is 4111 1111 1111 1111 exp 12/27 cvv 123", f"my card is {REDACTED}"),
+        ("4111-1111-1111-1111, expires 12/2027, CVC: 4821. Thanks", f"{REDACTED}. Thanks"),
+        ("card 5500 0000 0000 0004 valid thru 01/29 and security code 987", f"card {REDACTED}"),
+        ("card 4111 1111 1111 1111 12/27 cvc 123", f"card {REDACTED}"),
+        ("the cvv is 123", f"the {REDACTED}"),  # a card's code said alone
+        ("CVC: 4821 for the new card", f"{REDACTED} for the new card"),
+    ],
+)
+def test_a_cards_expiry_and_code_go_with_it(text: str, redacted: str) -> None:
+    out, labels = redact_secrets(text)
+    assert out == redacted
+    assert labels  # "security code 987" is found as a code too: the span is one
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I was born 12/27", "I ran 5 miles exp 12/27", "order 123 ships 12/27", "cvv pharmacy"],
+)
+def test_dates_and_numbers_without_a_card_stay(text: str) -> None:
+    assert redact_secrets(text) == (text, [])

@@ -290,6 +290,18 @@ def _elsewhere(label: str, verbs: str) -> str:
     )
 
 
+_CARD_CODE = r"\b\s*+(?:is\s++|[:#=]\s*+|no\.?\s*+|number\s*+)?(?P<v>\d{3,4})\b"
+# What follows a card number and goes with it: its expiry, its security code
+# ("4111 1111 1111 1111 exp 12/27 cvv 123"); redacted with the card.
+CARD_DETAILS = re.compile(
+    r"(?:[\s,;:.()\-]{0,4}(?:and\s+|with\s+)?(?:(?:exp(?:iry|ires|iration)?\.?(?:\s+date)?"
+    r"|valid\s+(?:thru|through|until)|good\s+thru)\s*:?\s*\d{1,2}\s*[/\-]\s*\d{2,4}"
+    r"|\d{1,2}/\d{2,4}(?![\d/])"
+    r"|(?:cvv2?|cvc2?|csc|cid|security\s+code|card\s+code)\s*(?:is|:|#|no\.?|number)?\s*:?"
+    r"\s*\d{3,4}(?!\d)))+",
+    re.IGNORECASE,
+)
+
 DETECTORS: tuple[Detector, ...] = (
     _det(
         "private key",
@@ -319,6 +331,11 @@ DETECTORS: tuple[Detector, ...] = (
         folded=True,
     ),
     _det("url password", URL_PASSWORD, group="pw"),
+    # A card's security code, said with its name: "cvv 123", "CVC: 4821".
+    *(
+        _det("card number", _word(lit) + _CARD_CODE, folded=True)
+        for lit in ("cvv", "cvv2", "cvc", "cvc2", "csc", "card code", "card verification code")
+    ),
     *(
         _det(
             "password",

@@ -29,6 +29,7 @@ from typing import Any
 
 from ._secret_rules import (
     CARD,
+    CARD_DETAILS,
     DETECTORS,
     DIGIT_ANCHOR,
     DIGIT_MAP,
@@ -159,7 +160,7 @@ def _cards(text: str, ascii_text: bool, lo: int, hi: int) -> Iterator[tuple[int,
     for m in pattern.finditer(text, lo, hi):
         start, end = m.span()
         if luhn(text[start:end]):
-            yield start, end, rank
+            yield start, _with_details(text, end), rank
             continue
         if end - start > 19 + 6:  # more than 7 groups: single separators, 19 digits at most
             continue
@@ -170,8 +171,15 @@ def _cards(text: str, ascii_text: bool, lo: int, hi: int) -> Iterator[tuple[int,
         starts = [b.end() for b in breaks]
         for cut_start, cut_end in [(start, e) for e in ends] + [(s, end) for s in starts]:
             if luhn(text[cut_start:cut_end]):
-                yield cut_start, cut_end, rank
+                yield cut_start, _with_details(text, cut_end), rank
                 break
+
+
+def _with_details(text: str, end: int) -> int:
+    """Where a card number ending at ``end`` ends with the expiry and security code said
+    right after it (bounded: at most a few dozen characters are read)."""
+    details = CARD_DETAILS.match(text, end, min(len(text), end + 80))
+    return details.end() if details else end
 
 
 def _matches(text: str) -> Iterator[tuple[int, int, int]]:
