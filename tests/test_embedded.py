@@ -104,3 +104,24 @@ def test_db_start_is_about_the_embedded_server_only(
             "error: MEM01_DATABASE_URL is set, so the commands use that server; "
             f"`db {action}` is about the embedded one"
         )
+
+
+@pytest.mark.slow
+def test_a_command_leaves_running_a_server_it_did_not_start(home: Path) -> None:
+    # A server left running by a process gone (an application between runs, say), held by
+    # no one: `db url` reuses it, and a psql opened from its URL keeps it after it exits.
+    orphan = (
+        "import sys; from pathlib import Path; "
+        "from mem01session.db.embedded import embedded_url; "
+        "embedded_url(Path(sys.argv[1]), stop_on_exit=False)"
+    )
+    subprocess.run([sys.executable, "-c", orphan, str(home)], check=True, timeout=120)
+    pg = home.resolve() / "pg"
+    assert (pg / "postmaster.pid").exists()
+    try:
+        code, out, err = _run(home, "db", "url")
+        assert code == 0 and out.startswith("postgresql://") and "starting" not in err, err
+        assert (pg / "postmaster.pid").exists()  # before: the last holder stopped it
+    finally:
+        _run(home, "db", "stop")
+    assert not (pg / "postmaster.pid").exists()

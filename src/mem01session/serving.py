@@ -12,11 +12,29 @@ import socket
 
 from starlette.datastructures import Headers
 
+from .errors import ConfigError
 from .logs import RedactingFilter
 from .redaction import redact
 
 MIN_TOKEN_CHARS = 16
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_MAKE_ONE = "make one with python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+
+
+def check_token(token: str | None) -> None:
+    """Refuse an access token that guards nothing: shorter than :data:`MIN_TOKEN_CHARS`,
+    or holding whitespace or control characters (sixteen spaces is no secret, and a
+    header carrying one is trimmed before it is compared)."""
+    if token is None:
+        return
+    if any(ch.isspace() or not ch.isprintable() for ch in token):
+        raise ConfigError(
+            f"the access token must not hold spaces or control characters; {_MAKE_ONE}"
+        )
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"the access token must be at least {MIN_TOKEN_CHARS} characters; {_MAKE_ONE}"
+        )
 
 
 def is_loopback(host: str) -> bool:

@@ -44,6 +44,9 @@ def test_other_hosts_are_refused_without_a_token_before_anything_opens() -> None
     line = failed("--transport", "http", "--host", "0.0.0.0")
     assert "refusing to serve MCP on '0.0.0.0'" in line and "--token" in line
     assert "at least 16 characters" in failed("--transport", "http", "--token", "short")
+    blank = failed("--transport", "http", "--token", " " * 16)  # guards nothing
+    assert "must not hold spaces" in blank
+    assert "must not hold spaces" in failed("--transport", "http", "--token", TOKEN + "\t")
     assert "--transport must be stdio or http" in failed("--transport", "pigeon")
     assert "--port must be between 0 and 65535" in failed("--transport", "http", "--port", "-1")
     check_http_bind("127.0.0.1", None)

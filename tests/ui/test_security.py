@@ -36,6 +36,8 @@ def test_other_hosts_need_allow_remote_and_a_token(host: str) -> None:
 def test_a_short_token_is_refused() -> None:
     with pytest.raises(ConfigError, match="at least 16 characters"):
         check_bind("0.0.0.0", allow_remote=True, token="short")
+    with pytest.raises(ConfigError, match="must not hold spaces"):
+        check_bind("0.0.0.0", allow_remote=True, token=" " * 16)
 
 
 @pytest.fixture

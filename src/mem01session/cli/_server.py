@@ -3,9 +3,10 @@
 :func:`database_url` is the one way every command finds its database, so that a server
 that is down reads the same whichever command met it, and so that starting the embedded
 server (a second or more) is announced on stderr, with a spinner on a terminal, instead of
-looking like a command that hangs. A started server stops again when the command exits,
-unless ``mem01session db start`` keeps it running (then later commands reuse it and answer
-at once); a running application or ``mem01session ui`` holds it too while they run.
+looking like a command that hangs. A server the command started stops again when it
+exits, unless ``mem01session db start`` keeps it running (then later commands reuse it and
+answer at once); one it found running it leaves running; a running application or
+``mem01session ui`` holds it too while they run.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ def database_url(settings: Settings, *, check: bool = True) -> tuple[str, bool]:
         if check:
             check_reachable(settings)
         return settings.database_url, False
-    from ..db.embedded import embedded_url
+    from ..db.embedded import embedded_url, server_status
 
-    return starting(settings.home, lambda: embedded_url(settings.home)), True
+    # A server this command did not start is not stopped when it ends (a psql opened from
+    # `db url`, an application between its runs, may be using it).
+    started = not server_status(settings.home).running
+    url = starting(settings.home, lambda: embedded_url(settings.home, stop_on_exit=started))
+    return url, True
 
 
 def starting(home: Path, start: Callable[[], T], *, kept: bool = False) -> T:

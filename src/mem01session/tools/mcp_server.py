@@ -227,13 +227,9 @@ async def serve_stdio(
 
 def check_http_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback ``host`` without an access token, and a short token."""
-    from ..serving import MIN_TOKEN_CHARS, is_loopback
+    from ..serving import check_token, is_loopback
 
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(
-            f"the access token must be at least {MIN_TOKEN_CHARS} characters; make one with "
-            "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
-        )
+    check_token(token)
     if token is None and not is_loopback(host):
         raise ConfigError(
             f"refusing to serve MCP on {host!r}, which other machines can reach, without an "

@@ -33,7 +33,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigError
-from ..serving import LOOPBACK_HOSTS, MIN_TOKEN_CHARS, host_name, is_loopback
+from ..serving import LOOPBACK_HOSTS, check_token, host_name, is_loopback
 from .markup import esc
 
 COOKIE = "mem01_ui"
@@ -56,11 +56,7 @@ HEADERS = [
 
 def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
     """Refuse to serve a non-loopback ``host`` unless remote use is asked for and guarded."""
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(
-            f"the access token must be at least {MIN_TOKEN_CHARS} characters; make one with "
-            "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
-        )
+    check_token(token)
     if is_loopback(host):
         return
     if not allow_remote:
