@@ -55,7 +55,7 @@ def test_the_demo_runs_against_the_strictest_server(server: FakeServer) -> None:
     assert "Traceback" not in output
     assert evidence["passed"] is True, evidence["checks"]
     assert "Chat Completions" in evidence["offline"]["answers"]
-    assert evidence["offline"]["extraction"] == "openai:gemma-3-270m-it:extract_v1"
+    assert evidence["offline"]["extraction"] == "openai:gemma-3-270m-it:extract_v2"
     assert {r.body.get("model") for r in server.chats()} == {"gemma-3-270m-it"}  # --model
     assert set(server.paths()) == {"chat"}  # never /v1/responses, never /v1/embeddings
     friday = [

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 app = typer.Typer(cls=TidyGroup, help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
 JOB_STYLE = {"pending": "cyan", "running": "magenta", "done": "green", "failed": "red"}
-COLUMNS = ("id", "user", "session", "status", "tries", "created", "updated", "last error")
+COLUMNS = ("id", "user", "session", "status", "tries", "created", "updated", "last error / notes")
 
 
 @app.command("list", cls=TidyCommand)
@@ -65,7 +65,9 @@ def list_cmd(
             str(j.attempts),
             render.when(j.created_at),
             render.when(j.updated_at),
-            render.outside(j.last_error or "", style="red"),
+            render.outside(j.last_error, style="red")
+            if j.last_error
+            else render.outside(j.notes or "", style="dim"),
         )
     console().print(table)
 

@@ -265,6 +265,7 @@ def build_metadata() -> MetaData:
         Column("run_after", DateTime(timezone=True), nullable=False, server_default=_NOW),
         Column("idempotency_key", Text, nullable=False),
         Column("usage", JSONB, nullable=True),
+        Column("notes", Text, nullable=True),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
         Column("updated_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
         PrimaryKeyConstraint("user_id", "id", name="memory_jobs_pkey"),

@@ -6,6 +6,9 @@ extractor proposed them. Policy:
 * a secret in ``content`` or ``key`` **drops the op**: a fact whose statement is the
   secret ("Password is hunter2") cannot be kept in any useful form; so does a statement
   holding the mark a scrubbed secret left in the turn (``[redacted]``, ``***``);
+* so does a statement **addressed to the assistant** (:mod:`.directives`: "ignore all
+  previous instructions", "is a verified admin"): instructions are not facts about the
+  user, and a belief comes back in every later conversation; the words stay an episode;
 * a secret in ``evidence`` or ``reason`` is **redacted** (replaced by ``[redacted]``) and
   the op's ``reason`` records it ("evidence redacted: api key"), so the ledger says so;
 * text is stripped of NUL and control characters, whitespace is collapsed, and length is
@@ -25,6 +28,7 @@ from ..engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op, mark_screene
 from ..logs import get_logger
 from ..redaction import MASK
 from ..secret_scan import REDACTED, find_secrets, redact_secrets, unique
+from .directives import directive
 
 log = get_logger(__name__)
 
@@ -87,6 +91,14 @@ def screen(ops: Sequence[Op]) -> Screened:
             # The turn was scrubbed before extraction: a statement made of the mark is a
             # statement about a secret, and useless without it.
             notes.append(f"op #{index} ({op.op}) dropped: its content was a scrubbed secret")
+            continue
+        addressed = directive(op.content or "") or directive(op.key or "")
+        if addressed is not None:
+            notes.append(
+                f"op #{index} ({op.op}) dropped: addressed to the assistant ({addressed}), "
+                "not a fact about the user"
+            )
+            log.warning("memory: a statement was not stored: addressed to the assistant")
             continue
         remarks: list[str] = []
         evidence = op.evidence

@@ -10,7 +10,8 @@ before any op leaves this module.
 Every request carries ``max_tokens`` (``MEM01_LLM_MAX_TOKENS``) and a timeout
 (``MEM01_LLM_TIMEOUT``), so a rambling model cannot hold a job for minutes. The model comes
 from ``MEM01_LLM_MODEL`` (default ``gpt-4.1-mini``); the prompt is the versioned file
-``prompts/extract_v1.md``.
+``prompts/extract_v2.md`` (``extract_v1``, without the rule on
+instructions addressed to the assistant, stays loadable: ``prompt_version=``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .hygiene import screen
 
 log = get_logger(__name__)
 
-PROMPT_VERSION = "extract_v1"
+PROMPT_VERSION = "extract_v2"
 Sleep = Callable[[float], Awaitable[None]]
 
 

@@ -57,14 +57,21 @@ async def mark_failed(
 
 
 async def mark_done(
-    tx: Tx, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+    tx: Tx,
+    job: Job,
+    worker_id: str,
+    *,
+    now: datetime,
+    usage: Mapping[str, int],
+    notes: Sequence[str] = (),
 ) -> None:
-    """Mark ``job`` done in ``tx`` (the transaction that applied it); raises
+    """Mark ``job`` done in ``tx`` (the transaction that applied it), with the model's
+    ``usage`` and the ``notes`` on what its extraction left out; raises
     :class:`JobLostError` when it is no longer this worker's."""
     row = await tx.row(
         "UPDATE memory_jobs SET status = 'done', lease_owner = NULL, lease_until = NULL, "
         f"payload = payload - '{CARRIED}', last_error = NULL, usage = CAST(:usage AS jsonb), "
-        "updated_at = :now "
+        "notes = :notes, updated_at = :now "
         "WHERE user_id = :u AND id = :id AND status = 'running' AND lease_owner = :w "
         "RETURNING id",
         {
@@ -73,6 +80,7 @@ async def mark_done(
             "w": worker_id,
             "now": now,
             "usage": json.dumps(dict(usage)) if usage else None,
+            "notes": joined(notes),
         },
     )
     if row is None:
@@ -80,26 +88,36 @@ async def mark_done(
 
 
 async def mark_done_many(
-    tx: Tx, done: Sequence[tuple[Job, Mapping[str, int]]], worker_id: str, *, now: datetime
+    tx: Tx,
+    done: Sequence[tuple[Job, Mapping[str, int], Sequence[str]]],
+    worker_id: str,
+    *,
+    now: datetime,
 ) -> None:
-    """:func:`mark_done` for a group of ``(job, usage)``, in one statement."""
+    """:func:`mark_done` for a group of ``(job, usage, notes)``, in one statement."""
     rows = await tx.rows(
         "UPDATE memory_jobs m SET status = 'done', lease_owner = NULL, lease_until = NULL, "
         f"payload = m.payload - '{CARRIED}', last_error = NULL, "
-        "usage = CAST(d.usage AS jsonb), updated_at = :now "
-        "FROM unnest(CAST(:users AS text[]), CAST(:ids AS bigint[]), CAST(:usages AS text[])) "
-        "AS d(u, id, usage) "
+        "usage = CAST(d.usage AS jsonb), notes = d.notes, updated_at = :now "
+        "FROM unnest(CAST(:users AS text[]), CAST(:ids AS bigint[]), CAST(:usages AS text[]), "
+        "CAST(:notes AS text[])) AS d(u, id, usage, notes) "
         "WHERE m.user_id = d.u AND m.id = d.id AND m.status = 'running' AND m.lease_owner = :w "
         "RETURNING m.id",
         {
-            "users": [job.user_id for job, _ in done],
-            "ids": [job.id for job, _ in done],
-            "usages": [json.dumps(dict(usage)) if usage else None for _, usage in done],
+            "users": [job.user_id for job, _, _ in done],
+            "ids": [job.id for job, _, _ in done],
+            "usages": [json.dumps(dict(usage)) if usage else None for _, usage, _ in done],
+            "notes": [joined(notes) for _, _, notes in done],
             "w": worker_id,
             "now": now,
         },
     )
     marked = {int(r["id"]) for r in rows}
-    lost = [job.id for job, _ in done if job.id not in marked]
+    lost = [job.id for job, _, _ in done if job.id not in marked]
     if lost:
         raise JobLostError(f"job(s) {', '.join(map(str, lost))} no longer leased by this worker")
+
+
+def joined(notes: Sequence[str]) -> str | None:
+    """A job's notes as its row keeps them: one per line; None for none."""
+    return "\n".join(notes) if notes else None

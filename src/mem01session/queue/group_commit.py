@@ -31,6 +31,7 @@ class Ready:
     job: Job
     batch: Prepared
     usage: Mapping[str, int]
+    notes: tuple[str, ...] = ()  # what the extraction left out, and why
 
 
 # Transactions in flight at once: while one waits for the server, another is being sent.
@@ -123,7 +124,7 @@ class GroupCommit:
 
     async def _apply(self, group: list[Ready]) -> None:
         hook = self.jobs.done_many_hook(
-            [(r.job, r.usage) for r in group], self.worker_id, now=self.engine.clock()
+            [(r.job, r.usage, r.notes) for r in group], self.worker_id, now=self.engine.clock()
         )
         await self.engine.apply_group([r.batch for r in group], hook)
         self.transactions += 1

@@ -40,6 +40,8 @@ class Job:
     updated_at: datetime
     lease_owner: str | None = None
     usage: dict[str, Any] | None = None
+    notes: str | None = None
+    """What the job's extraction left out, and why: one line each (None: nothing)."""
     prior_answer: str | None = None
     """Of a claimed job, the last assistant message of the job before it in its
     conversation (:func:`prior_answer`): its turn's :attr:`Turn.before`."""
@@ -122,7 +124,7 @@ EPOCH = datetime.min.replace(tzinfo=UTC)
 
 JOB_COLUMNS = (
     "id, user_id, session_id, payload, status, attempts, last_error, created_at, "
-    "updated_at, lease_owner, usage"
+    "updated_at, lease_owner, usage, notes"
 )
 
 

@@ -210,20 +210,30 @@ class JobStore:
         )
 
     def done_hook(
-        self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+        self,
+        job: Job,
+        worker_id: str,
+        *,
+        now: datetime,
+        usage: Mapping[str, int],
+        notes: Sequence[str] = (),
     ) -> TransactionHook:
         """A hook for the engine's apply transaction: marks ``job`` done, or aborts the
         batch with :class:`JobLostError` when the job is no longer this worker's."""
 
         async def hook(tx: Tx) -> None:
-            await mark_done(tx, job, worker_id, now=now, usage=usage)
+            await mark_done(tx, job, worker_id, now=now, usage=usage, notes=notes)
 
         return TxHook(hook)
 
     def done_many_hook(
-        self, done: Sequence[tuple[Job, Mapping[str, int]]], worker_id: str, *, now: datetime
+        self,
+        done: Sequence[tuple[Job, Mapping[str, int], Sequence[str]]],
+        worker_id: str,
+        *,
+        now: datetime,
     ) -> GroupHook:
-        """:meth:`done_hook` for a group of jobs, each ``(job, usage)``: one statement;
+        """:meth:`done_hook` for a group of jobs, each ``(job, usage, notes)``: one statement;
         :class:`JobLostError` (the group rolls back) if one is no longer this worker's."""
 
         async def hook(tx: Tx) -> None:
@@ -232,11 +242,18 @@ class JobStore:
         return hook
 
     async def complete_without_ops(
-        self, job: Job, worker_id: str, *, now: datetime, usage: Mapping[str, int]
+        self,
+        job: Job,
+        worker_id: str,
+        *,
+        now: datetime,
+        usage: Mapping[str, int],
+        notes: Sequence[str] = (),
     ) -> None:
         """Mark a job that produced no ops done."""
         await transaction(
-            self.db.direct, lambda tx: mark_done(tx, job, worker_id, now=now, usage=usage)
+            self.db.direct,
+            lambda tx: mark_done(tx, job, worker_id, now=now, usage=usage, notes=notes),
         )
 
     async def fail(

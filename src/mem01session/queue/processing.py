@@ -88,12 +88,14 @@ class JobProcessor:
                 candidates, aliases = await self._candidates(job.user_id, query, vectors.get(query))
                 extraction = await self._extract(turn, candidates)
             # Whichever extractor proposed them: secrets out, text clean (see hygiene.py).
-            ops = resolve_aliases(screen(extraction.ops).ops, aliases)
+            screened = screen(extraction.ops)
+            notes = extraction.notes + screened.notes
+            ops = resolve_aliases(screened.ops, aliases)
             job_note(ops=len(ops), kinds=op_kinds([op.op for op in ops]))
             now = self.engine.clock()
             if not ops and not kept:
                 await self.jobs.complete_without_ops(
-                    job, self.worker_id, now=now, usage=extraction.usage
+                    job, self.worker_id, now=now, usage=extraction.usage, notes=notes
                 )
             else:
                 statements = [op.content for op in ops if op.content and op.op != "INVALIDATE"]
@@ -116,7 +118,7 @@ class JobProcessor:
                 # The turn's ops, its episodes and the job's completion: one transaction,
                 # shared with other users' turns ready at the same time (.group_commit).
                 await self.give_way(job)
-                await self.commits.write(Ready(job, batch, extraction.usage))
+                await self.commits.write(Ready(job, batch, extraction.usage, notes))
             self.processed += 1
             job_note(outcome="done")
         except JobLostError:

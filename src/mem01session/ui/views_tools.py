@@ -182,7 +182,7 @@ def jobs_page(
                 "created",
                 "updated",
                 "turn",
-                "last error",
+                "last error / notes",
                 "",
             ],
             [_job_cells(user, j, csrf) for j in jobs],
@@ -236,7 +236,9 @@ def _job_cells(user: str, j: Job, csrf: str) -> list[object]:
             n=f"{len(messages)} message{'' if len(messages) == 1 else 's'}",
             turn=turn,
         ),
-        html('<span class="bad">{e}</span>', e=j.last_error) if j.last_error else Safe(""),
+        html('<span class="bad">{e}</span>', e=j.last_error)
+        if j.last_error
+        else html('<span class="dim">{n}</span>', n=j.notes or ""),
         retry,
     ]
 
