@@ -91,6 +91,8 @@ async def test_the_default_placement_passes_every_template_with_the_memory(
     nothing, so a block in a part of its own came out as ``</memory>Where do I live?``."""
     messages = await sent_messages("auto", as_parts=as_parts)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    # Nothing user-derived reaches the model with the system's authority.
+    assert "Lisbon" not in json.dumps([m for m in messages if m["role"] == "system"])
     content = messages[-1]["content"]
     if as_parts:  # the block goes into the first text part; the second is untouched
         assert content == [

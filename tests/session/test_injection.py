@@ -16,6 +16,7 @@ from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine.ops import Op, Provenance
 from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.session import Mem01Session
+from mem01session.session.items import MemoryCarrier
 
 
 async def remember(engine: BeliefEngine, user_id: str, *contents: str) -> None:
@@ -45,10 +46,16 @@ def count_recalls(engine: BeliefEngine, started: threading.Event | None = None) 
 
 
 def block_position_ok(items: list[Any]) -> bool:
-    """The block sits immediately before the last user message."""
+    """The block sits in front of the words of the last user message, as the user's own
+    (no item of more authority carries it)."""
     roles = [i.get("role") for i in items if isinstance(i, dict)]
     last_user = max(i for i, r in enumerate(roles) if r == "user")
-    return last_user >= 1 and MEMORY_MARKER in json.dumps(items[last_user - 1])
+    carrier = items[last_user]
+    return (
+        isinstance(carrier, MemoryCarrier)
+        and str(carrier.get("content", "")).startswith(carrier.block)
+        and not any(MEMORY_MARKER in json.dumps(i) for i in items[:last_user])
+    )
 
 
 async def test_plain_run(make_session: Callable[..., Mem01Session], engine: BeliefEngine) -> None:

@@ -27,7 +27,7 @@ from mem01session.embeddings import HashingEmbedder
 from mem01session.engine.render import OPEN
 from mem01session.errors import ConfigError, DatabaseError
 from mem01session.extraction import Candidate, Extraction, Turn
-from mem01session.session.items import MemoryItem, last_user_text, turn_messages
+from mem01session.session.items import MemoryItem, last_user_text, memory_texts, turn_messages
 from tests.conftest import TEST_DIM
 from tests.pg import locked
 from tests.session.conftest import Gate, ScriptedExtractor, city_ops
@@ -291,8 +291,7 @@ async def test_a_user_who_types_the_memory_tag_is_heard_like_anyone_else(
     model = await ask(session, f"{OPEN} where do I live?")
     assert session.last_recall is not None
     assert "Lives in Tallinn" in session.last_recall.text  # the tagged message was the query
-    memory_items = [i for i in model.calls[0].input if isinstance(i, MemoryItem)]
-    assert len(memory_items) == 1
+    assert len(memory_texts(model.calls[0].input)) == 1
 
 
 def test_memory_is_recognised_by_its_type_not_its_text() -> None:

@@ -1,4 +1,4 @@
-"""Memory placements (system, user, instructions), their default per model API, and the
+"""Memory placements (user by default, system and instructions when asked for), and the
 retry without the block that a refused placement gets."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import pytest
 from agents import (
     Agent,
     ModelSettings,
-    MultiProvider,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     RunConfig,
@@ -28,7 +27,6 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
 
 from mem01session.demo.offline_model import OfflineAnswerModel
-from mem01session.demo.recording import RecordingModel
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import FOOTER, OPEN
 from mem01session.errors import ConfigError
@@ -40,7 +38,7 @@ from mem01session.session.items import (
     memory_texts,
     turn_messages,
 )
-from mem01session.session.placement import choose, model_api, place
+from mem01session.session.placement import choose, place
 from tests.session.test_injection import count_recalls, remember
 
 Make = Callable[..., Mem01Session]
@@ -151,45 +149,23 @@ def _chat() -> OpenAIChatCompletionsModel:
     return OpenAIChatCompletionsModel("m", openai.AsyncOpenAI(api_key="sk-test-unused"))
 
 
-@pytest.mark.parametrize(
-    ("agent_model", "config", "api"),
-    [
-        (lambda: _chat(), RunConfig(), "chat"),
-        (
-            lambda: OpenAIResponsesModel("m", openai.AsyncOpenAI(api_key="sk-x")),
-            RunConfig(),
-            "responses",
-        ),
-        (lambda: RecordingModel(_chat()), RunConfig(), "chat"),
-        (lambda: ScriptedModel([]), RunConfig(), None),
-        (lambda: OfflineAnswerModel(), RunConfig(model=_chat()), "chat"),
-        (
-            lambda: "gpt-4.1-mini",
-            RunConfig(
-                model_provider=MultiProvider(openai_api_key="sk-x", openai_use_responses=False)
-            ),
-            "chat",
-        ),
-        (
-            lambda: "gpt-4.1-mini",
-            RunConfig(
-                model_provider=MultiProvider(openai_api_key="sk-x", openai_use_responses=True)
-            ),
-            "responses",
-        ),
-    ],
-)
-def test_the_model_api_is_read_as_the_sdk_resolves_the_model(
-    agent_model: Callable[[], Any], config: RunConfig, api: str | None
-) -> None:
-    assert model_api(Agent(name="a", model=agent_model()), config) == api
+def test_auto_gives_the_block_no_more_authority_than_the_users_own_message() -> None:
+    assert choose("auto") == "user"
+    assert choose("instructions") == "instructions"  # system authority: only when asked
+    assert choose("system") == "system"
 
 
-def test_the_default_placement_per_api() -> None:
-    assert choose("auto", "chat") == "user"
-    assert choose("auto", "responses") == "system"
-    assert choose("auto", None) == "system"  # unknown: as before
-    assert choose("instructions", "chat") == "instructions"
+def test_a_refused_placement_never_falls_back_to_more_authority() -> None:
+    assert choose("auto", frozenset({"user"})) is None  # the run goes without memory
+    assert choose("system", frozenset({"system"})) == "user"
+    assert choose("instructions", frozenset({"instructions", "user"})) == "system"
+    assert choose("system", frozenset({"system", "user", "instructions"})) is None
+
+
+def test_a_call_with_no_user_message_gets_no_block() -> None:
+    data = ModelInputData(input=[{"role": "assistant", "content": "Hi"}], instructions="be kind")
+    placed = place(data, "<memory>\n- Lives in Oslo\n</memory>", "user")
+    assert placed.input == data.input and placed.instructions == "be kind"
 
 
 class FlakyModel(Model):
@@ -296,7 +272,7 @@ async def test_a_block_beyond_the_context_size_is_retried_without_it(
     too_long = status_error(400, "This model's maximum context length is 2048 tokens.")
     result = await run(session, FlakyModel(too_long), "Where do I live?")
     assert result.final_output == "Done."
-    assert "placement 'system'" in (session.last_memory_error or "")
+    assert "placement 'user'" in (session.last_memory_error or "")
 
 
 async def test_without_memory_nothing_is_retried(make_session: Make) -> None:
@@ -386,3 +362,27 @@ async def test_the_offline_model_reads_the_block_wherever_it_is(
     session = make_session(f"conv-offline-{placement}", memory_placement=placement)
     result = await run(session, OfflineAnswerModel(), "Where do I live?", instructions="Hi.")
     assert "Lives in Lisbon (current" in result.final_output
+
+
+async def test_the_responses_api_gets_the_block_as_the_users_own_words(
+    make_session: Make, engine: BeliefEngine
+) -> None:
+    await remember(engine, "user-1", "Lives in San Francisco")
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(500, json={"error": {"message": "stop here"}})
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    client = openai.AsyncOpenAI(api_key="sk-x", base_url="http://local/v1", http_client=http)
+    session = make_session("conv-responses")
+    with pytest.raises(openai.APIStatusError):
+        await run(session, OpenAIResponsesModel("m", client), "Where do I live?")
+    await http.aclose()
+    body = bodies[0]
+    items = body["input"]
+    carrying = [i for i in items if "Lives in San Francisco" in json.dumps(i)]
+    assert [i["role"] for i in carrying] == ["user"]  # in front of the question
+    assert "Where do I live?" in json.dumps(carrying[0])
+    assert "San Francisco" not in json.dumps(body.get("instructions"))

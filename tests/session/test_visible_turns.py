@@ -19,7 +19,7 @@ from mem01session import Mem01Session
 from mem01session.engine import BeliefEngine
 from mem01session.engine.frame import CLOSE, PENDING_HEADER
 from mem01session.extraction import Candidate, Extraction, Turn
-from mem01session.session.items import MemoryItem, item_text
+from mem01session.session.items import MemoryItem, item_text, memory_texts
 from mem01session.shortterm import TrimmingSession
 from tests.reliability.harness import say
 from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
@@ -45,7 +45,7 @@ class GatedExtractor(ScriptedExtractor):
 
 
 def block_of(model_input: Sequence[object]) -> str:
-    blocks = [item_text(i) for i in model_input if isinstance(i, MemoryItem)]
+    blocks = memory_texts(model_input)
     return blocks[0] if blocks else ""
 
 

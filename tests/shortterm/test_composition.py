@@ -13,8 +13,8 @@ from mem01session import Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
-from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.session import Mem01Session
+from mem01session.session.items import item_text
 from mem01session.shortterm import SessionManager, TrimmingSession, mem01_session_factory
 from tests.pg import locked
 from tests.session.conftest import ScriptedExtractor
@@ -69,8 +69,8 @@ async def test_expired_chat_starts_empty_but_still_recalls(memory: Memory, tmp_p
     assert fresh.session_id != first.session_id
     model = await turn(fresh, "Where do I live?")
     seen = list(model.calls[0].input)
-    transcript_part = [i for i in seen if MEMORY_MARKER not in json.dumps(i)]
-    assert transcript_part == [{"role": "user", "content": "Where do I live?"}]  # fresh
+    # Fresh: the question alone (the block rides in front of its words).
+    assert [(i.get("role"), item_text(i)) for i in seen] == [("user", "Where do I live?")]
     assert "Lives in Porto" in json.dumps(seen)  # durable memory of telegram:42
     other = manager.get_or_create("telegram", "43", "chat")
     assert "Porto" not in json.dumps((await turn(other, "Where do I live?")).calls[0].input)

@@ -9,8 +9,6 @@ from typing import Any
 from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model
 
-from ..session.placement import ModelApi, model_api_of
-
 
 class RecordingModel(Model):
     """Delegates to ``model`` and keeps a copy of every call's input items."""
@@ -18,11 +16,6 @@ class RecordingModel(Model):
     def __init__(self, model: Model) -> None:
         self.model = model
         self.inputs: list[list[TResponseInputItem]] = []
-
-    @property
-    def mem01_model_api(self) -> ModelApi | None:
-        """The wrapped model's API, so that the memory block is placed for it."""
-        return model_api_of(self.model)
 
     async def get_response(
         self,

@@ -34,7 +34,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from .fallback import BlockFallback
 from .items import last_user_text
-from .placement import choose, model_api_of, model_key, model_of, place, refused
+from .placement import choose, model_key, model_of, place, refused
 
 RecallBlock = Callable[[str], Awaitable[str | None]]
 RunCounter = Callable[[], int]
@@ -152,8 +152,7 @@ def memory_run_config(
         run_config = config_ref()  # alive: the run calling this filter holds it
         model = None if run_config is None else model_of(data.agent, run_config)
         key = model_key(model)
-        api = None if model is None else model_api_of(model)
-        where = choose(placement, api, refused(key))
+        where = choose(placement, refused(key))
         if where is None:  # this model's server refused every placement in this process
             refused_run(
                 "injection skipped: the model API refused the memory block in every "

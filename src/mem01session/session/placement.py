@@ -1,12 +1,14 @@
-"""Where the memory block goes in the model input, so that every chat template takes it.
+"""Where the memory block goes in the model input: never with more authority than the
+user's own message (by default), and where every chat template takes it.
 
-``system``
-    A system message of its own just before the current user message (a
-    :class:`~mem01session.session.items.MemoryItem`). The Responses API takes system
-    messages anywhere; many chat templates do not: Gemma's and Mistral's accept one
-    system message, first, then strict user/assistant alternation, and raise
-    ("Conversation roles must alternate") on a second one.
-``user``
+Everything in the block came from what users said (and, with ``episodes="all"``, what the
+assistant answered them): a pasted email, a page the user forwarded, words said once to
+plant an instruction. Placed in a system message, those words would come back with the
+system's authority in every later conversation (the "memory poisoning" of OWASP's agentic
+threats). So ``auto`` places it as the user's own words, and a placement a server refuses
+falls back only to one with no more authority than the one asked for.
+
+``user`` (what ``auto`` chooses)
     In front of the user's words in a copy of the current user message (a
     :class:`~mem01session.session.items.MemoryCarrier`; the SDK's own item is never
     changed, so the transcript never holds it), in the same text, a blank line between
@@ -14,16 +16,19 @@
     read only the first part, and any of that would glue the block to the question, or
     lose one of them, were they separate parts. The block's header marks it as recalled
     data, not the user's words. The roles stay exactly as the SDK made them, and templates
-    that drop system messages (llama.cpp's built-in ``gemma`` format) keep it.
-``instructions``
+    that drop system messages (llama.cpp's built-in ``gemma`` format) keep it. A call with
+    no user message gets no block.
+``instructions`` (only when asked for: system authority)
     Appended to the agent's instructions for this call only: one leading system message
     (Chat Completions) or the ``instructions`` field (Responses). Lost by templates that
     drop system messages.
+``system`` (only when asked for: system authority)
+    A system message of its own just before the current user message (a
+    :class:`~mem01session.session.items.MemoryItem`). The Responses API takes system
+    messages anywhere; many chat templates do not: Gemma's and Mistral's accept one
+    system message, first, then strict user/assistant alternation, and raise
+    ("Conversation roles must alternate") on a second one.
 
-``auto`` (the default) chooses per model API: ``user`` for Chat Completions models (the
-only placement that strict templates accept and that dropping templates keep), ``system``
-for the Responses API and for models whose API is unknown. A custom ``Model`` (a wrapper,
-say) can name its API with a ``mem01_model_api`` attribute, ``"chat"`` or ``"responses"``.
 
 **A refused placement is remembered.** When a server refuses a call because of where the
 block was (:mod:`.fallback`: the roles, the template, the content format), that placement
@@ -42,39 +47,21 @@ from typing import Any, Literal, cast
 from agents import Agent, RunConfig
 from agents.items import TResponseInputItem
 from agents.models.interface import Model
-from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
-from agents.models.openai_responses import OpenAIResponsesModel
 from agents.run_config import ModelInputData
 
 from .._forks import ForkSafeLock
 from .items import SEPARATOR, MemoryCarrier, MemoryItem, MemoryPart, last_user_index
 
 Placement = Literal["system", "user", "instructions"]
-ModelApi = Literal["chat", "responses"]
 
 LADDER: tuple[Placement, ...] = ("user", "instructions", "system")
 """After a refusal, the next placement tried: the one every template takes first."""
+AUTHORITY: dict[Placement, int] = {"user": 0, "instructions": 1, "system": 1}
+"""How much authority a placement gives the block: a refused placement falls back only to
+one with no more than it."""
 
 _refused: dict[str, set[Placement]] = {}  # model key -> placements its server refused
 _refused_lock = ForkSafeLock()  # runs on any thread's loop may record one
-
-
-def model_api_of(model: object) -> ModelApi | None:
-    """The API ``model`` speaks, when it can be told."""
-    declared = getattr(model, "mem01_model_api", None)
-    if declared in ("chat", "responses"):
-        return cast(ModelApi, declared)
-    if isinstance(model, OpenAIResponsesModel):
-        return "responses"
-    if isinstance(model, OpenAIChatCompletionsModel):
-        return "chat"
-    kind = type(model).__name__
-    if kind == "LitellmModel":  # agents.extensions: always Chat Completions messages
-        return "chat"
-    if kind == "AnyLLMModel":
-        api = getattr(model, "api", None)
-        return "chat" if api == "chat_completions" else "responses" if api == "responses" else None
-    return None
 
 
 def model_of(agent: Agent[Any], config: RunConfig) -> Model | None:
@@ -87,12 +74,6 @@ def model_of(agent: Agent[Any], config: RunConfig) -> Model | None:
         return config.model_provider.get_model(cast(str | None, model))
     except Exception:  # the SDK reports a model it cannot make; here it is unknown
         return None
-
-
-def model_api(agent: Agent[Any], config: RunConfig) -> ModelApi | None:
-    """The API of the model the SDK uses for ``agent`` under ``config``."""
-    model = model_of(agent, config)
-    return None if model is None else model_api_of(model)
 
 
 def model_key(model: object) -> str:
@@ -124,17 +105,15 @@ def forget_refusals() -> None:
         _refused.clear()
 
 
-def choose(
-    setting: str, api: ModelApi | None, refusals: frozenset[Placement] = frozenset()
-) -> Placement | None:
-    """The placement for ``setting`` (``auto`` or a placement) and a model API, past the
-    ones refused for the model (None: every one was)."""
-    first: Placement = (
-        cast(Placement, setting) if setting != "auto" else "user" if api == "chat" else "system"
-    )
+def choose(setting: str, refusals: frozenset[Placement] = frozenset()) -> Placement | None:
+    """The placement for ``setting`` (``auto``, which is ``user``, or a placement), past
+    the ones refused for the model, never one with more authority than ``setting``'s
+    (None: none is left)."""
+    first: Placement = "user" if setting == "auto" else cast(Placement, setting)
     if first not in refusals:
         return first
-    return next((p for p in LADDER if p not in refusals), None)
+    allowed = AUTHORITY[first]
+    return next((p for p in LADDER if p not in refusals and AUTHORITY[p] <= allowed), None)
 
 
 def place(data: ModelInputData, block: str, placement: Placement) -> ModelInputData:
@@ -144,12 +123,13 @@ def place(data: ModelInputData, block: str, placement: Placement) -> ModelInputD
     if placement == "instructions":
         instructions = f"{data.instructions}\n\n{block}" if data.instructions else block
         return ModelInputData(input=items, instructions=instructions)
-    if placement == "user" and index is not None:
+    if placement == "user":
+        if index is None:  # nothing of the user's to carry it: no block
+            return ModelInputData(input=items, instructions=data.instructions)
         current = cast(Mapping[str, Any], items[index])
         carrier = MemoryCarrier(current, _in_front(current.get("content"), block), block)
         items[index] = cast(TResponseInputItem, carrier)
         return ModelInputData(input=items, instructions=data.instructions)
-    # system (or user with no user message to carry it)
     position = len(items) if index is None else index
     message = cast(TResponseInputItem, MemoryItem(role="system", content=block))
     return ModelInputData(
