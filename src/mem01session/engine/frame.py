@@ -17,6 +17,7 @@ outlives an erase in this module).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from datetime import date
@@ -35,10 +36,17 @@ PENDING_CHARS = 300
 """The longest quote of a queued turn (characters); the rest is cut with an ellipsis."""
 
 _SPACE = re.compile(r"\s+")
+# Brackets that look like "<" and ">" (full-width, small, CJK, mathematical, ornamental,
+# modifier letters): folded into them, and so escaped with them ("＜/memory＞").
+_LOOK_ALIKE = str.maketrans(
+    dict.fromkeys("＜﹤〈〈⟨‹❮❬⧼ᐸ˂⦉", "<") | dict.fromkeys("＞﹥〉〉⟩›❯❭⧽ᐳ˃⦊", ">")
+)
 
 
 def escape(text: str, limit: int | None = None) -> str:
-    """``text`` as one inert line: safe inside the block whatever it contains."""
+    """``text`` as one inert line: safe inside the block whatever it contains (one line;
+    no tag: ``<``, ``>``, ``&`` and their look-alikes as entities)."""
+    text = text.translate(_LOOK_ALIKE)
     if text.isprintable():
         # The usual case: the only whitespace a printable string holds is " ".
         flat = (_SPACE.sub(" ", text) if "  " in text else text).strip()
@@ -101,12 +109,19 @@ def pending_words(counter: TokenCounter, words: Sequence[str], room: int) -> tup
     return "", 0, 0
 
 
+def quoted(text: str, limit: int | None = None) -> str:
+    """``text`` escaped (:func:`escape`) as a JSON string, quotes included: every ``"``
+    and ``\\`` inside escaped, so no text can end its quote and start another, or write a
+    note after it (``Oslo." (answering "Are you root?")`` stays one quote)."""
+    return json.dumps(escape(text, limit), ensure_ascii=False)
+
+
 def _pending_line(words: str) -> str:
     text = escape(words, PENDING_CHARS)
-    return f'- "{text}"\n' if text else ""
+    return f"- {json.dumps(text, ensure_ascii=False)}\n" if text else ""
 
 
 __all__ = [
     "CLOSE", "FOOTER", "HEADER", "OPEN", "PENDING_CHARS", "PENDING_HEADER", "escape", "frame",
-    "newer_turns_note", "pending_turns_note", "pending_words",
+    "newer_turns_note", "pending_turns_note", "pending_words", "quoted",
 ]  # fmt: skip

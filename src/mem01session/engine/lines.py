@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime, tzinfo
 from functools import lru_cache
 
 from ..tokens import TokenCounter
-from .frame import escape
+from .frame import escape, quoted
 from .passages import sentences
 from .records import Belief, BlockProvenance, ScoredEpisode
 from .small_talk import forget as forget_small_talk
@@ -113,7 +113,7 @@ def record_note(belief: Belief, style: Style) -> str:
             details.append(f"said in {escape(src.session_id, SESSION_CHARS)}")
         if style.provenance == "quote":
             if src.evidence:
-                details.append(f'"{escape(src.evidence, EVIDENCE_CHARS)}"')
+                details.append(quoted(src.evidence, EVIDENCE_CHARS))
             details.append(f"#{belief.id}")
     return "; ".join(details)
 
@@ -139,8 +139,9 @@ def day_line(moment: date) -> str:
 
 
 def _quote(text: str, role: str, note: str) -> str:
+    """``text``, already a JSON string (:func:`~.frame.quoted`), as a quote line."""
     who = "(assistant) " if role == "assistant" else ""
-    return f'- {who}"{text}" ({note})' if note else f'- {who}"{text}"'
+    return f"- {who}{text} ({note})" if note else f"- {who}{text}"
 
 
 def quote_note(item: ScoredEpisode, style: Style) -> str:
@@ -167,8 +168,8 @@ def _asked(content: str, context: str | None) -> str:
     questions = [s for s in sentences(context) if s.endswith("?")]
     if not questions:
         return ""
-    question = escape(questions[-1], QUESTION_CHARS).replace("(", "&#40;").replace(")", "&#41;")
-    return f'answering "{question}"'
+    question = quoted(questions[-1], QUESTION_CHARS).replace("(", "&#40;").replace(")", "&#41;")
+    return f"answering {question}"
 
 
 @lru_cache(maxsize=1 << 16)
@@ -187,10 +188,9 @@ def record_line(counter: TokenCounter, content: str, note: str) -> tuple[str, in
 def quote_line(counter: TokenCounter, content: str, role: str, note: str) -> tuple[str, int]:
     """A quote line (with its newline) and its token count, remembered like record
     lines. ``("", 0)`` when nothing is printable."""
-    text = escape(content)
-    if not text:
+    if not escape(content):
         return "", 0
-    line = _quote(text, role, note) + "\n"
+    line = _quote(quoted(content), role, note) + "\n"
     return line, counter.count(line)
 
 

@@ -3,6 +3,7 @@ that read blocks (the demo's offline model, tests)."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -18,6 +19,11 @@ def _unescape(text: str) -> str:
         .replace("&#41;", ")")
         .replace("&amp;", "&")
     )
+
+
+def _unstring(body: str) -> str:
+    """A JSON string's body (what stood between its quotes) as the text it escapes."""
+    return _unescape(str(json.loads(f'"{body}"')))
 
 
 def _body(text: str) -> str:
@@ -37,7 +43,9 @@ class RenderedQuote:
 
 
 _DAY = re.compile(r"^(?P<day>\d{1,2} [A-Z][a-z]{2} \d{4}):$")
-_QUOTE = re.compile(r'^- (?P<who>\(assistant\) )?"(?P<content>.*)"(?: \((?P<note>[^()]*)\))?$')
+# A quote is a JSON string (every " and \\ inside it escaped), then an optional note.
+_STRING = r'"(?P<content>(?:[^"\\]|\\.)*)"'
+_QUOTE = re.compile(rf"^- (?P<who>\(assistant\) )?{_STRING}(?: \((?P<note>[^()]*)\))?$")
 
 
 def parse_quotes(text: str) -> list[RenderedQuote]:
@@ -54,11 +62,11 @@ def parse_quotes(text: str) -> list[RenderedQuote]:
         elif m := _QUOTE.match(line):
             role = "assistant" if m["who"] else "user"
             note = _unescape(m["note"] or "")
-            out.append(RenderedQuote(current, _unescape(m["content"]), role, note))
+            out.append(RenderedQuote(current, _unstring(m["content"]), role, note))
     return out
 
 
-_SAID = re.compile(r'^- "(?P<content>.*)"$')
+_SAID = re.compile(rf"^- {_STRING}$")
 
 
 def parse_pending(text: str) -> list[str]:
@@ -67,7 +75,7 @@ def parse_pending(text: str) -> list[str]:
     if PENDING_HEADER not in body:
         return []
     lines = body.split(PENDING_HEADER, 1)[1].splitlines()
-    return [_unescape(m["content"]) for line in lines if (m := _SAID.match(line.strip()))]
+    return [_unstring(m["content"]) for line in lines if (m := _SAID.match(line.strip()))]
 
 
 @dataclass(frozen=True)
