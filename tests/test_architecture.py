@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"_secret_rules"},
     {"secret_scan"},
     {"errors", "logs"},
-    {"checks", "config", "tokens", "loops", "opening", "bounded"},
+    {"checks", "config", "tokens", "loops", "opening", "bounded", "private"},
     {"db", "embeddings"},
     {"engine"},
     {"spans"},

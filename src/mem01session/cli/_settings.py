@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..private import private_folder
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -41,7 +42,7 @@ def check_home(home: Path) -> None:
     if home.exists() and not home.is_dir():
         raise ConfigError(f"{where} is a file, not a folder")
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_folder(home)
     except OSError as exc:
         reason = "a parent is a file" if exc.errno == errno.ENOTDIR else exc.strerror
         raise ConfigError(f"{where} cannot be created: {reason}") from None

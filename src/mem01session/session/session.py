@@ -34,10 +34,11 @@ from ..engine.records import (
 from ..errors import ConfigError, Mem01MemoryError
 from ..extraction import Extractor
 from ..memory import Memory
+from ..private import private_file, private_folder
 from ..spans import enqueue_span
 from .durable import DurableTier
-from .items import turn_messages
-from .options import SessionOptions
+from .items import redacted, turn_messages
+from .options import SessionOptions, TranscriptSecrets
 from .runs import SessionRuns
 
 T = TypeVar("T")
@@ -65,10 +66,18 @@ class Mem01Session:
     session opens a private one from the environment on first use and closes it in
     :meth:`aclose`.
 
-    ``memory_placement`` says where the block goes in the model input: ``auto`` (a content
-    part of the current user message for Chat Completions models, a system message before
-    it otherwise), ``system``, ``user`` or ``instructions``; default ``MEM01_MEMORY_PLACEMENT``
+    ``memory_placement`` says where the block goes in the model input: ``auto`` (in front
+    of the words of the current user message: what users said comes back with no more
+    authority than their own message), ``user`` (the same), or, only when you ask for
+    system authority, ``system`` or ``instructions``; default ``MEM01_MEMORY_PLACEMENT``
     (see :mod:`mem01session.session.placement`).
+
+    ``transcript_secrets``: ``"keep"`` (the default) stores the conversation in ``inner``
+    as it was said, as the SDK's sessions do (in a file only its owner reads, for the
+    default store); ``"redact"`` replaces the secrets of its messages first (card numbers,
+    keys, passwords: the screen durable memory uses), so that later turns of the
+    conversation read ``[redacted]`` where the secret was. Durable memory never keeps them
+    either way.
 
     ``timezone`` is the user's IANA time zone (``"America/Los_Angeles"``): their turns are
     stamped with its local time, so that "yesterday" is their yesterday, and the block's
@@ -99,6 +108,7 @@ class Mem01Session:
         provenance: BlockProvenance = "none",
         memory_placement: str | None = None,
         timezone: str | None = None,
+        transcript_secrets: TranscriptSecrets = "keep",
     ) -> None:
         self.session_id = check_id("session_id", session_id)
         self.user_id = check_id("user_id", user_id)
@@ -109,7 +119,9 @@ class Mem01Session:
             provenance=provenance,
             memory_placement=memory_placement,
             timezone=timezone,
+            transcript_secrets=transcript_secrets,
         )
+        self._redact_transcript = options.transcript_secrets == "redact"
         self.max_memory_tokens = options.max_memory_tokens
         self.provenance: BlockProvenance = options.provenance
         if inner is not None:
@@ -213,9 +225,8 @@ class Mem01Session:
         return self._inner
 
     def _default_inner(self) -> Session:
-        home = Path(self._memory.settings.home)
-        home.mkdir(parents=True, exist_ok=True)
-        return SQLiteSession(self.session_id, home / "transcripts.sqlite")
+        home = private_folder(Path(self._memory.settings.home))
+        return SQLiteSession(self.session_id, private_file(home / "transcripts.sqlite"))
 
     # -- the SDK Session protocol: transcript -----------------------------------------
 
@@ -237,7 +248,8 @@ class Mem01Session:
         messages = turn_messages(items)
         self._runs.storing(messages)
         try:
-            await self._inner.add_items(self._runs.for_transcript(items))
+            kept = self._runs.for_transcript(items)
+            await self._inner.add_items(redacted(kept) if self._redact_transcript else kept)
         except BaseException:
             self._runs.not_stored()
             raise

@@ -40,6 +40,7 @@ from ..checks import check_instance, check_positive_int, check_seconds
 from ..errors import ConfigError
 from ..logs import describe, get_logger
 from ..memory import Memory
+from ..private import private_file, private_folder
 from ..session import Mem01Session
 from ..session.options import SessionOptions
 from .managed import ManagedSession, SessionKey, SessionRecord, check_state_key
@@ -120,8 +121,9 @@ class SessionManager:
             if not callable(part):
                 raise ConfigError(f"{name} must be callable, got {type(part).__name__}")
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.db_path = self.folder / DB_FILE
+        if not self.folder.exists():  # made here: private (a folder of yours stays as it is)
+            private_folder(self.folder)
+        self.db_path = private_file(self.folder / DB_FILE)
         self._ttl = None if ttl is None else timedelta(seconds=ttl)
         self._max_history = max_session_history
         self._factory = session_factory
