@@ -61,3 +61,10 @@ def test_the_licence_the_project_declares_is_shipped() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["license"] == "MIT"
     assert "MIT License" in (ROOT / "LICENSE").read_text()
+
+
+def test_no_binary_is_committed() -> None:
+    # Wheels, archives and built libraries come from the registries, never from the repo.
+    binaries = {".whl", ".zip", ".gz", ".tgz", ".so", ".dylib", ".dll", ".exe", ".bin"}
+    committed = [p.relative_to(ROOT).as_posix() for p in tracked() if p.suffix in binaries]
+    assert committed == []
