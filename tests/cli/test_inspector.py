@@ -15,6 +15,7 @@ from typer.testing import CliRunner, Result
 import mem01session.cli._reads as reads_module
 from mem01session import Memory
 from mem01session.cli import app
+from mem01session.cli._console import console
 from mem01session.config import Settings
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import Utterance
@@ -425,6 +426,14 @@ def test_jobs_list_and_retry(seeded: Seeded) -> None:
     )
 
 
+def test_jobs_list_as_json(seeded: Seeded) -> None:
+    listed = json.loads(ok("jobs", "list", "--failed", "--json"))
+    [job] = [j for j in listed if j["id"] == seeded.failed_job]
+    assert job["user_id"] == ALICE and job["status"] == "failed" and job["attempts"] >= 1
+    assert "extractor exploded" in job["last_error"] and job["notes"] == []
+    assert set(job) >= {"session_id", "created_at", "updated_at", "usage"}  # never the turn
+
+
 # -- bad input ------------------------------------------------------------------------
 
 
@@ -681,3 +690,21 @@ def test_users_at_a_terminals_width_keep_every_id(
     assert max(len(line) for line in out.splitlines()) <= 80
     rows = [line for line in out.splitlines() if line.startswith("│ ")]
     assert {line.split()[1] for line in rows} >= {ALICE, BOB, "a-rather-long-us"}  # folded
+
+
+def test_piped_output_keeps_every_cell_whole(env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    long = "Collects " + ", ".join(f"vintage item number {i}" for i in range(12))
+
+    async def remember() -> None:
+        async with Memory(Settings.from_env()) as memory:
+            engine = await memory.engine()
+            await engine.apply("carol", [Op.add(long)], provenance=Provenance("conv-carol"))
+
+    asyncio.run(remember())
+    monkeypatch.delenv("COLUMNS")  # a pipe: no terminal width to fit
+    console.cache_clear()
+    try:
+        out = ok("beliefs", "list", "--user", "carol")
+    finally:
+        console.cache_clear()
+    assert any(long in line for line in out.splitlines())  # one line, nothing cut

@@ -30,10 +30,11 @@ def list_cmd(
     failed: Annotated[bool, typer.Option("--failed", help="Only jobs that gave up.")] = False,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List extraction jobs, newest first (never the text of their turns).
 
-    Example: mem01session jobs list --failed
+    Example: mem01session jobs list --failed --json
     """
     check_positive("--limit", limit)
     from rich.table import Table
@@ -50,6 +51,27 @@ def list_cmd(
         return await list_jobs(pool, user_id=user, status=status, limit=limit)
 
     jobs = with_pool(work)
+    if as_json:
+        typer.echo(
+            render.dumps(
+                [
+                    {
+                        "id": j.id,
+                        "user_id": j.user_id,
+                        "session_id": j.session_id,
+                        "status": j.status,
+                        "attempts": j.attempts,
+                        "created_at": j.created_at,
+                        "updated_at": j.updated_at,
+                        "last_error": j.last_error,
+                        "notes": j.notes.splitlines() if j.notes else [],
+                        "usage": j.usage,
+                    }
+                    for j in jobs
+                ]
+            )
+        )
+        return
     if not jobs:
         console().print(Text("no failed jobs" if failed else "no jobs"))
         return
