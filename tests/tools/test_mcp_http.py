@@ -4,6 +4,7 @@ default, loopback ``Host`` names only, a token for anything else) and a real rou
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import urllib.error
@@ -19,12 +20,14 @@ from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 from typer.testing import CliRunner
 
+import mem01session
+from mem01session import Memory
 from mem01session.cli import app
 from mem01session.config import Settings
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.errors import ConfigError
-from mem01session.tools.mcp_server import HttpGuard, HttpServer, check_http_bind
+from mem01session.tools.mcp_server import HttpGuard, HttpServer, build_server, check_http_bind
 from tests.cli.test_startup import loaded_after
 from tests.conftest import TEST_DIM
 
@@ -141,3 +144,21 @@ def test_mcp_help_loads_neither_mcp_nor_the_database() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]"
     assert "--transport" in proc.stdout and "--user" in proc.stdout
+
+
+def test_a_desktop_clients_config_names_the_full_command_and_hides_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEM01_DATABASE_URL", "postgresql://mem01:s3cret-pw@db.example/mem01")
+    result = runner.invoke(app, ["mcp", "--user", "alice", "--print-config"])
+    assert result.exit_code == 0, result.output
+    server = json.loads(result.output)["mcpServers"]["memory"]
+    assert server["command"] == sys.executable  # a GUI app's PATH has no venv
+    assert server["args"] == ["-m", "mem01session", "mcp", "--user", "alice"]
+    assert server["env"]["MEM01_DATABASE_URL"] == "postgresql://mem01:***@db.example/mem01"
+    assert "s3cret-pw" not in result.output
+
+
+def test_the_server_says_its_version() -> None:
+    # MCP clients show it (it was empty).
+    assert build_server(Memory(Settings()), user_id="ana").version == mem01session.__version__

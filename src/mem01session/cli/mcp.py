@@ -46,6 +46,14 @@ def mcp(
             "for every user (default: each user's recorded zone, else UTC).",
         ),
     ] = None,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config",
+            help="Print a desktop client's config for this server (the command's full path, "
+            "which a GUI app's PATH may not have) and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Serve search_memory, remember, correct_memory and forget_memory over MCP.
 
@@ -54,8 +62,11 @@ def mcp(
     default: nothing but the protocol is written to stdout. --transport http serves
     streamable HTTP at /mcp on 127.0.0.1; another address needs --token.
 
-    Example: mem01session mcp --user alice
+    Example: mem01session mcp --user alice --print-config
     """
+    if print_config:
+        typer.echo(desktop_config(user, timezone))
+        return
     if transport not in TRANSPORTS:
         fail(f"--transport must be stdio or http, got {transport!r}")
     if not 0 <= port <= 65535:
@@ -98,3 +109,26 @@ def mcp(
     console().print(line)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve())
+
+
+def desktop_config(user: str | None, timezone: str | None) -> str:
+    """A desktop MCP client's config (Claude Desktop's ``claude_desktop_config.json``,
+    Cursor's ``mcp.json``) that starts this server with this environment's Python: by full
+    path, since a GUI app does not read the shell's PATH."""
+    import json
+    import os
+    import sys
+
+    from ..redaction import redact
+
+    args = ["-m", "mem01session", "mcp"]
+    args += ["--user", user] if user else []
+    args += ["--timezone", timezone] if timezone else []
+    # The database password is not printed: the client's config needs it put back in.
+    env = {
+        k: redact(os.environ[k]) for k in ("MEM01_HOME", "MEM01_DATABASE_URL") if os.environ.get(k)
+    }
+    server: dict[str, object] = {"command": sys.executable, "args": args}
+    if env:
+        server["env"] = env
+    return json.dumps({"mcpServers": {"memory": server}}, indent=2)

@@ -36,6 +36,7 @@ from pydantic import Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import __version__
 from ..checks import check_id, check_timezone
 from ..config import Settings
 from ..engine.records import DEFAULT_MAX_TOKENS
@@ -97,7 +98,11 @@ def build_server(
     if timezone is not None:
         check_timezone("timezone", timezone)
     server: MCPServer[Any] = MCPServer(
-        NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
+        NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
     )
 
     async def run(
