@@ -77,9 +77,9 @@ def test_a_readme_example_runs_and_runs_again_alike(index: int) -> None:
     output = runs[0]
     if index == 0:
         first = output.splitlines()
-        assert first[0] == "From what I was shown: Lives in Lisbon (current)."
+        assert first[0] == "You live in Lisbon."
         assert first[1] == "2"
     if "Any pets?" in block:
         assert output.strip() == "['Has a cat named Miso']"
     if "Runner.run_sync(" in block:
-        assert "Lives in Porto" in output.splitlines()[0]
+        assert "You live in Porto" in output.splitlines()[0]

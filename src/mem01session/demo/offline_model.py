@@ -1,10 +1,11 @@
 """A deterministic answering model for offline demos: it answers only from its input.
 
-It has no knowledge of its own. Its reply quotes what the memory block (its notes, its
-dated quotes and the words of turns still queued) and the earlier user messages of the
-transcript say about the question's words, so the answer shows exactly what the model was
-given. Not a language model: use it
-to see memory at work without an API key.
+It has no knowledge of its own. To a question it answers with what the memory block (its
+notes, said to the user: "You live in Lisbon."; its dated quotes; the words of turns still
+queued) and the earlier user messages of the transcript say about the question's words,
+so the answer shows exactly what the model was given; to a statement it says "Noted.", to
+small talk a word back. Not a language model: use it to see memory at work without an API
+key.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from ..engine.parse import parse_block, parse_pending, parse_quotes
 from ..engine.render import OPEN
+from ..engine.small_talk import is_small_talk
 from ..session.items import is_memory, item_text, memory_texts
 
 _WORD = re.compile(r"[a-z0-9$]+")
@@ -31,7 +33,7 @@ _STOP = frozenset(
 # Question words -> words the matching facts use.
 _RELATED = {
     "live": {"lives", "live", "living", "moved", "home", "city"},
-    "rent": {"rent", "pays", "pay", "month", "$"},
+    "rent": {"rent", "pays", "pay", "$"},
     "work": {"works", "work", "job", "employer"},
     "name": {"name", "called"},
 }
@@ -48,9 +50,49 @@ def _terms(text: str) -> set[str]:
     return words
 
 
+# A note's first verb, said to the user: now, and of what held before.
+_VERBS = {
+    "lives": ("live", "lived"), "pays": ("pay", "paid"), "works": ("work", "worked"),
+    "has": ("have", "had"), "is": ("are", "were"), "likes": ("like", "liked"),
+    "loves": ("love", "loved"), "owns": ("own", "owned"), "rents": ("rent", "rented"),
+    "speaks": ("speak", "spoke"), "plays": ("play", "played"), "drives": ("drive", "drove"),
+    "prefers": ("prefer", "preferred"), "dislikes": ("dislike", "disliked"),
+    "studies": ("study", "studied"), "uses": ("use", "used"), "keeps": ("keep", "kept"),
+}  # fmt: skip
+_QUESTION = re.compile(r"^(?:who|what|when|where|why|how|which|do|does|did|is|are|am|can|could"
+                       r"|will|would|should|have|has)\b", re.IGNORECASE)  # fmt: skip
+
+
+def _to_you(statement: str, *, past: bool = False) -> str:
+    """A note said to the user: "Lives in Lisbon" -> "you live in Lisbon" (or "lived")."""
+    first, _, rest = statement.partition(" ")
+    verbs = _VERBS.get(first.lower())
+    if verbs is None:
+        return statement[:1].lower() + statement[1:] if past else statement
+    return f"you {verbs[1 if past else 0]} {rest}".strip()
+
+
+def _sentence(text: str) -> str:
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?", '"')) else f"{text}."
+
+
+def _word_back(said: str) -> str | None:
+    """A word back to thanks, a greeting or a goodbye (None: ``said`` is none of them)."""
+    first = said.lstrip().split(maxsplit=1)[0].strip(",.!?").lower() if said.strip() else ""
+    if first in ("thanks", "thank", "thx", "cheers"):
+        return "You're welcome!"
+    if first in ("bye", "goodbye", "later"):
+        return "Goodbye!"
+    if first in ("hi", "hello", "hey", "hiya", "morning", "good"):
+        return "Hello! How can I help?"
+    return None
+
+
 def compose_answer(items: list[TResponseInputItem], instructions: str | None = None) -> str:
-    """The reply: what the input (and the instructions) say about the last user message's
-    words. The memory block is read wherever it was placed."""
+    """The reply: to a question, what the input (and the instructions) say about its
+    words, said to the user; to a statement, an acknowledgement; to small talk, a word back.
+    The memory block is read wherever it was placed."""
     messages = [i for i in items if isinstance(i, dict)]
     blocks = memory_texts(messages)
     if instructions and OPEN in instructions:
@@ -59,30 +101,35 @@ def compose_answer(items: list[TResponseInputItem], instructions: str | None = N
     if not users:
         return "I was given no question."
     question, earlier = users[-1], users[:-1]
+    if "?" not in question and not _QUESTION.match(question.strip()):
+        return (_word_back(question) or "Okay.") if is_small_talk(question) else "Noted."
     wanted = _terms(question)
 
     def relevant(text: str) -> bool:
         return bool(wanted & _terms(text))
 
-    lines: list[str] = []
-    for record in (r for b in blocks for r in parse_block(b)):
-        if relevant(record.content):
-            label = "current" if record.status == "active" else "no longer current"
-            note = f"; {record.note}" if record.note else ""
-            lines.append(f"{record.content} ({label}{note})")
+    said: list[str] = []
+    records = [r for b in blocks for r in parse_block(b) if relevant(r.content)]
+    for record in records:
+        if record.status == "active":
+            said.append(_sentence(_to_you(record.content)))
+    for record in records:
+        if record.status != "active":
+            when = f" ({record.note})" if record.note else ""
+            said.append(_sentence(f"before that, {_to_you(record.content, past=True)}{when}"))
     for quote in (q for b in blocks for q in parse_quotes(b)):
         if relevant(quote.content):
             who = "I said" if quote.role == "assistant" else "you said"
-            lines.append(f'{who} on {quote.day}: "{quote.content}"')
-    for said in (s for b in blocks for s in parse_pending(b)):
-        if relevant(said):
-            lines.append(f'you said moments ago: "{said}"')
+            said.append(f'On {quote.day} {who}: "{quote.content}"')
+    for words in (w for b in blocks for w in parse_pending(b)):
+        if relevant(words):
+            said.append(f'You said moments ago: "{words}"')
     for text in earlier:
         if relevant(text):
-            lines.append(f'you said earlier in this conversation: "{text}"')
-    if not lines:
-        return "I don't know: nothing I was shown answers that."
-    return "From what I was shown: " + "; ".join(lines) + "."
+            said.append(f'Earlier here you said: "{text}"')
+    if not said:  # "Hi! Can you help me?" is answered as a greeting
+        return _word_back(question) or "I don't know: nothing I was shown answers that."
+    return " ".join(said)
 
 
 class OfflineAnswerModel(Model):
