@@ -87,9 +87,12 @@ def _charts(data: dict[str, object]) -> None:
         return
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(data, f)
-    subprocess.run(
-        [str(PEERS_PYTHON), str(HERE / "peers" / "charts.py"), f.name, str(IMG)], check=False
-    )
+    try:
+        subprocess.run(
+            [str(PEERS_PYTHON), str(HERE / "peers" / "charts.py"), f.name, str(IMG)], check=False
+        )
+    finally:
+        os.unlink(f.name)
 
 
 def _section(title: str, command: str, head: str, body: str) -> str:

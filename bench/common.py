@@ -30,6 +30,13 @@ from mem01session.extraction import Candidate, Extraction, Extractor, RuleExtrac
 from mem01session.queue import WorkerPolicy
 
 
+def scratch(prefix: str = "mem01-bench-") -> str:
+    """A scratch folder in the temporary folder, removed when the benchmark exits."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 class PrecomputedEmbedder:
     """Serves precomputed vectors; computes (and keeps) any it has not seen."""
 
@@ -110,7 +117,7 @@ async def open_memory(
     migrate.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
     options: dict[str, Any] = {"clock": clock} if clock is not None else {}
     memory = Memory(
-        Settings(database_url=url, home=Path(tempfile.mkdtemp(prefix="mem01-bench-"))),
+        Settings(database_url=url, home=Path(scratch())),
         embedder=embedder,
         extractor=extractor or RuleExtractor(),
         run_worker=run_worker,

@@ -4,14 +4,13 @@ mem0's own LLM pipeline (``infer=True``) against the benchmark's model server.""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from mem01session.tokens import default_token_counter
 
-from .common import PrecomputedEmbedder, Server
+from .common import PrecomputedEmbedder, Server, scratch
 from .locomo import Dialogue, DialogueSession, Exchange, chat, raw_text, turn_instant
 from .metrics import Answer, pack
 from .peer_client import Peer
@@ -64,7 +63,7 @@ def raw_messages(
 ) -> Mem0Row:
     """Each turn a raw message of its speaker's user (``infer=False``)."""
     with Peer("mem0", log) as peer:
-        peer.setup(server.database("e2e_mem0"), emb.dim, tempfile.mkdtemp())
+        peer.setup(server.database("e2e_mem0"), emb.dim, scratch())
         ms = 0.0
         for d in dialogues:
             for session in d.sessions:
@@ -91,7 +90,7 @@ def llm_pipeline(
     adds them, through mem0's extraction call to ``model`` and its dedup."""
     with Peer("mem0", log) as peer:
         llm = {"url": model.url, "model": model.model, "api_key": model.api_key}
-        peer.setup(server.database("e2e_mem0_llm"), emb.dim, tempfile.mkdtemp(), llm=llm)
+        peer.setup(server.database("e2e_mem0_llm"), emb.dim, scratch(), llm=llm)
         ms = 0.0
         for d in dialogues:
             for session in d.sessions:

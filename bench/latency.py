@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from .common import PrecomputedEmbedder, Server, percentiles, vector_binary
+from .common import PrecomputedEmbedder, Server, percentiles, scratch, vector_binary
 from .peer_client import Peer, PeerError
 from .synthetic import Row, copy_rows, queries, synthetic_rows
 
@@ -181,7 +180,7 @@ async def run(
             try:
                 peer = Peer(name, log)
                 purl = server.database("l_" + name.replace("-", "_"))
-                peer.setup(purl, emb.dim, tempfile.mkdtemp())
+                peer.setup(purl, emb.dim, scratch())
                 peers[name] = (peer, purl)
             except (PeerError, OSError) as exc:
                 out.failures[name] = str(exc)

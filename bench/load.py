@@ -53,7 +53,6 @@ import contextlib
 import gc
 import random
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -69,7 +68,7 @@ from mem01session.embeddings import Embedder, MiniLMEmbedder
 from mem01session.queue import WorkerPolicy
 
 from .busy import busy
-from .common import Server, cpu_reference_ms, open_memory
+from .common import Server, cpu_reference_ms, open_memory, scratch
 from .load_floor import open_free_recall
 from .load_processes import (
     helpers_cpu_s,
@@ -322,7 +321,7 @@ async def _converse(
     phase: Phase,
 ) -> float:
     """The conversations with memory, until the backlog is drained; the seconds that took."""
-    store = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "t.sqlite"
+    store = Path(scratch("mem01-load-")) / "t.sqlite"
     sessions = [
         Mem01Session(c.session_id, c.user_id, inner=SQLiteSession(c.session_id, store),
                      memory=memory, recall_wait=phase.recall_wait)
@@ -425,7 +424,7 @@ async def _state(
         busy() if loaded else contextlib.nullcontext(),
         startup_frozen() if frozen else contextlib.nullcontext(),
     ):
-        bare = Path(tempfile.mkdtemp(prefix="mem01-load-")) / "bare.sqlite"
+        bare = Path(scratch("mem01-load-")) / "bare.sqlite"
         await _bare(convs, bare, here.bare)
         state = ("busy" if loaded else "idle") + ("_frozen" if frozen else "")
         for phase in phases:
@@ -444,7 +443,7 @@ async def run(server: Server, embedder: Embedder, sizes: Sizes = Sizes()) -> Loa
     started = time.perf_counter()
     cpu_ms = cpu_reference_ms()
     convs = plan(sizes.sessions, sizes.users, sizes.turns)
-    await _warm(server, embedder, Path(tempfile.mkdtemp(prefix="mem01-load-")) / "warm.sqlite")
+    await _warm(server, embedder, Path(scratch("mem01-load-")) / "warm.sqlite")
     phases: list[Phase] = []
     for round_ in range(1, sizes.rounds + 1):
         for loaded, frozen in MACHINE_STATES:

@@ -11,7 +11,6 @@ that block again: no embedding, no statement, no ranking, no rendering, on any p
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -21,6 +20,8 @@ from mem01session.embeddings import Embedder
 from mem01session.engine import BeliefEngine, RecallRequest, RecallResult
 from mem01session.engine.read import SnapshotProbe
 from mem01session.extraction import RuleExtractor
+
+from .common import scratch
 
 T = TypeVar("T")
 
@@ -50,7 +51,7 @@ async def open_free_recall(url: str, embedder: Embedder, *, run_worker: bool) ->
     database is the caller's to close, after the memory)."""
     migrate.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
     db = await Database.open(url, embedding_model=embedder.name, embedding_dim=embedder.dim)
-    home = Path(tempfile.mkdtemp(prefix="mem01-bench-"))
+    home = Path(scratch())
     return Memory(
         Settings(database_url=url, home=home),
         engine=FreeRecall(db, embedder),

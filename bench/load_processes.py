@@ -7,12 +7,13 @@ import contextlib
 import os
 import subprocess
 import sys
-import tempfile
 
 import psutil
 import psycopg
 
 from mem01session.embeddings import Embedder
+
+from .common import scratch
 
 EMBEDDING_PROCESS = "mem01session.embeddings.model_child"
 WORKER_NICE = 10
@@ -27,7 +28,7 @@ def start_worker(url: str, embedder: Embedder) -> subprocess.Popen[str]:
     env.update(
         MEM01_DATABASE_URL=url,
         MEM01_EMBEDDING_MODEL=embedder.name,
-        MEM01_HOME=tempfile.mkdtemp(prefix="mem01-load-worker-"),
+        MEM01_HOME=scratch("mem01-load-worker-"),
     )
     proc = subprocess.Popen(
         ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "mem01session", "worker"],

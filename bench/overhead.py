@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from agents.testing import ScriptedModel, assistant_message
 from mem01session import Mem01Session, Memory
 from mem01session.embeddings import Embedder
 
-from .common import DelayedExtractor, Server, open_memory
+from .common import DelayedExtractor, Server, open_memory, scratch
 
 DELAYS = (0.0, 0.5, 1.5)
 THINK_SECONDS = 0.3
@@ -136,7 +135,7 @@ async def run(
 ) -> OverheadResult:
     set_tracing_disabled(True)
     started = time.perf_counter()
-    store = Path(tempfile.mkdtemp()) / "t.sqlite"
+    store = Path(scratch()) / "t.sqlite"
     result = OverheadResult(runs=runs, think=think, cases=[])
     result.embedder = embedder.name
     for i, delay in enumerate(delays):

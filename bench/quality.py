@@ -16,7 +16,6 @@ marked.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -30,7 +29,7 @@ from mem01session.engine.ops import Op, Provenance
 from mem01session.engine.read import tsquery_terms
 from mem01session.tokens import default_token_counter
 
-from .common import PrecomputedEmbedder, Server, open_memory, vector_text
+from .common import PrecomputedEmbedder, Server, open_memory, scratch, vector_text
 from .locomo import Conversation, load
 from .metrics import Answer, Query, Summary, pack, parse_ids, summarize
 from .peer_client import Peer, PeerError
@@ -241,7 +240,7 @@ async def _one_run(
         try:
             with Peer(name, log) as peer:
                 purl = server.database(f"q{run}_" + name.replace("-", "_"))
-                peer.setup(purl, emb.dim, tempfile.mkdtemp())
+                peer.setup(purl, emb.dim, scratch())
                 answers, load_ms = _peer_answers(peer, convs, emb)
             by_system[name] = summaries(queries, answers)
             out.load_ms_per_fact[name] = load_ms

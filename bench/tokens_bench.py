@@ -8,7 +8,6 @@ instructions plus the JSON of the input items the model was given.
 from __future__ import annotations
 
 import json
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -23,7 +22,7 @@ from mem01session.demo.recording import RecordingModel
 from mem01session.demo.run import DAYS, INSTRUCTIONS, SCRIPT
 from mem01session.tokens import default_token_counter
 
-from .common import PrecomputedEmbedder, Server, open_memory
+from .common import PrecomputedEmbedder, Server, open_memory, scratch
 
 QUESTION_40 = "Where do I live now, and what is my dog's name?"
 NEEDED_40 = ("Denver", "Rex")  # what the model must be given to answer QUESTION_40
@@ -129,7 +128,7 @@ async def run(server: Server, emb: PrecomputedEmbedder) -> TokensResult:
     out = TokensResult(tokenizer=default_token_counter().name)
     clock = SettableClock()
     memory = await open_memory(server.database("t_mem01session"), emb, clock=clock)
-    store = Path(tempfile.mkdtemp()) / "transcripts.sqlite"
+    store = Path(scratch()) / "transcripts.sqlite"
     try:
         for name, convs, marks, start in (
             (

@@ -9,14 +9,19 @@ template that is migrated once per run.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+
+T = TypeVar("T")
 
 
 def with_database(url: str, name: str) -> str:
@@ -66,7 +71,23 @@ def test_server() -> Iterator[str]:
 
     folder = tempfile.mkdtemp(prefix="mem01-test-pg-")
     server = get_server(os.path.join(folder, "data"), cleanup_mode="delete")
-    yield server.get_uri()
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()  # stopped and its data deleted; then the folder that held it
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def settled(read: Callable[[], T], want: T, timeout: float = 30.0) -> T:
+    """What ``read`` gives once it gives ``want``, or at ``timeout`` seconds (then the last
+    value, for the assertion to show): for a state the server reaches a moment after the
+    client acted, such as a closed connection's backend leaving ``pg_stat_activity``."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value != want and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
 
 
 def create_database(admin_url: str, *, template: str | None = None) -> str:

@@ -9,6 +9,7 @@ SIGKILL it there, synchronizing only on the child's stdout lines).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -283,6 +284,7 @@ class ScratchServer:
 
     def close(self) -> None:
         self.server.cleanup()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 @contextmanager
