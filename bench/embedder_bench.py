@@ -192,7 +192,8 @@ def _shapes(embedder: Any, rounds: int) -> list[dict[str, float]]:
     """CPU per token and RSS by batch shape, smallest activation footprint first."""
     import numpy as np
 
-    from mem01session.embeddings import minilm, minilm_model
+    from mem01session.embeddings.minilm import embedder as minilm
+    from mem01session.embeddings.minilm import model as minilm_model
 
     runtime = minilm_model.runtime(embedder._key)
     shapes = [(b, n) for n in (16, 32, 64, 128, 256) for b in (1, 4, 8, 16, 32, 64)]
@@ -230,14 +231,15 @@ async def main() -> None:
 
     rss_before = _proc_status("VmRSS")
     start = time.perf_counter()
-    from mem01session.embeddings.minilm import MiniLMEmbedder
+    from mem01session.embeddings.minilm.embedder import MiniLMEmbedder
 
     import_s = time.perf_counter() - start
     first = MiniLMEmbedder(intra_op_threads=1, recent_texts=0, own_process=False)
     load_s = first.load()
     first_load_s = time.perf_counter() - start
     rss_after_load = _proc_status("VmRSS")
-    from mem01session.embeddings import minilm, minilm_model
+    from mem01session.embeddings.minilm import embedder as minilm
+    from mem01session.embeddings.minilm import model as minilm_model
 
     tokenizer = minilm_model.runtime(first._key).tokenizer
     query_tokens = [len(tokenizer.encode(q).ids) for q in queries]

@@ -15,7 +15,7 @@ from mem01session.embeddings import Embedder
 
 from .common import scratch
 
-EMBEDDING_PROCESS = "mem01session.embeddings.model_child"
+EMBEDDING_PROCESS = "mem01session.embeddings.minilm.child"
 WORKER_NICE = 10
 """The worker process's niceness: ``nice -n 10 mem01session worker``, as the README tells
 an application whose worker process shares the machine with its runs."""

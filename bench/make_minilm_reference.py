@@ -1,7 +1,7 @@
 """Write tests/embeddings/minilm_reference.json: fp32 all-MiniLM-L6-v2 vectors to test against.
 
 The vectors come from sentence-transformers on torch, the reference implementation the
-int8 ONNX embedder (``mem01session.embeddings.minilm``) must agree with. torch is never a
+int8 ONNX embedder (``mem01session.embeddings.minilm.embedder``) must agree with. torch is never a
 dependency of mem01session: run this in a throwaway virtualenv, e.g.
 
     python3 -m venv .venv-torch

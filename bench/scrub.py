@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mem01session.redaction import redact
-from mem01session.secret_scan import redact_secrets
+from mem01session.secrets.redaction import redact
+from mem01session.secrets.scan import redact_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 TITLE = "Scrubbing speed"
@@ -131,7 +131,7 @@ def _deadline(seconds: float) -> Iterator[None]:
 def baseline(rev: str) -> Scrub:
     """The scrub as it was at git revision ``rev`` (its two modules use only stdlib)."""
     modules = {}
-    for name in ("redaction", "secret_scan"):
+    for name in ("redaction", "secret_scan"):  # their paths at that revision
         source = subprocess.run(
             ["git", "show", f"{rev}:src/mem01session/{name}.py"],
             cwd=ROOT,

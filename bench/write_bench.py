@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 
 from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op, Provenance
-from mem01session.extraction.rules import RuleExtractor
+from mem01session.extraction.rules.extractor import RuleExtractor
 from mem01session.queue import JobStore
 from mem01session.queue.turns import TurnMessage
 from mem01session.queue.worker import MemoryWorker, WorkerPolicy

@@ -21,11 +21,9 @@ ROOT = "mem01session"
 # those before it. docs/architecture.md draws the same picture.
 LAYERS: list[set[str]] = [
     {"_forks"},
-    {"_lazy", "redaction"},
-    {"_secret_rules"},
-    {"secret_scan"},
+    {"_lazy", "secrets"},
     {"errors", "logs"},
-    {"checks", "config", "tokens", "loops", "opening", "bounded", "private"},
+    {"checks", "config", "tokens", "loops", "opening", "bounded", "private", "days"},
     {"db", "embeddings"},
     {"engine"},
     {"spans"},

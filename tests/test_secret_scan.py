@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from mem01session.queue.job_records import payload_for
 from mem01session.queue.turns import TurnMessage
-from mem01session.redaction import MASK, redact
-from mem01session.secret_scan import REDACTED, find_secrets, redact_secrets
+from mem01session.secrets.redaction import MASK, redact
+from mem01session.secrets.scan import REDACTED, find_secrets, redact_secrets
 
 
 def scrub(text: str) -> str:

@@ -12,7 +12,7 @@ from mem01session import Settings
 from mem01session.db import Database
 from mem01session.errors import ConfigError, DatabaseError
 from mem01session.logs import get_logger
-from mem01session.redaction import dsn_secrets, redact
+from mem01session.secrets.redaction import dsn_secrets, redact
 
 PASSWORD = "pw-SENTINEL-7f3a"
 API_KEY = "sk-test-SENTINEL-9c1e77aa"

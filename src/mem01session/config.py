@@ -42,7 +42,7 @@ from typing import Any, Literal, cast
 import platformdirs
 
 from .errors import ConfigError
-from .redaction import dsn_secrets, redact_dsn, register_secret
+from .secrets.redaction import dsn_secrets, redact_dsn, register_secret
 
 DEFAULT_LLM_MODEL = "gpt-4.1-mini"
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"

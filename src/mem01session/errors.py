@@ -1,12 +1,12 @@
 """Exceptions raised by mem01session.
 
-Every message is passed through :func:`mem01session.redaction.redact` before it is
+Every message is passed through :func:`mem01session.secrets.redaction.redact` before it is
 raised, so a registered secret (DSN password, API key) never reaches a traceback.
 """
 
 from __future__ import annotations
 
-from .redaction import redact
+from .secrets.redaction import redact
 
 
 class Mem01Error(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ._forks import ForkSafeLock
-from .redaction import redact
+from .secrets.redaction import redact
 
 _noticed: set[str] = set()
 _noticed_lock = ForkSafeLock()

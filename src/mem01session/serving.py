@@ -14,7 +14,7 @@ from starlette.datastructures import Headers
 
 from .errors import ConfigError
 from .logs import RedactingFilter
-from .redaction import redact
+from .secrets.redaction import redact
 
 MIN_TOKEN_CHARS = 16
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.screen_corpus import SAID, texts
 
-from mem01session.secret_scan import find_secrets
+from mem01session.secrets.scan import find_secrets
 
 
 def test_no_false_positive_on_real_dialogue() -> None:

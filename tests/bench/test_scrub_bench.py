@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bench.scrub import INPUTS, SIZES, WORST, Row, english, section, write
 
-from mem01session.secret_scan import find_secrets
+from mem01session.secrets.scan import find_secrets
 
 
 def test_inputs_have_their_size_and_the_english_holds_no_secret() -> None:

@@ -173,8 +173,8 @@ def test_the_shared_reads_import_no_sqlalchemy() -> None:
         "import sys\n"
         "import mem01session.engine.inspection, mem01session.queue.job_records\n"
         "import mem01session.cli._reads\n"
-        "heavy = {'sqlalchemy', 'numpy', 'mem01session.extraction.rules', "
-        "'mem01session._secret_rules'}\n"
+        "heavy = {'sqlalchemy', 'numpy', 'mem01session.extraction.rules.extractor', "
+        "'mem01session.secrets.rules'}\n"
         "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(mem01session.__file__).parents[1])}

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from mem01session import Settings
-from mem01session.embeddings import default_embedder, minilm_model
-from mem01session.embeddings.minilm import MiniLMEmbedder, _batches
+from mem01session.embeddings import default_embedder
+from mem01session.embeddings.minilm import model as minilm_model
+from mem01session.embeddings.minilm.embedder import MiniLMEmbedder, _batches
 from mem01session.errors import ConfigError, EmbeddingError
 from tests.child_env import fork_exit_code
 
@@ -93,7 +94,7 @@ async def test_batches_equal_one_by_one_in_input_order(embedder: MiniLMEmbedder)
 async def test_recent_texts_are_not_embedded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A turn's words are embedded by the run's recall and again by the worker: the second
     time costs no inference. Erase drops what is kept (forget_texts)."""
-    from mem01session.embeddings.model_process import ModelProcess
+    from mem01session.embeddings.minilm.process import ModelProcess
 
     inferred: list[int] = []
     real = ModelProcess.submit

@@ -1,6 +1,6 @@
 """The embedding process: the model's vectors from a process of its own, and its lifecycle.
 
-Real child processes throughout (``python -m mem01session.embeddings.model_child``).
+Real child processes throughout (``python -m mem01session.embeddings.minilm.child``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 
 from mem01session import Settings
-from mem01session.embeddings import default_embedder, model_process
-from mem01session.embeddings.minilm import MiniLMEmbedder
-from mem01session.embeddings.minilm_model import ModelKey
-from mem01session.embeddings.model_process import ModelProcess
+from mem01session.embeddings import default_embedder
+from mem01session.embeddings.minilm import process as model_process
+from mem01session.embeddings.minilm.embedder import MiniLMEmbedder
+from mem01session.embeddings.minilm.model import ModelKey
+from mem01session.embeddings.minilm.process import ModelProcess
 from mem01session.errors import ConfigError, EmbeddingError
 from tests.child_env import ended, not_python
 
@@ -70,7 +71,7 @@ async def test_the_model_never_loads_in_the_parent(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import asyncio, sys
-        from mem01session.embeddings.minilm import MiniLMEmbedder
+        from mem01session.embeddings.minilm.embedder import MiniLMEmbedder
         emb = MiniLMEmbedder()
         print(emb.load() > 0, len(asyncio.run(emb.embed(["hello"]))[0]))
         print("onnxruntime" in sys.modules)
@@ -144,7 +145,7 @@ def test_the_child_ends_when_its_parent_is_killed() -> None:
     script = textwrap.dedent(
         """
         import os, signal
-        from mem01session.embeddings.minilm import MiniLMEmbedder
+        from mem01session.embeddings.minilm.embedder import MiniLMEmbedder
         emb = MiniLMEmbedder()
         emb.embed_sync(["hello"])
         print(emb._process.pid, flush=True)

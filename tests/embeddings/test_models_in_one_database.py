@@ -96,7 +96,7 @@ async def test_a_turn_is_embedded_once_and_erase_forgets_the_vectors_kept(
     """The run's recall embeds the user's words as its query; the worker's search for the
     extractor's candidates and the turn's episode reuse that vector (the real model runs
     once for those words). Erasing a user drops every vector kept of recent texts."""
-    from mem01session.embeddings.model_process import ModelProcess
+    from mem01session.embeddings.minilm.process import ModelProcess
 
     encoded: list[str] = []
     real = ModelProcess.submit

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from mem01session.embeddings.query_lane import Float32Array, QueryLane
+from mem01session.embeddings.minilm.query_lane import Float32Array, QueryLane
 from tests.child_env import fork_exit_code
 
 

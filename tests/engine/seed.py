@@ -10,7 +10,7 @@ from sqlalchemy import text
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, near
-from mem01session.engine.rows import normalize_content, vector_literal
+from mem01session.engine.row_mapping import normalize_content, vector_literal
 from mem01session.tokens import TokenCounter
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

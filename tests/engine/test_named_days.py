@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from mem01session.engine.named_days import MAX_NAMED, Span, named_span, unnamed
-from mem01session.engine.occasions import holiday
+from mem01session.days.named import MAX_NAMED, Span, named_span, unnamed
+from mem01session.days.occasions import holiday
 
 # A Thursday.
 NOW = datetime(2023, 11, 2, 12, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from dataclasses import fields
 from datetime import UTC, datetime
 
 from mem01session.engine.records import Belief, Source
-from mem01session.engine.rows import BELIEF_COLUMNS, BELIEF_FIELDS, belief_from_values
+from mem01session.engine.row_mapping import BELIEF_COLUMNS, BELIEF_FIELDS, belief_from_values
 
 
 def test_the_belief_columns_are_the_beliefs_fields_in_order() -> None:

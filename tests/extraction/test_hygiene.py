@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from mem01session.engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op
 from mem01session.extraction import contains_secret, screen, screen_ops
 from mem01session.extraction.hygiene import clean_text
-from mem01session.secret_scan import REDACTED, redact_secrets
+from mem01session.secrets.scan import REDACTED, redact_secrets
 
 SECRETS = {
     "api key": "sk-proj-Q3x9LmT2vR8kP4nB7wZ1cY6d",

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mem01session.queue.job_records import scrub
-from mem01session.secret_scan import find_secrets, redact_secrets
+from mem01session.secrets.scan import find_secrets, redact_secrets
 
 from .locomo_fixture import FIXTURE, beliefs_of
 

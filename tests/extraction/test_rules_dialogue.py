@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mem01session.extraction import Candidate, RuleExtractor, Turn, TurnMessage
-from mem01session.secret_scan import find_secrets, redact_secrets
+from mem01session.secrets.scan import find_secrets, redact_secrets
 
 NOW = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

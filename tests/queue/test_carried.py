@@ -1,4 +1,4 @@
-"""Vectors a turn carries to a worker of another process (queue/carried.py)."""
+"""Vectors a turn carries to a worker of another process (queue/carried_vectors.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder, Vector
 from mem01session.extraction import RuleExtractor
 from mem01session.queue import MemoryWorker
-from mem01session.queue.carried import carried, carry
+from mem01session.queue.carried_vectors import carried, carry
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import say
 

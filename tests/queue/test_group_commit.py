@@ -16,7 +16,7 @@ from mem01session.engine.ops import Op, Provenance
 from mem01session.extraction import TurnMessage
 from mem01session.queue import JobStore
 from mem01session.queue.completion import JobLostError
-from mem01session.queue.failures import utterances
+from mem01session.queue.failed_jobs import utterances
 from mem01session.queue.group_commit import GroupCommit, Ready
 from mem01session.queue.owners import new_worker_id
 

@@ -16,7 +16,7 @@ from mem01session import BeliefEngine, Mem01Session, Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.extraction import RuleExtractor
-from mem01session.session.durable import DurableTier
+from mem01session.session.durable_tier import DurableTier
 from tests.child_env import pythonpath
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ROOT, say

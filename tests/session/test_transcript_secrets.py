@@ -17,7 +17,7 @@ from agents.testing import ScriptedModel, assistant_message
 from mem01session import Settings
 from mem01session.errors import ConfigError
 from mem01session.private import FILE_MODE, folder_mode
-from mem01session.secret_scan import REDACTED
+from mem01session.secrets.scan import REDACTED
 from mem01session.session import Mem01Session
 from tests.session.conftest import MemoryFactory
 

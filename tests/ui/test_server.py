@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mem01session import Memory
 from mem01session.cli import app
 from mem01session.config import Settings
-from mem01session.redaction import register_secret
+from mem01session.secrets.redaction import register_secret
 from mem01session.serving import _RedactArgs
 from mem01session.ui import create_app
 from tests.conftest import TEST_DIM

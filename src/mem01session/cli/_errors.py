@@ -16,7 +16,7 @@ from typing import Any, NoReturn, Protocol, cast
 import typer
 
 from ..errors import Mem01Error
-from ..redaction import redact
+from ..secrets.redaction import redact
 from ._help import TidyGroup
 
 DEBUG_PARAM = "debug"

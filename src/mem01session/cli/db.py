@@ -168,7 +168,7 @@ def url(
 
     Example: psql "$(mem01session db url --show-password)"
     """
-    from ..redaction import redact_dsn
+    from ..secrets.redaction import redact_dsn
 
     settings = load_settings()
     found, embedded = database_url(settings, check=False)

@@ -108,7 +108,7 @@ def retry_cmd(
     from rich.text import Text
 
     from ..queue.job_records import REFUSED
-    from ..queue.jobs import JobStore
+    from ..queue.job_store import JobStore
     from . import _render as render
     from ._engine import with_engine
 

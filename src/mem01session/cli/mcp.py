@@ -119,7 +119,7 @@ def desktop_config(user: str | None, timezone: str | None) -> str:
     import os
     import sys
 
-    from ..redaction import redact
+    from ..secrets.redaction import redact
 
     args = ["-m", "mem01session", "mcp"]
     args += ["--user", user] if user else []

@@ -80,7 +80,7 @@ async def _serve(settings: Settings, concurrency: int | None, poll_interval: flo
 
 
 def _where(memory: Memory) -> str:
-    from ..redaction import redact_dsn
+    from ..secrets.redaction import redact_dsn
 
     url = memory.settings.database_url
     return redact_dsn(url) if url else f"the embedded server in {memory.settings.home}"

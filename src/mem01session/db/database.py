@@ -20,7 +20,7 @@ from ..config import default_home
 from ..errors import DatabaseError, MigrationRequiredError
 from ..logs import describe, get_logger
 from ..loops import CLOSE_ELSEWHERE_SECONDS, elsewhere, run_on
-from ..redaction import redact_dsn
+from ..secrets.redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
 from .embedded import embedded_url, restart_if_stopped

@@ -36,7 +36,7 @@ from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.rows import AsyncRowFactory, dict_row, tuple_row
 from psycopg.types import TypeInfo
 
-from ..redaction import redact_dsn
+from ..secrets.redaction import redact_dsn
 from .vectors import BinaryVector, binary_dumpers
 
 Row = dict[str, Any]

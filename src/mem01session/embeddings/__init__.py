@@ -18,8 +18,8 @@ from ..errors import ConfigError
 from ..logs import get_logger, notice_once
 from .base import Embedder, Vector
 from .hashing import HASHING_PREFIX, HashingEmbedder
-from .minilm import MiniLMEmbedder
-from .minilm_model import MODEL_NAME as MINILM
+from .minilm.embedder import MiniLMEmbedder
+from .minilm.model import MODEL_NAME as MINILM
 from .openai_embedder import OpenAIEmbedder
 
 log = get_logger(__name__)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .core import BeliefEngine
+    from .belief_engine import BeliefEngine
     from .episodes import EpisodePolicy, Utterance
     from .ops import Op, Provenance
     from .read import SnapshotProbe
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "ApplyResult": ".records",
     "Belief": ".records",
-    "BeliefEngine": ".core",
+    "BeliefEngine": ".belief_engine",
     "Change": ".records",
     "Episode": ".records",
     "EpisodePolicy": ".episodes",

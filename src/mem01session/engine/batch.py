@@ -22,7 +22,7 @@ from . import near, terms
 from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change
-from .rows import BELIEF_COLUMNS, normalize_content
+from .row_mapping import BELIEF_COLUMNS, normalize_content
 from .tx import Tx
 from .validate import CheckedOp
 

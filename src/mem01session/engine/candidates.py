@@ -27,10 +27,10 @@ from typing import Any, Generic, Literal, LiteralString, TypeVar
 
 from ..db.vectors import BinaryVector
 from . import scoring
+from .engine_parts import EngineParts
 from .near import Twin, near_duplicates
-from .parts import EngineParts
 from .records import Source
-from .rows import BELIEF_COLUMNS, BELIEF_FIELDS, belief_from_values
+from .row_mapping import BELIEF_COLUMNS, BELIEF_FIELDS, belief_from_values
 
 T = TypeVar("T")
 # Candidates fetched from each retriever: at least POOL, and enough to fill the budget

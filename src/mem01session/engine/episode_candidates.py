@@ -20,10 +20,10 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from ..days.named import Span
 from ..db.vectors import BinaryVector
 from .candidates import COMMON_MIN, COMMON_SHARE, MAX_QUERY_TERMS
-from .named_days import Span
-from .parts import EngineParts
+from .engine_parts import EngineParts
 from .records import Episode
 from .scoring import EpisodeCandidate
 

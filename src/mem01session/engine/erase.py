@@ -22,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..checks import check_id
 from ..db.schema import USER_TABLES
 from ..errors import DatabaseError
+from .engine_parts import EngineParts
 from .lines import forget_rendered
-from .parts import EngineParts
 from .records import EraseReceipt
 from .users import lock_user
 

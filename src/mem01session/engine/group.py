@@ -26,7 +26,7 @@ from datetime import datetime
 from ..errors import ConfigError
 from . import episodes, near, terms
 from .batch import Batch
-from .parts import EngineParts
+from .engine_parts import EngineParts
 from .records import ApplyResult, Change
 from .tx import Tx, transaction
 from .users import bump_versions, lock_users, open_users, opened_users, zone_of

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..checks import check_filter, check_flag, check_id, check_positive_int, known_timezone
 from ..errors import BeliefNotFoundError, EpisodeNotFoundError
 from .records import Belief, Episode, LedgerEvent, Source, UserSummary
-from .rows import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
+from .row_mapping import BELIEF_COLUMNS, MAX_BIGINT, belief_from_row, source_from_row
 
 if TYPE_CHECKING:
     from ..db.direct import DirectPool

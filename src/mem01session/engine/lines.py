@@ -72,7 +72,7 @@ def asks_from_now(query: str) -> bool:
 
 def asks_when(query: str) -> bool:
     """Whether ``query`` asks about time (then records show when they were observed), in
-    English and the other languages of :mod:`mem01session._secret_rules`' passwords."""
+    English and the other languages of :mod:`mem01session.secrets.rules`' passwords."""
     return bool(_WHEN.search(query))
 
 

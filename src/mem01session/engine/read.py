@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checks import check_id, check_positive_int, is_utf8
+from ..days.named import Span, named_span, unnamed
 from ..embeddings import Vector
 from ..logs import get_logger, notice_once
 from . import scoring
@@ -29,10 +30,9 @@ from .candidates import (
     scope_of,
     tsquery_terms,
 )
+from .engine_parts import EngineParts
 from .episode_candidates import fetch_episodes
 from .lines import Style, asks_from_now, asks_when
-from .named_days import Span, named_span, unnamed
-from .parts import EngineParts
 from .records import Episode, RecallRequest, RecallResult, ScoredBelief, ScoredEpisode
 from .render import render_block
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from ..checks import check_id, check_positive_int
 from . import near
-from .parts import EngineParts
-from .rows import vector_literal
+from .engine_parts import EngineParts
+from .row_mapping import vector_literal
 from .tx import Row, Tx, transaction
 
 TABLES = ("beliefs", "episodes")

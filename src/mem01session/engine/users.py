@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..checks import check_id, known_timezone
 from ..errors import UserErasedError
-from .parts import EngineParts
+from .engine_parts import EngineParts
 from .tx import Pending, Tx
 
 # A 64-bit key per user: different users practically never share a lock.

@@ -9,8 +9,8 @@ from typing import NoReturn
 
 from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
-from ..redaction import MASK
-from ..secret_scan import REDACTED, find_secrets, unique
+from ..secrets.redaction import MASK
+from ..secrets.scan import REDACTED, find_secrets, unique
 from .ops import (
     MAX_CONTENT_CHARS,
     MAX_EVIDENCE_CHARS,
@@ -20,7 +20,7 @@ from .ops import (
     Provenance,
     was_screened,
 )
-from .rows import BELIEF_COLUMNS, MAX_BIGINT
+from .row_mapping import BELIEF_COLUMNS, MAX_BIGINT
 from .tx import Pending, Row, Tx
 
 _B_COLUMNS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))

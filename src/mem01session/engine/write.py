@@ -21,9 +21,9 @@ from ..embeddings import Vector
 from ..errors import BeliefNotFoundError, ConfigError
 from . import episodes
 from .batch import Batch
+from .engine_parts import EngineParts
 from .episodes import Utterance
 from .ops import Op, Provenance
-from .parts import EngineParts
 from .records import ApplyResult, Change
 from .tx import Row, Tx, transaction
 from .users import bump_version, lock_user, open_user, opened, zone_of

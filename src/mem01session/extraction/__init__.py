@@ -24,11 +24,11 @@ from ..errors import ConfigError
 from ..logs import get_logger, notice_once
 
 if TYPE_CHECKING:
-    from ..secret_scan import contains_secret, redact_secrets
+    from ..secrets.scan import contains_secret, redact_secrets
     from .base import Candidate, Extraction, Extractor, Turn, TurnMessage
     from .hygiene import screen, screen_ops
     from .openai_extractor import OpenAIExtractor
-    from .rules import RuleExtractor
+    from .rules.extractor import RuleExtractor
 
 # Each public name and its module.
 _HOMES = {
@@ -36,11 +36,11 @@ _HOMES = {
     "Extraction": ".base",
     "Extractor": ".base",
     "OpenAIExtractor": ".openai_extractor",
-    "RuleExtractor": ".rules",
+    "RuleExtractor": ".rules.extractor",
     "Turn": ".base",
     "TurnMessage": ".base",
-    "contains_secret": "..secret_scan",
-    "redact_secrets": "..secret_scan",
+    "contains_secret": "..secrets.scan",
+    "redact_secrets": "..secrets.scan",
     "screen": ".hygiene",
     "screen_ops": ".hygiene",
 }
@@ -87,7 +87,7 @@ def default_extractor(settings: Settings, *, kind: str | None = None) -> Extract
             settings.openai_base_url or "api",
         )
     elif kind == "rules":
-        from .rules import RuleExtractor
+        from .rules.extractor import RuleExtractor
 
         extractor = RuleExtractor()
         notice_once(

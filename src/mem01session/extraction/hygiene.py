@@ -15,7 +15,7 @@ extractor proposed them. Policy:
   capped at :data:`~mem01session.engine.ops.MAX_CONTENT_CHARS` (content) and
   :data:`~mem01session.engine.ops.MAX_EVIDENCE_CHARS` (evidence, reason).
 
-Detection is :mod:`mem01session.secret_scan`'s.
+Detection is :mod:`mem01session.secrets.scan`'s.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 
 from ..engine.ops import MAX_CONTENT_CHARS, MAX_EVIDENCE_CHARS, Op, mark_screened, was_screened
 from ..logs import get_logger
-from ..redaction import MASK
-from ..secret_scan import REDACTED, find_secrets, redact_secrets, unique
+from ..secrets.redaction import MASK
+from ..secrets.scan import REDACTED, find_secrets, redact_secrets, unique
 from .directives import directive
 
 log = get_logger(__name__)

@@ -31,8 +31,8 @@ from ..config import Settings
 from ..db import Database
 from ..embeddings import Embedder, check_embedding_settings, default_embedder
 from ..engine import BeliefEngine
+from ..engine.engine_parts import Clock, utcnow
 from ..engine.episodes import EpisodePolicy
-from ..engine.parts import Clock, utcnow
 from ..errors import MemoryClosedError
 from ..extraction import Extractor, default_extractor
 from ..logs import get_logger
@@ -41,7 +41,7 @@ from ..opening import Opening
 from ..queue import JobStore, MemoryWorker, WorkerPolicy
 from ..queue.policy import declared_timeout
 from .attached import Attached, Attachments, left_at_exit, wait_left_behind
-from .parts import check_parts, release_parts
+from .owned_parts import check_parts, release_parts
 
 log = get_logger(__name__)
 

@@ -17,7 +17,7 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from ..extraction.base import Candidate, Extraction, Extractor, Turn, TurnMessage
     from .job_records import Job, JobProgress
-    from .jobs import JobStore
+    from .job_store import JobStore
     from .policy import WorkerPolicy
     from .worker import MemoryWorker
 
@@ -29,7 +29,7 @@ _HOMES = {
     "Extractor": "..extraction.base",
     "Job": ".job_records",
     "JobProgress": ".job_records",
-    "JobStore": ".jobs",
+    "JobStore": ".job_store",
     "MemoryWorker": ".worker",
     "Turn": "..extraction.base",
     "TurnMessage": "..extraction.base",

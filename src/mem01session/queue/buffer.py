@@ -26,8 +26,8 @@ from datetime import datetime
 
 from ..errors import UserErasedError, connection_lost
 from ..logs import describe, get_logger
-from .carried import Known
-from .jobs import JobStore
+from .carried_vectors import Known
+from .job_store import JobStore
 from .turns import TurnMessage
 
 log = get_logger(__name__)

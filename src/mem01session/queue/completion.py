@@ -9,7 +9,7 @@ from datetime import datetime
 
 from ..engine.tx import Tx
 from ..errors import Mem01Error
-from .carried import KEY as CARRIED
+from .carried_vectors import KEY as CARRIED
 from .job_records import REFUSED, Job
 
 

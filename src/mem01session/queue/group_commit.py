@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..engine import BeliefEngine
 from ..engine.write import Prepared
 from .job_records import Job
-from .jobs import JobStore
+from .job_store import JobStore
 
 
 @dataclass(frozen=True)

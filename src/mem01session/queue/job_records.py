@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from ..checks import check_timezone
 from ..errors import ConfigError
 from ..extraction.base import Turn, TurnMessage
-from ..redaction import redact
+from ..secrets.redaction import redact
 
 if TYPE_CHECKING:
     from ..db.direct import DirectPool
@@ -174,12 +174,12 @@ async def list_jobs(
 
 def scrub(text: str) -> str:
     """``text`` without secrets: registered ones (DSN password, API key) and anything
-    :mod:`~mem01session.secret_scan` recognizes. A job row keeps the turn until the user
+    :mod:`~mem01session.secrets.scan` recognizes. A job row keeps the turn until the user
     is erased, so a secret said in a conversation must not reach it; the extractor never
     needed it either (the op screen would drop or redact it)."""
     # Imported here: compiling the scan's patterns takes a tenth of a second, which a
     # process that only reads jobs (the inspector) does not need to pay.
-    from ..secret_scan import redact_secrets
+    from ..secrets.scan import redact_secrets
 
     return redact_secrets(redact(text))[0]
 

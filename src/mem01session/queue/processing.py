@@ -21,15 +21,15 @@ from ..extraction.base import Candidate, Extraction, Extractor, Turn
 from ..extraction.hygiene import screen
 from ..logs import get_logger
 from ..spans import job_note, op_kinds
-from .carried import carried
+from .carried_vectors import carried
 from .completion import JobLostError
-from .failures import Failures, utterances
+from .failed_jobs import Failures, utterances
 from .foreground import FOREGROUND
 from .group_commit import GroupCommit, Ready
 from .job_records import Job
-from .jobs import JobStore
+from .job_store import JobStore
 from .policy import WorkerPolicy
-from .vectors import VectorBatch
+from .vector_batch import VectorBatch
 
 log = get_logger(__name__)
 

@@ -53,10 +53,10 @@ from ..extraction.base import Extractor
 from ..logs import describe, get_logger
 from ..loops import elsewhere, run_on, running_loop
 from ..spans import job_trace
-from .failures import Failures
+from .failed_jobs import Failures
 from .group_commit import GroupCommit
 from .job_records import Job
-from .jobs import JobStore
+from .job_store import JobStore
 from .notify import listen
 from .owners import gone, new_worker_id, parse
 from .policy import DEFAULT_CONCURRENCY, WorkerPolicy, declared_concurrency, declared_timeout

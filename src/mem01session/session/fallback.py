@@ -37,7 +37,7 @@ from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 from agents.run_config import ModelInputData
 
 from ..logs import get_logger
-from ..redaction import redact
+from ..secrets.redaction import redact
 from .placement import LADDER, Placement, refused, remember_refusal, strip
 
 log = get_logger(__name__)

@@ -107,7 +107,7 @@ def redacted(items: Sequence[TResponseInputItem]) -> list[TResponseInputItem]:
     """``items`` with the secrets in their user and assistant messages' text replaced by
     ``[redacted]`` (copies of the messages that held one; the rest as they are), for a
     transcript that must not keep them (``transcript_secrets="redact"``)."""
-    from ..secret_scan import redact_secrets
+    from ..secrets.scan import redact_secrets
 
     def text(value: str) -> str:
         return redact_secrets(value)[0]

@@ -23,7 +23,7 @@ from ..extraction import TurnMessage
 from ..logs import get_logger
 from ..queue.foreground import FOREGROUND
 from ..spans import recall_span, recalled
-from .durable import DurableTier
+from .durable_tier import DurableTier
 from .injection import RecallPrefetch, memory_run_config
 from .recalled import without_recalled
 

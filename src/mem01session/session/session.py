@@ -36,7 +36,7 @@ from ..extraction import Extractor
 from ..memory import Memory
 from ..private import private_file, private_folder
 from ..spans import enqueue_span
-from .durable import DurableTier
+from .durable_tier import DurableTier
 from .items import redacted, turn_messages
 from .options import SessionOptions, TranscriptSecrets
 from .runs import SessionRuns

@@ -44,7 +44,7 @@ from ..errors import ConfigError, MemoryToolError
 from ..extraction.hygiene import clean_text
 from ..logs import describe, get_logger
 from ..memory import Memory
-from ..redaction import register_secret
+from ..secrets.redaction import register_secret
 from .toolbox import ARGUMENTS, DESCRIPTIONS, MCP_TOOL, MemoryToolbox
 
 log = get_logger(__name__)

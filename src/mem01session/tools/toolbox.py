@@ -43,7 +43,7 @@ from ..engine.records import (
     RecallRequest,
     RecallResult,
 )
-from ..engine.rows import normalize_content
+from ..engine.row_mapping import normalize_content
 from ..engine.validate import TargetNotFoundError
 from ..errors import (
     BeliefNotFoundError,

@@ -28,7 +28,7 @@ from ..errors import (
 )
 from ..logs import get_logger
 from ..memory import Memory
-from ..redaction import redact
+from ..secrets.redaction import redact
 from . import actions, pages
 from .context import Context
 from .data import PageError

@@ -9,7 +9,7 @@ from starlette.requests import Request
 
 from ..engine import BeliefEngine
 from ..memory import Memory
-from ..queue.jobs import JobStore
+from ..queue.job_store import JobStore
 from .data import PageError
 from .security import BROWSER_KEY, Access
 

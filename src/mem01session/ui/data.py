@@ -15,7 +15,7 @@ from ..engine import BeliefEngine
 from ..engine.records import Belief, Episode, LedgerEvent, UserSummary
 from ..errors import BeliefNotFoundError, ConfigError, EpisodeNotFoundError
 from ..queue.job_records import JobCounts
-from ..queue.jobs import JobStore
+from ..queue.job_store import JobStore
 
 MAX_BIGINT = 2**63 - 1
 _EPOCH = datetime.min.replace(tzinfo=UTC)

@@ -11,7 +11,7 @@ import uvicorn
 
 from ..config import Settings
 from ..memory import Memory
-from ..redaction import register_secret
+from ..secrets.redaction import register_secret
 from ..serving import bind, http_url, scrub_server_logs
 from .app import create_app
 from .security import Access, check_bind

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .rules_vocab import (
+from .vocab import (
     ANIMAL,
     ANIMALS,
     ANYMORE,

@@ -32,9 +32,9 @@ from ..engine.write import TransactionHook, TxHook
 from ..errors import UserErasedError
 from ..extraction.base import TurnMessage
 from ..logs import describe, get_logger
-from ..redaction import redact
-from .carried import KEY as CARRIED
-from .carried import Known, carry
+from ..secrets.redaction import redact
+from .carried_vectors import KEY as CARRIED
+from .carried_vectors import Known, carry
 from .claim import claim_jobs, claim_many_statement, claim_statement
 from .completion import JobLostError, mark_done, mark_done_many, mark_failed
 from .job_records import (

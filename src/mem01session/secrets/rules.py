@@ -1,4 +1,4 @@
-r"""The detectors of :mod:`mem01session.secret_scan`: patterns and value checks.
+r"""The detectors of :mod:`mem01session.secrets.scan`: patterns and value checks.
 
 Each pattern in :data:`DETECTORS` starts with a literal, never with a lookbehind, a class
 or an alternation, so that ``re`` finds its candidates with a fast substring search; a

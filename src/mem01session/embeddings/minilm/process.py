@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Final, cast
 
-from .._forks import ForkSafeLock, renew_in_child
-from ..errors import EmbeddingError
-from ..logs import get_logger
-from .minilm_model import DIM, ModelKey
-from .model_wire import (
+from ..._forks import ForkSafeLock, renew_in_child
+from ...errors import EmbeddingError
+from ...logs import get_logger
+from .model import DIM, ModelKey
+from .wire import (
     EMBED_BULK,
     EMBED_QUERY,
     ERROR,
@@ -191,13 +191,18 @@ class ModelProcess:
     def _spawn(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         # This package, wherever it was imported from (an install, a checkout on sys.path).
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         env.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's pooling needs no thread pool
         env.setdefault("OMP_NUM_THREADS", "1")
         try:
             return subprocess.Popen(
-                [sys.executable, "-m", "mem01session.embeddings.model_child", self._options],
+                [
+                    sys.executable,
+                    "-m",
+                    "mem01session.embeddings.minilm.child",
+                    self._options,
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 # Unbuffered: a buffered stream's lock, held by the reader thread at a fork,

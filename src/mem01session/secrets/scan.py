@@ -27,7 +27,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._secret_rules import (
+from .redaction import MASK, lowered, redact, replace_spans
+from .rules import (
     CARD,
     CARD_DETAILS,
     DETECTORS,
@@ -41,7 +42,6 @@ from ._secret_rules import (
     high_entropy,
     luhn,
 )
-from .redaction import MASK, lowered, redact, replace_spans
 
 REDACTED = "[redacted]"
 
@@ -226,7 +226,7 @@ def redact_secrets(text: str) -> tuple[str, list[str]]:
 
     Idempotent: a replacement can expose what was glued to the secret
     (``123-45-6789sk-...`` is an SSN, then a key), so a text with secrets is scanned
-    again, with :func:`~mem01session.redaction.redact`'s masks, until a round changes
+    again, with :func:`~mem01session.secrets.redaction.redact`'s masks, until a round changes
     nothing (at most four rounds; a text without secrets is scanned once).
     """
     labels: list[str] = []

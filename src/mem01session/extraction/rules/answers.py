@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..engine.passages import sentences
+from ...engine.passages import sentences
 
 # Statements whose value names a place, company or person (:func:`_named`); the others
 # name a thing, which their own pattern checks (a job, an allergen, a pet, an age).

@@ -1,7 +1,7 @@
 """Assertions: first-person clauses stating a fact, as ``(pattern, builder)`` rows.
 
 Each pattern is anchored at the start of a normalized clause ("I live in NYC"); the
-builder turns the match into :class:`~.rules_vocab.Fact` proposals (key, third-person
+builder turns the match into :class:`~.vocab.Fact` proposals (key, third-person
 content, the value two statements must share to be the same fact).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from .rules_objects import is_object
-from .rules_vocab import (
+from .objects import is_object
+from .vocab import (
     ANIMAL,
     ANIMALS,
     BREEDS,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from .occasions import holiday, main_day, occurrence, season
-from .zone_places import place_of
+from .zones import place_of
 
 _MONTHS = (
     "january", "february", "march", "april", "may", "june",

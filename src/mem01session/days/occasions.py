@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date, timedelta, tzinfo
 
-from .zone_places import place_of
+from .zones import place_of
 
 Days = tuple[date, date]  # [first, after)
 

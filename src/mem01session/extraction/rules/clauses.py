@@ -5,8 +5,8 @@ is one of its own); questions are dropped; each sentence is split into clauses w
 new statement of the user's starts (:func:`clauses`); hypotheticals and plans are
 dropped. What is left is tidied (:func:`normalize`: interjections, fillers, "now" tails, a
 closing remark ("..., sadly") and how long a fact has held off; "I've ..." read as the
-tables spell it) for the pattern tables of :mod:`.rules_patterns` and
-:mod:`.rules_negations`.
+tables spell it) for the pattern tables of :mod:`.patterns` and
+:mod:`.negations`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from .rules_objects import opens_clause
+from .objects import opens_clause
 
 __all__ = ["clauses", "is_question", "normalize", "sentences", "statements"]
 

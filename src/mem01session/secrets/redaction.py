@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-from ._forks import ForkSafeLock
+from .._forks import ForkSafeLock
 
 MASK = "***"
 

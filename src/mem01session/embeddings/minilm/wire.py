@@ -1,4 +1,4 @@
-"""The frames between a process and its embedding process (:mod:`.model_process`).
+"""The frames between a process and its embedding process (:mod:`.process`).
 
 A frame is a header (request id, kind or status, payload length; little-endian) and its
 payload. Requests carry texts (their UTF-8 lengths, then the bytes) or nothing (load);

@@ -11,10 +11,10 @@ from ..embeddings import Embedder, Vector
 from ..tokens import TokenCounter
 from . import episodes, erase, group, inspection, read, users, write
 from . import reembed as reembedding
+from .engine_parts import Clock, EngineParts, utcnow
 from .episodes import EpisodePolicy, Utterance
 from .group import GroupHook
 from .ops import Op, Provenance
-from .parts import Clock, EngineParts, utcnow
 from .read import SnapshotProbe
 from .records import (
     ApplyResult,

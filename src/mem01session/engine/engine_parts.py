@@ -6,7 +6,7 @@ loading a BPE takes seconds, and an engine that only lists or edits beliefs (the
 inspector commands) counts no tokens.
 
 The read, write and erase modules take an :class:`EngineParts` (the inspection module
-takes the database's direct pool alone); :class:`~mem01session.engine.core.BeliefEngine`
+takes the database's direct pool alone); :class:`~mem01session.engine.belief_engine.BeliefEngine`
 holds one and adds nothing but the API.
 """
 
