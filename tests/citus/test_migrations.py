@@ -10,7 +10,7 @@ from __future__ import annotations
 import psycopg
 
 from mem01session.db import migrate
-from tests import test_migrations
+from tests.db import test_migrations
 from tests.citus.reuse import reuse
 
 reuse(test_migrations, globals())

@@ -24,7 +24,7 @@ from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.errors import DatabaseError, Mem01MemoryError
 from tests.pg import locked
-from tests.session.test_memory_app import ask
+from tests.memory.test_memory import ask
 
 T = TypeVar("T")
 HANG = 60.0  # far beyond every bound below: reaching it means something waited on the lock
