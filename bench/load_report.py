@@ -248,7 +248,7 @@ def note(r: LoadResult) -> str:
         "giving way': the same with `yield_to_runs=0`, beside the busy processes only; "
         "'own process': `Memory(run_worker=False)` in "
         "the runs' process and one "
-        f"`nice -n {WORKER_NICE} mem01session worker` process beside it, as the README "
+        f"`nice -n {WORKER_NICE} mem01session worker` process beside it, as docs/deployment.md "
         "tells a machine shared with the runs (same database, embedding model and "
         "extractor), whose CPU time over the same span (its embedding process's included) "
         "is the '(+ ...)' figure. "
@@ -285,7 +285,7 @@ def note(r: LoadResult) -> str:
         "(each stops every conversation of the process while it runs). 'Start-up frozen': "
         "the same busy machine, `gc.collect()` then `gc.freeze()` called before the "
         "state's runs (both sides alike) and again once each Mem01Session side's memory "
-        "is open and ready, where the README has a server call it when its start-up is "
+        "is open and ready, where docs/configuration.md has a server call it when its start-up is "
         "done: what the process held then is left out of later collections "
         "(`gc.unfreeze()` after). "
         + capacity(r)

@@ -57,6 +57,7 @@ from mem01session.engine import BeliefEngine  # noqa: E402
 from mem01session.engine.ops import Op, Provenance  # noqa: E402
 from mem01session.extraction import RuleExtractor  # noqa: E402
 from mem01session.queue.worker import WorkerPolicy  # noqa: E402
+from mem01session.session import session_health  # noqa: E402
 
 DIM = 64
 CONCURRENT_CHILD = """
@@ -67,6 +68,7 @@ from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.extraction import RuleExtractor
 from mem01session import Memory, Mem01Session
+from mem01session.session import session_health
 from tests.reliability.harness import say
 
 async def main(url, folder, proc, n):
@@ -171,7 +173,7 @@ async def soak_outages(outages: int, turns_per_phase: int, folder: Path) -> dict
             "runs during outages with last_memory_error set": errors,
             "turns said / applied after catch-up": f"{len(said)} / {len(said) - len(lost)}",
             "accepted turns lost": len(lost),
-            "dropped from the in-memory buffer": session.dropped_turns,
+            "dropped from the in-memory buffer": session_health(session).dropped_turns,
             "seconds": round(time.monotonic() - started, 1),
         }
     finally:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from mem01session.engine import BeliefEngine, RecallRequest, near
-from mem01session.engine.row_mapping import normalize_content
+from mem01session.engine.records import normalize_content
 
 from .common import (
     PrecomputedEmbedder,

@@ -136,3 +136,60 @@ def test_public_api_is_small() -> None:
     assert len(mem01session.__all__) <= 15
     for name in mem01session.__all__:
         assert getattr(mem01session, name) is not None
+    assert "BeliefEngine" not in mem01session.__all__  # reachable: await memory.engine()
+
+
+SURFACES = ("cli", "ui", "tools")
+INTERNALS = ("engine", "queue", "db")
+
+
+def test_the_surfaces_use_the_memory_and_its_records_only() -> None:
+    """The command line, the browser, the tools and the MCP server go through ``Memory``
+    (and :mod:`mem01session.memory`'s records, reader, schema and server doors): a change
+    inside the engine, the queue or the database layer touches none of them."""
+    wrong = sorted(
+        f"{src} -> {dst}"
+        for src, targets in _graph().items()
+        if _top(src) in SURFACES
+        for dst in targets
+        if _top(dst) in INTERNALS
+    )
+    assert not wrong, wrong
+
+
+def _public(cls: type) -> set[str]:
+    return {name for name in vars(cls) if not name.startswith("_")}
+
+
+def test_the_session_is_the_sdk_protocol_and_a_few_memory_names() -> None:
+    from mem01session import Mem01Session
+
+    assert _public(Mem01Session) == {
+        # the Agents SDK's Session
+        "get_items",
+        "add_items",
+        "pop_item",
+        "clear_session",
+        "session_settings",
+        # memory around a run
+        "run_config",
+        "recall",
+        "flush_memory",
+        "aclose",
+        "timezone",
+        "last_recall",
+        "last_memory_error",
+    }
+
+
+def test_the_memory_offers_verbs_not_the_sessions_plumbing() -> None:
+    from mem01session import Memory
+
+    names = {n for n in dir(Memory) if not n.startswith("_")}
+    plumbing = {"attach", "hold", "detach", "left_behind", "close_in_background"}
+    plumbing |= {"turns_queued", "now"}
+    assert not names & plumbing, names & plumbing
+    verbs = {"users", "beliefs", "belief", "history", "episodes", "episode", "jobs"}
+    verbs |= {"recall", "remember", "correct", "forget", "erase", "reinstate", "retry_job"}
+    verbs |= {"schema_status"}
+    assert verbs <= names, verbs - names

@@ -3,7 +3,10 @@
 ``Mem01Session`` keeps the transcript of one conversation in an SDK session and durable,
 versioned beliefs about the user in PostgreSQL + pgvector; ``session.run_config()``
 injects what is remembered into each model call without storing it. ``Memory`` is the
-application object the sessions of one application share.
+application object the sessions of one application share, and the door to what it
+remembers (its verbs: beliefs, episodes, history, recall, remember, correct, forget,
+erase). The record types are in :mod:`mem01session.memory.records`; the belief engine,
+for what the verbs do not cover, is ``await memory.engine()``.
 
 Errors are in :mod:`mem01session.errors`, embedders in :mod:`mem01session.embeddings`,
 extractors in :mod:`mem01session.extraction`, short-term sessions in
@@ -21,20 +24,19 @@ from ._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .engine import (
+    from .errors import Mem01Error
+    from .memory import Memory
+    from .memory.records import (
         ApplyResult,
         Belief,
-        BeliefEngine,
+        Episode,
         EraseReceipt,
         LedgerEvent,
         Op,
         Provenance,
-        RecallRequest,
         RecallResult,
         Source,
     )
-    from .errors import Mem01Error
-    from .memory import Memory
     from .session import Mem01Session
     from .tools import memory_tools
 
@@ -42,27 +44,26 @@ __version__ = "0.2.0.dev0"
 
 # Each public name and the module that defines it (relative to this package).
 _HOMES = {
-    "ApplyResult": ".engine",
-    "Belief": ".engine",
-    "BeliefEngine": ".engine",
-    "EraseReceipt": ".engine",
-    "LedgerEvent": ".engine",
+    "ApplyResult": ".memory.records",
+    "Belief": ".memory.records",
+    "Episode": ".memory.records",
+    "EraseReceipt": ".memory.records",
+    "LedgerEvent": ".memory.records",
     "Mem01Error": ".errors",
     "Mem01Session": ".session",
     "Memory": ".memory",
-    "Op": ".engine",
-    "Provenance": ".engine",
-    "RecallRequest": ".engine",
-    "RecallResult": ".engine",
+    "Op": ".memory.records",
+    "Provenance": ".memory.records",
+    "RecallResult": ".memory.records",
     "Settings": ".config",
-    "Source": ".engine",
+    "Source": ".memory.records",
     "memory_tools": ".tools",
 }
 
 __all__ = [
     "ApplyResult",
     "Belief",
-    "BeliefEngine",
+    "Episode",
     "EraseReceipt",
     "LedgerEvent",
     "Mem01Error",
@@ -70,7 +71,6 @@ __all__ = [
     "Memory",
     "Op",
     "Provenance",
-    "RecallRequest",
     "RecallResult",
     "Settings",
     "Source",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import psycopg
 
 from mem01session.db import migrate
-from tests.db import test_migrations
 from tests.citus.reuse import reuse
+from tests.db import test_migrations
 
 reuse(test_migrations, globals())
 

@@ -147,22 +147,22 @@ def test_usage_errors_are_one_line_and_exit_1(args: list[str], expected: str) ->
 
 
 def test_an_unexpected_exception_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mem01session.db import migrate
+    from mem01session.memory import schema
 
     def boom() -> None:
         raise RuntimeError("something\nunexpected")
 
-    monkeypatch.setattr(migrate, "history", boom)
+    monkeypatch.setattr(schema, "migrations", boom)
     assert fails("db", "history") == "error: RuntimeError: something"
 
 
 def test_debug_lets_the_exception_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mem01session.db import migrate
+    from mem01session.memory import schema
 
     def boom() -> None:
         raise RuntimeError("something unexpected")
 
-    monkeypatch.setattr(migrate, "history", boom)
+    monkeypatch.setattr(schema, "migrations", boom)
     result = runner.invoke(app, ["--debug", "db", "history"])
     assert result.exit_code == 1
     assert isinstance(result.exception, RuntimeError)

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 import mem01session
+import mem01session.memory.reader as reader_module
 from mem01session.cli import _reads, app
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
@@ -130,7 +131,7 @@ def test_the_fast_path_and_the_fallback_print_the_same(
     async def not_at_head(pool: Any) -> bool:
         return False
 
-    monkeypatch.setattr(_reads, "_at_head", not_at_head)
+    monkeypatch.setattr(reader_module, "_at_head", not_at_head)
     slow = [_run(args) for args in commands]
     assert len(fallbacks) == len(commands)
     for args, one, other in zip(commands, fast, slow, strict=True):
@@ -172,7 +173,7 @@ def test_the_shared_reads_import_no_sqlalchemy() -> None:
     code = (
         "import sys\n"
         "import mem01session.engine.inspection, mem01session.queue.job_records\n"
-        "import mem01session.cli._reads\n"
+        "import mem01session.cli._reads, mem01session.memory.reader\n"
         "heavy = {'sqlalchemy', 'numpy', 'mem01session.extraction.rules.extractor', "
         "'mem01session.secrets.rules'}\n"
         "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy))\n"

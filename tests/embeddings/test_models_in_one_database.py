@@ -7,9 +7,10 @@ import pytest
 from agents.memory import SQLiteSession
 from sqlalchemy import text
 
-from mem01session import BeliefEngine, Mem01Session, Memory, Op, Provenance, RecallRequest, Settings
+from mem01session import Mem01Session, Memory, Op, Provenance, Settings
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder, MiniLMEmbedder
+from mem01session.engine import BeliefEngine, RecallRequest
 from tests.reliability.harness import say
 
 PROV = Provenance(session_id="s1", extractor="test")

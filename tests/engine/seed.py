@@ -10,7 +10,8 @@ from sqlalchemy import text
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, near
-from mem01session.engine.row_mapping import normalize_content, vector_literal
+from mem01session.engine.records import normalize_content
+from mem01session.engine.row_mapping import vector_literal
 from mem01session.tokens import TokenCounter
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -136,8 +136,9 @@ async def _terms(engine: BeliefEngine, user_id: str) -> dict[str, int]:
         return {str(r[0]): int(r[1]) for r in rows}
 
 
-def test_the_readme_states_what_the_code_keeps_and_weighs() -> None:
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text("utf-8").split())
+def test_the_docs_state_what_the_code_keeps_and_weighs() -> None:
+    doc = Path(__file__).parents[2] / "docs" / "concepts.md"
+    readme = " ".join(doc.read_text("utf-8").split())
     assert f"up to {CONTEXT_TOKENS} tokens" in readme
     assert CONTEXT_WEIGHT == 0.75 and readme.count("counts for three quarters") == 1
     assert "each counting for three quarters of one the user said" in readme

@@ -86,8 +86,9 @@ async def test_a_long_message_keeps_the_words_the_user_said_for_quoting_episodes
     ]
 
 
-def test_the_readme_states_the_limits_the_code_applies() -> None:
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text("utf-8").split())
+def test_the_docs_state_the_limits_the_code_applies() -> None:
+    doc = Path(__file__).parents[2] / "docs" / "concepts.md"
+    readme = " ".join(doc.read_text("utf-8").split())
     assert f"the {MAX_QUERY_TERMS} of its words the user's records hold" in readme
     half = MAX_QUERY_CHARS // 2
     assert f"past {MAX_QUERY_CHARS:,} characters its first and last {half:,}" in readme

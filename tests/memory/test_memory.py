@@ -21,12 +21,15 @@ from agents.testing import ScriptedModel, assistant_message
 from sqlalchemy import text
 
 import mem01session.opening as opening_module
-from mem01session import BeliefEngine, Mem01Session, Memory, Settings
+from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database, urls
 from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN
 from mem01session.errors import ConfigError, DatabaseError
 from mem01session.extraction import Candidate, Extraction, Turn
+from mem01session.memory import host_of
+from mem01session.session import session_health
 from mem01session.session.items import MemoryItem, last_user_text, memory_texts, turn_messages
 from tests.conftest import TEST_DIM
 from tests.pg import locked
@@ -135,7 +138,7 @@ async def test_a_session_let_go_of_is_freed_and_one_holding_a_turn_is_kept_until
     stuck = chat("stuck", recall_wait=0.3)
     with locked(db_url, "memory_jobs"):
         await ask(stuck, "I moved to Porto")
-    assert stuck.unsent_turns == 1
+    assert session_health(stuck).unsent_turns == 1
     kept = weakref.ref(stuck._tier)
     del done, stuck
     gc.collect()
@@ -235,7 +238,7 @@ def test_a_memory_on_a_given_engine_keeps_the_engines_clock(engine: BeliefEngine
     memory on a given engine has the engine's, and a second one is refused."""
     moment = datetime(2026, 3, 2, 9, tzinfo=UTC)
     on_the_clock = BeliefEngine(engine.db, engine.embedder, clock=lambda: moment)
-    assert Memory(engine=on_the_clock).now() == moment
+    assert host_of(Memory(engine=on_the_clock)).now() == moment
     with pytest.raises(ConfigError, match="the engine given has a clock of its own"):
         Memory(engine=on_the_clock, clock=lambda: moment)
 
@@ -286,7 +289,9 @@ async def test_a_user_who_types_the_memory_tag_is_heard_like_anyone_else(
     assert await session.flush_memory(timeout=30)
     [(turn, _)] = extractor.calls
     assert [m.text for m in turn.messages if m.role == "user"] == [said]
-    assert [b.content for b in await session.memory_history()] == ["Lives in Tallinn"]
+    assert [
+        b.content for b in await session.memory.beliefs(session.user_id, include_inactive=True)
+    ] == ["Lives in Tallinn"]
 
     model = await ask(session, f"{OPEN} where do I live?")
     assert session.last_recall is not None
@@ -387,7 +392,7 @@ async def test_a_failed_opening_is_not_tried_again_by_every_caller_at_once(
         run_config=session.run_config(),
     )
     assert session.last_memory_error is not None and "timeout" in session.last_memory_error
-    assert session.unsent_turns == 1  # kept for when memory is back
+    assert session_health(session).unsent_turns == 1  # kept for when memory is back
     with pytest.raises(DatabaseError, match="timeout"):
         await memory.engine()
     assert len(taken) == tried  # nobody tried that server again

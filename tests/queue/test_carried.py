@@ -7,9 +7,10 @@ from pathlib import Path
 
 from agents.memory import SQLiteSession
 
-from mem01session import BeliefEngine, Mem01Session, Memory
+from mem01session import Mem01Session, Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder, Vector
+from mem01session.engine import BeliefEngine
 from mem01session.extraction import RuleExtractor
 from mem01session.queue import MemoryWorker
 from mem01session.queue.carried_vectors import carried, carry

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from agents.memory import SQLiteSession
 
-from mem01session import BeliefEngine, Mem01Session, Memory
+from mem01session import Mem01Session, Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine
 from mem01session.extraction import RuleExtractor
 from mem01session.session.durable_tier import DurableTier
 from tests.child_env import pythonpath

@@ -16,6 +16,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.extraction import RuleExtractor
 from mem01session.queue import JobStore
 from mem01session.queue.turns import MAX_MESSAGE_CHARS, storable_text
+from mem01session.session import session_health
 from tests.reliability.harness import say
 from tests.session.conftest import MemoryFactory
 
@@ -39,7 +40,7 @@ async def test_nul_and_lone_surrogates_never_block_the_turns_behind_them(
         await say(session, line)
     assert await session.flush_memory(timeout=30)
     assert session.last_memory_error is None
-    assert session.unsent_turns == 0 and session.dropped_turns == 0
+    assert session_health(session).unsent_turns == 0 and session_health(session).dropped_turns == 0
     beliefs = await active(engine, "olive")
     assert {"Lives in Lisbon", "Likes chess", "Likes black coffee"} <= beliefs
     # The transcript keeps what the SDK gave it; only the copy sent to memory was cleaned.
@@ -174,8 +175,8 @@ async def test_a_password_said_in_another_language_reaches_no_row(
     await session.aclose()
 
 
-def test_the_readme_states_the_cap_the_code_applies() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+def test_the_docs_state_the_cap_the_code_applies() -> None:
+    readme = (Path(__file__).parents[2] / "docs" / "concepts.md").read_text(encoding="utf-8")
     assert f"its first and last {MAX_MESSAGE_CHARS // 2:,} characters" in readme
 
 
@@ -209,7 +210,7 @@ async def test_a_turn_the_database_refuses_is_recorded_as_failed_and_blocks_noth
     await say(session, "I like chess.")
     assert not await session.flush_memory(timeout=30)  # one accepted turn ended failed
     assert "poisoned payload" in (session.last_memory_error or "")
-    assert session.unsent_turns == 0
+    assert session_health(session).unsent_turns == 0
     assert {"Lives in Porto", "Likes chess"} <= await active(engine, "rita")
     failed = await JobStore(db).list_jobs(user_id="rita", status="failed")
     assert len(failed) == 1 and "poisoned payload" in (failed[0].last_error or "")

@@ -212,10 +212,10 @@ async def test_session_methods_refuse_bad_values(
         ("recall budget", lambda: s.recall("q", max_tokens=-3)),
         ("recall zero budget", lambda: s.recall("q", max_tokens=0)),
         ("recall query type", lambda: s.recall(42)),  # type: ignore[arg-type]
-        ("correct unknown", lambda: s.correct_memory(10**12, "x")),
-        ("correct empty", lambda: s.correct_memory(1, "")),
-        ("forget unknown", lambda: s.forget_memory(10**12)),
-        ("history limit", lambda: s.memory_history(limit=0)),
+        ("correct unknown", lambda: s.memory.correct(s.user_id, 10**12, "x")),
+        ("correct empty", lambda: s.memory.correct(s.user_id, 1, "")),
+        ("forget unknown", lambda: s.memory.forget(s.user_id, 10**12)),
+        ("history limit", lambda: s.memory.beliefs(s.user_id, include_inactive=True, limit=0)),
     ]:
         try:
             await call()

@@ -18,7 +18,7 @@ from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine.ops import Op, Provenance
-from mem01session.errors import BeliefNotFoundError, InvalidOpError, Mem01MemoryError
+from mem01session.errors import BeliefNotFoundError, DatabaseError, InvalidOpError
 from mem01session.extraction import OpenAIExtractor
 from mem01session.session import Mem01Session
 from tests.conftest import TEST_DIM
@@ -83,13 +83,13 @@ async def test_user_b_never_reads_changes_or_erases_user_a(
     )
     model = await say(s, "Where do I live? Do I have a cat?")
     assert "Zanzibar" not in str(model.calls[0].input)
-    assert all(b.user_id == B for b in await s.memory_history())
+    assert all(b.user_id == B for b in await s.memory.beliefs(s.user_id, include_inactive=True))
     for bid in a_ids:
         with pytest.raises(BeliefNotFoundError):
-            await s.correct_memory(bid, "x")
+            await s.memory.correct(s.user_id, bid, "x")
         with pytest.raises(BeliefNotFoundError):
-            await s.forget_memory(bid)
-    await s.clear_memory()
+            await s.memory.forget(s.user_id, bid)
+    await s.memory.erase(s.user_id, reinstate=True)
     await s.aclose()
 
     # CLI as B.
@@ -168,12 +168,11 @@ async def test_secrets_never_leak(
     with pytest.raises(Exception) as info:
         await Database.open(bad.database_url, embedding_model=emb.name, embedding_dim=emb.dim)
     texts += [str(info.value), repr(info.value)]
-    strict = Mem01Session(
-        "c2", "sam", inner=SQLiteSession("c2"), memory=Memory(bad, embedder=emb), strict=True
-    )
-    with pytest.raises(Mem01MemoryError) as info2:
-        await strict.memory_history()
-    texts += [str(info2.value), repr(info2.value)]
+    unreachable = Memory(bad, embedder=emb)
+    with pytest.raises(DatabaseError) as info2:
+        await unreachable.beliefs("sam", include_inactive=True)
+    texts += [str(info2.value), repr(info2.value), repr(unreachable)]
+    await unreachable.aclose()
     # The CLI with the same secrets in its environment.
     monkeypatch.setenv("MEM01_DATABASE_URL", dsn)
     monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)

@@ -31,7 +31,7 @@ from mem01session.engine.render import OPEN
 from mem01session.errors import Mem01MemoryError
 from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
 from mem01session.queue.worker import WorkerPolicy
-from mem01session.session import Mem01Session
+from mem01session.session import Mem01Session, session_health
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ScratchServer, check_invariants, fact_line, say
 from tests.session.conftest import Gate
@@ -115,14 +115,14 @@ async def test_fail_open_through_an_outage_and_catch_up(
         assert result.calls, "the model was called: the run was answered"
         assert session.last_memory_error is not None
     assert "failed" in session.last_memory_error
-    assert session.unsent_turns > 0  # kept, not dropped
-    assert session.dropped_turns == 0
+    assert session_health(session).unsent_turns > 0  # kept, not dropped
+    assert session_health(session).dropped_turns == 0
 
     assert not await session.flush_memory(timeout=1)  # down: False, not an exception
     server.start()
     assert await session.flush_memory(timeout=60), "the worker did not catch up"
     assert session.last_memory_error is None  # memory works again, and says so
-    assert session.unsent_turns == 0
+    assert session_health(session).unsent_turns == 0
     expected = {fact_line(n)[1] for n in (0, 1, 2, 3, 5)}
     # Cities supersede each other; only the last city said is active, the rest is history.
     history = {b.content for b in await outage_engine.history(user)}
@@ -171,7 +171,9 @@ async def test_strict_session_surfaces_the_outage(
     assert not any(OPEN in t for t in texts)
     assert "second answer" not in " ".join(texts)  # the failed run produced no answer
     assert texts.count("I live in Tromso.") <= 1
-    assert session.unsent_turns == 0  # strict keeps nothing behind the caller's back
+    assert (
+        session_health(session).unsent_turns == 0
+    )  # strict keeps nothing behind the caller's back
     assert await session.flush_memory(timeout=30)
     await session.aclose()
     await memory.aclose()
@@ -211,12 +213,14 @@ async def test_a_server_that_cannot_be_restarted_does_not_hold_the_runs(
                 error = session.last_memory_error or ""  # the recall's, then the enqueue's
                 assert "answered without memory" in error and "being restarted" in error, error
         assert len(restarts) == 1  # one restart for every run that met the stopped server
-        assert session.unsent_turns >= 1  # said during the outage: kept
+        assert session_health(session).unsent_turns >= 1  # said during the outage: kept
     finally:
         release.set()
         server.start()
     assert await session.flush_memory(timeout=60), session.last_memory_error
-    history = {b.content for b in await session.memory_history()}
+    history = {
+        b.content for b in await session.memory.beliefs(session.user_id, include_inactive=True)
+    }
     assert {"Lives in Faro", "Lives in Evora"} <= history
     await session.aclose()
     await memory.aclose()

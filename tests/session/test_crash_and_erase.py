@@ -24,7 +24,8 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from agents.memory import SQLiteSession
     from mem01session.db import Database
-    from mem01session import BeliefEngine, Memory, Mem01Session
+    from mem01session import Memory, Mem01Session
+    from mem01session.engine import BeliefEngine
     from mem01session.embeddings import HashingEmbedder
 
     class Hang:

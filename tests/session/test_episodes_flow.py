@@ -77,12 +77,12 @@ async def test_forget_and_erase_reach_the_words_too(
     await say(session, "I collect old maps of Porto")
     assert await session.flush_memory(timeout=30)
     [porto] = await engine.history("carol")
-    await session.forget_memory(porto.id)
+    await session.memory.forget(session.user_id, porto.id)
     result = await session.recall("Where do I live? Porto")
     assert result is not None
     assert [q.episode.content for q in result.episodes] == ["I collect old maps of Porto"]
 
-    receipt = await session.clear_memory()
+    receipt = await session.memory.erase(session.user_id, reinstate=True)
     assert receipt.deleted["episodes"] == 2
     assert await engine.episodes("carol") == []
     after = await session.recall("Where do I live? Porto")

@@ -139,7 +139,7 @@ async def test_recall_starts_when_the_input_is_stored(
     session = make_session("conv-early")
     model = ScriptedModel([[assistant_message("Rex!")]])
     began_while_storing: list[bool] = []
-    inner_add = session.inner.add_items
+    inner_add = session._inner.add_items
 
     async def add_items(items: Any) -> None:
         await inner_add(items)
@@ -149,7 +149,7 @@ async def test_recall_starts_when_the_input_is_stored(
             # leave this wait to run out.
             began_while_storing.append(await asyncio.to_thread(started.wait, 30))
 
-    session.inner.add_items = add_items  # type: ignore[method-assign]
+    session._inner.add_items = add_items  # type: ignore[method-assign]
     await Runner.run(
         Agent(name="a", model=model), "My dog?", session=session, run_config=session.run_config()
     )

@@ -17,14 +17,15 @@ import pytest
 from agents.memory import SQLiteSession
 
 import mem01session.db.database as database_module
+import mem01session.memory.verbs as verbs_module
 import mem01session.queue.worker as worker_module
-import mem01session.session.session as session_module
 from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.errors import DatabaseError, Mem01MemoryError
-from tests.pg import locked
+from mem01session.session import session_health
 from tests.memory.test_memory import ask
+from tests.pg import locked
 
 T = TypeVar("T")
 HANG = 60.0  # far beyond every bound below: reaching it means something waited on the lock
@@ -56,14 +57,14 @@ async def test_closing_a_session_returns_within_its_timeout_while_the_job_table_
     with locked(db_url, "memory_jobs"):
         await bounded(ask(session, "I live in Oslo."))
         assert session.last_memory_error is not None  # recall and enqueue gave up
-        assert session.unsent_turns == 1  # the turn waits with the session
+        assert session_health(session).unsent_turns == 1  # the turn waits with the session
         with caplog.at_level(logging.WARNING, logger="mem01session"):
             await bounded(session.aclose(flush_timeout=0.5))
-    assert session.dropped_turns == 1
+    assert session_health(session).dropped_turns == 1
     assert "1 turn(s) could not be enqueued before close" in caplog.text
     error = session.last_memory_error
     assert error is not None and "flush at close gave up after 0.5 s while storing turns" in error
-    items = await session.inner.get_items()  # the transcript kept the turn
+    items = await session._inner.get_items()  # the transcript kept the turn
     assert items[0].get("content") == "I live in Oslo."
 
 
@@ -106,18 +107,20 @@ async def test_an_opening_fails_and_says_why_while_the_schema_is_locked(
 async def test_a_correction_fails_and_says_why_while_the_beliefs_are_locked(
     make_session: Callable[..., Mem01Session], db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_module, "MANAGE_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(verbs_module, "VERB_TIMEOUT_SECONDS", 0.3)
     session = make_session("c1")
     await ask(session, "I live in Oslo.")
     assert await session.flush_memory()
-    [belief] = await session.memory_history()
+    [belief] = await session.memory.beliefs(session.user_id, include_inactive=True)
     with locked(db_url, "beliefs"):
         for call in (
-            session.correct_memory(belief.id, "Lives in Bergen"),
-            session.forget_memory(belief.id),
-            session.memory_history(),
+            session.memory.correct(session.user_id, belief.id, "Lives in Bergen"),
+            session.memory.forget(session.user_id, belief.id),
+            session.memory.beliefs(session.user_id, include_inactive=True),
         ):
             with pytest.raises(Mem01MemoryError, match=r"did not answer within 0\.3 s"):
                 await bounded(call)
-    [after] = await session.memory_history()  # the lock gone: nothing was changed
+    [after] = await session.memory.beliefs(
+        session.user_id, include_inactive=True
+    )  # the lock gone: nothing was changed
     assert (after.id, after.content, after.status) == (belief.id, "Lives in Oslo", "active")

@@ -18,7 +18,7 @@ from mem01session.db import Database
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN as MEMORY_MARKER
 from mem01session.errors import InvalidOpError, Mem01MemoryError
-from mem01session.session import Mem01Session
+from mem01session.session import Mem01Session, session_health
 from tests.session.conftest import Gate, MemoryFactory, ScriptedExtractor
 
 
@@ -88,10 +88,10 @@ async def test_a_correction_holding_a_secret_is_refused_and_changes_nothing(
     session = make_session("conv", "erin")
     await say(session, "I live in Oslo")
     assert await session.flush_memory(timeout=30)
-    [belief] = await session.memory_history()
+    [belief] = await session.memory.beliefs(session.user_id, include_inactive=True)
     key = "sk-proj-Z3tQ8vLm2XcR7bNp4KdW9sYh6FjA1uEo"
     with pytest.raises(InvalidOpError, match=r"content holds a secret \(api key\)") as info:
-        await session.correct_memory(belief.id, f"My API key is {key}")
+        await session.memory.correct(session.user_id, belief.id, f"My API key is {key}")
     assert key not in str(info.value)
     history = await engine.history("erin")
     assert [(b.content, b.status) for b in history] == [("Lives in Oslo", "active")]
@@ -225,7 +225,7 @@ async def test_clear_memory_erases_and_keeps_transcript(
     session = make_session("c", "ivy")
     await say(session, "I live in Madrid")
     assert await session.flush_memory(timeout=30)
-    receipt = await session.clear_memory()
+    receipt = await session.memory.erase(session.user_id, reinstate=True)
     assert receipt.deleted["beliefs"] == 1
     assert len(await session.get_items()) == 2
     async with db.sa_engine.connect() as conn:
@@ -293,11 +293,10 @@ def test_extractor_is_openai_with_a_key_and_rules_without(tmp_path: object) -> N
 
     keyed = Settings(openai_api_key="sk-test-not-used-000000", home=tmp_path)  # type: ignore[arg-type]
     with_key = Mem01Session("s", "u", inner=SQLiteSession("s"), memory=Memory(keyed))
-    assert isinstance(with_key.extractor, OpenAIExtractor)
+    assert isinstance(with_key.memory.extractor, OpenAIExtractor)
     offline = Memory(Settings(home=tmp_path))  # type: ignore[arg-type]
-    assert isinstance(
-        Mem01Session("s", "u", inner=SQLiteSession("s"), memory=offline).extractor, RuleExtractor
-    )
+    without = Mem01Session("s", "u", inner=SQLiteSession("s"), memory=offline)
+    assert isinstance(without.memory.extractor, RuleExtractor)
 
 
 async def test_one_job_per_turn_holding_question_and_answer(
@@ -425,7 +424,7 @@ async def test_input_whose_run_failed_goes_with_the_next_answer(
     assert await payloads(db) == [
         [("user", "I live in Braga"), ("user", "I have a dog"), ("assistant", "Nice.")]
     ]
-    assert session.unsent_turns == 0
+    assert session_health(session).unsent_turns == 0
 
 
 async def test_the_answer_never_waits_for_its_own_turns_extraction(
@@ -468,7 +467,9 @@ async def test_strict_close_raises_only_after_closing_what_it_owns(
     with pytest.raises(Mem01MemoryError, match="flush failed"):
         await session.aclose()
     assert closed == ["c"]  # the transcript store it created is closed all the same
-    assert session.unsent_turns == 0  # strict: the caller was told, nothing is kept behind it
+    assert (
+        session_health(session).unsent_turns == 0
+    )  # strict: the caller was told, nothing is kept behind it
 
 
 async def test_a_recall_failure_is_not_wiped_by_the_same_runs_enqueue(

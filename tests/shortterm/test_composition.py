@@ -13,7 +13,7 @@ from mem01session import Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
-from mem01session.session import Mem01Session
+from mem01session.session import Mem01Session, session_health
 from mem01session.session.items import item_text
 from mem01session.shortterm import SessionManager, TrimmingSession, mem01_session_factory
 from tests.pg import locked
@@ -88,13 +88,16 @@ async def test_a_managed_chat_answers_as_its_mem01_session(memory: Memory, tmp_p
         assert await s.flush_memory(timeout=30) is True
         assert s.last_memory_error is None
         assert s.last_recall is not None  # the run's recall, read through the chat
-        [belief] = await s.memory_history()
+        [belief] = await s.memory.beliefs(s.user_id, include_inactive=True)
         assert belief.content == "Lives in Lisbon"
         assert "Lives in Lisbon" in (await s.recall("where do I live?")).text
-        corrected = await s.correct_memory(belief.id, "Lives in Porto")
-        await s.forget_memory(corrected.changes[0].belief_id, reason="test")
-        assert [b.status for b in await s.memory_history()] == ["superseded", "invalidated"]
-        assert (await s.clear_memory()).total > 0
+        corrected = await s.memory.correct(s.user_id, belief.id, "Lives in Porto")
+        await s.memory.forget(s.user_id, corrected.changes[0].belief_id, reason="test")
+        assert [b.status for b in await s.memory.beliefs(s.user_id, include_inactive=True)] == [
+            "superseded",
+            "invalidated",
+        ]
+        assert (await s.memory.erase(s.user_id, reinstate=True)).total > 0
         assert {"flush_memory", "recall", "set_state"} <= set(dir(s))
         assert s.get_state("language") == "pt"
         s.timezone = "Asia/Tokyo"  # set on the chat's Mem01Session, not shadowed by the chat
@@ -130,7 +133,7 @@ async def test_a_chat_let_go_of_enqueues_the_turns_it_still_held(
         await turn(removed, "I live in Oslo")
         await turn(expired, "I moved to Porto")
         await turn(kept, "I moved to Lisbon")
-    assert [s.unsent_turns for s in (removed, expired, kept)] == [1, 1, 1]
+    assert [session_health(s).unsent_turns for s in (removed, expired, kept)] == [1, 1, 1]
 
     assert manager.remove("telegram", "42", "chat-1")
     clock.advance(601)
@@ -138,10 +141,10 @@ async def test_a_chat_let_go_of_enqueues_the_turns_it_still_held(
     assert manager.cleanup_expired() == 1  # chat-2
     await manager.aclose()  # waits for those closes, and closes chat-3's session
 
-    assert [s.dropped_turns for s in (removed, expired, kept)] == [0, 0, 0]
+    assert [session_health(s).dropped_turns for s in (removed, expired, kept)] == [0, 0, 0]
     reader = Mem01Session("reader", "telegram:42", memory=memory)
     assert await reader.flush_memory(timeout=30)
-    said = {b.content for b in await reader.memory_history()}
+    said = {b.content for b in await reader.memory.beliefs(reader.user_id, include_inactive=True)}
     assert {"Lives in Oslo", "Lives in Porto", "Lives in Lisbon"} <= said
     await reader.aclose()
 
@@ -154,7 +157,7 @@ async def test_closing_the_manager_without_await_leaves_the_turns_to_the_memory(
     chat = manager.get_or_create("telegram", "42", "chat-1")
     with locked(db_url, "memory_jobs"):
         await turn(chat, "I live in Oslo")
-    assert chat.unsent_turns == 1
+    assert session_health(chat).unsent_turns == 1
     manager.close()  # the transcripts only
     del chat
     await memory.aclose()  # the session still held its turn: sent and applied now

@@ -151,7 +151,8 @@ async def test_refusals_are_tool_results_and_change_nothing(
         f"error: statement is 5000 characters, over the limit of {MAX_CONTENT_CHARS}: "
         "a belief is one short fact; say it shorter"
     )
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text("utf-8").split())
+    doc = Path(__file__).parents[2] / "docs" / "tools-and-mcp.md"
+    readme = " ".join(doc.read_text("utf-8").split())
     assert f"one over the {MAX_CONTENT_CHARS:,} characters a belief holds" in readme
     assert shown["secret"].startswith("error: not stored: the statement held a secret")
     assert "SENTINEL" not in json.dumps(shown)  # the refusal never quotes the secret

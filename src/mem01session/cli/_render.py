@@ -18,7 +18,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..engine.records import Belief, Episode, LedgerEvent, Source
+from ..memory.records import Belief, Episode, LedgerEvent, Source
 
 STATUS_STYLE = {
     "active": "green",

@@ -34,7 +34,7 @@ def database_url(settings: Settings, *, check: bool = True) -> tuple[str, bool]:
         if check:
             check_reachable(settings)
         return settings.database_url, False
-    from ..db.embedded import embedded_url, server_status
+    from ..memory.embedded_server import embedded_url, server_status
 
     # A server this command did not start is not stopped when it ends (a psql opened from
     # `db url`, an application between its runs, may be using it).
@@ -47,7 +47,7 @@ def starting(home: Path, start: Callable[[], T], *, kept: bool = False) -> T:
     """Run ``start`` (which attaches to the embedded server under ``home``), saying on
     stderr that the server is being started when it is not running yet (``kept``: it is
     started to be kept running, by ``db start``)."""
-    from ..db.embedded import server_status
+    from ..memory.embedded_server import server_status
 
     if server_status(home).running:
         return start()

@@ -11,8 +11,8 @@ from ._console import console
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..db.direct import DirectPool
-    from ..engine.records import Belief, Episode, LedgerEvent
+    from ..memory import MemoryReads
+    from ..memory.records import Belief, Episode, LedgerEvent
 
 app = typer.Typer(cls=TidyGroup, help="Inspect a user's long-term beliefs.", no_args_is_help=True)
 
@@ -36,15 +36,14 @@ def list_beliefs(
     check_positive("--limit", limit)
     from rich.text import Text
 
-    from ..engine.inspection import history
     from . import _render as render
-    from ._reads import require_user, with_pool
+    from ._reads import require_user, with_reads
 
-    async def work(pool: DirectPool) -> list[Belief]:
-        await require_user(pool, user)
-        return await history(pool, user, include_inactive=show_all, limit=limit)
+    async def work(reads: MemoryReads) -> list[Belief]:
+        await require_user(reads, user)
+        return await reads.beliefs(user, include_inactive=show_all, limit=limit)
 
-    beliefs = with_pool(work)
+    beliefs = with_reads(work)
     if as_json:
         typer.echo(render.dumps(beliefs))
         return
@@ -64,15 +63,14 @@ def history(user: User, limit: Limit = 200) -> None:
     check_positive("--limit", limit)
     from rich.text import Text
 
-    from ..engine.inspection import ledger
     from . import _render as render
-    from ._reads import require_user, with_pool
+    from ._reads import require_user, with_reads
 
-    async def work(pool: DirectPool) -> list[LedgerEvent]:
-        await require_user(pool, user)
-        return await ledger(pool, user, limit=limit)
+    async def work(reads: MemoryReads) -> list[LedgerEvent]:
+        await require_user(reads, user)
+        return await reads.history(user, limit=limit)
 
-    events = with_pool(work)
+    events = with_reads(work)
     if not events:
         console().print(Text(f"no ledger events for user {user!r}"))
         return
@@ -91,18 +89,17 @@ def show(
     bid = parse_id(belief_id)
     from rich.text import Text
 
-    from ..engine.inspection import get_episode, ledger
     from . import _render as render
-    from ._reads import require_belief, require_user, with_pool
+    from ._reads import require_belief, require_user, with_reads
 
-    async def work(pool: DirectPool) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
-        await require_user(pool, user)
-        belief = await require_belief(pool, user, bid)
+    async def work(reads: MemoryReads) -> tuple[Belief, list[LedgerEvent], list[Episode]]:
+        await require_user(reads, user)
+        belief = await require_belief(reads, user, bid)
         ids = dict.fromkeys(s.episode_id for s in belief.sources if s.episode_id is not None)
-        episodes = [await get_episode(pool, user, i) for i in ids if i is not None]
-        return belief, await ledger(pool, user, belief_id=bid), episodes
+        episodes = [await reads.episode(user, i) for i in ids if i is not None]
+        return belief, await reads.history(user, belief_id=bid), episodes
 
-    belief, events, episodes = with_pool(work)
+    belief, events, episodes = with_reads(work)
     head = Text(f"#{belief.id} ", style="bold")
     head.append(render.outside(belief.content))
     console().print(head)

@@ -34,7 +34,7 @@ def upgrade(
 
     Example: mem01session db upgrade
     """
-    from ..db import migrate
+    from ..memory import schema
 
     settings = load_settings()
     model: str | None = None
@@ -46,10 +46,10 @@ def upgrade(
     if embedding_dim < 1 or embedding_dim > 16000:
         fail(f"--embedding-dim must be between 1 and 16000, got {embedding_dim}")
     url, embedded = database_url(settings)
-    before = migrate.current(url)
-    rev = migrate.upgrade(url, revision, embedding_dim=embedding_dim, embedding_model=model)
+    before = schema.schema_status(url).revision
+    rev = schema.upgrade(url, revision, embedding_dim=embedding_dim, embedding_model=model)
     where = "the embedded PostgreSQL" if embedded else settings.safe_database_url
-    head = " (head)" if rev == migrate.head_revision() else ""
+    head = " (head)" if rev == schema.head_revision() else ""
     if rev == before:
         _say(f"{where} is already at {rev or 'base'}{head}; nothing to do")
     else:
@@ -75,10 +75,10 @@ def downgrade(
 
     Example: mem01session db downgrade base --yes
     """
-    from ..db import migrate
+    from ..memory import schema
 
     url, _ = database_url(load_settings())
-    plan = migrate.downgrade_plan(url, revision)
+    plan = schema.downgrade_plan(url, revision)
     lossy = [step for step in plan if step.deletes_data]
     if lossy and not yes:
         undone = "; ".join(
@@ -90,10 +90,10 @@ def downgrade(
             "add --yes to confirm"
         )
     if not plan:
-        at = migrate.current(url)
+        at = schema.schema_status(url).revision
         _say(f"the database is at {at or 'base'}; nothing to undo")
         return
-    rev = migrate.downgrade(url, revision)
+    rev = schema.downgrade(url, revision)
     undone = ", ".join(step.revision for step in plan)
     _say(f"downgraded to {rev or 'base'} (undid {undone})")
 
@@ -104,11 +104,11 @@ def current() -> None:
 
     Example: mem01session db current
     """
-    from ..db import migrate
+    from ..memory import schema
 
     url, _ = database_url(load_settings())
-    rev = migrate.current(url)
-    head = migrate.head_revision()
+    rev = schema.schema_status(url).revision
+    head = schema.head_revision()
     suffix = " (head)" if rev == head else f" (head is {head})"
     _say(f"{rev or 'base'}{suffix}")
 
@@ -121,11 +121,11 @@ def history() -> None:
     """
     from rich.table import Table
 
-    from ..db import migrate
+    from ..memory import schema
 
     table = Table("revision", "revises", "description")
     table.add_column("undoing it", overflow="fold")
-    for rev in migrate.history():
+    for rev in schema.migrations():
         label = f"{rev.revision} (head)" if rev.is_head else rev.revision
         table.add_row(
             label,
@@ -142,10 +142,10 @@ def check() -> None:
 
     Example: mem01session db check
     """
-    from ..db import migrate
+    from ..memory import schema
 
     url, _ = database_url(load_settings())
-    diffs = migrate.check(url)
+    diffs = schema.drift(url)
     if diffs:
         for d in diffs:
             console().print(f"drift: {d}", highlight=False)
@@ -190,18 +190,18 @@ def start() -> None:
 
     Example: mem01session db start
     """
-    from ..db import migrate
-    from ..db.embedded import keep_running
+    from ..memory import schema
+    from ..memory.embedded_server import keep_running
     from ._server import starting
 
     settings = _embedded_only(load_settings(), "start")
     url, kept = starting(settings.home, lambda: keep_running(settings.home), kept=True)
-    at, head = migrate.current(url), migrate.head_revision()
+    at, head = schema.schema_status(url).revision, schema.head_revision()
     if at != head:
         from ..embeddings import default_embedder
 
         embedder = default_embedder(settings)
-        migrate.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
+        schema.upgrade(url, embedding_dim=embedder.dim, embedding_model=embedder.name)
     state = "already kept running" if kept else "kept running"
     _show_status(settings, f"{state}; its database is at {head} (head)")
 
@@ -215,7 +215,7 @@ def stop() -> None:
 
     Example: mem01session db stop
     """
-    from ..db.embedded import server_status, stop_keeping
+    from ..memory.embedded_server import server_status, stop_keeping
 
     settings = _embedded_only(load_settings(), "stop")
     if not server_status(settings.home).running:
@@ -237,7 +237,7 @@ def status() -> None:
 
     Example: mem01session db status
     """
-    from ..db.embedded import server_status
+    from ..memory.embedded_server import server_status
 
     settings = _embedded_only(load_settings(), "status")
     found = server_status(settings.home)

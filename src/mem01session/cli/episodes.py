@@ -12,8 +12,8 @@ from ._console import console
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..db.direct import DirectPool
-    from ..engine.records import Episode
+    from ..memory import MemoryReads
+    from ..memory.records import Episode
 
 app = typer.Typer(
     cls=TidyGroup,
@@ -46,17 +46,14 @@ def list_episodes(
     check_positive("--limit", limit)
     from rich.text import Text
 
-    from ..engine.inspection import episodes as read_episodes
     from . import _render as render
-    from ._reads import require_user, with_pool
+    from ._reads import require_user, with_reads
 
-    async def work(pool: DirectPool) -> list[Episode]:
-        await require_user(pool, user)
-        return await read_episodes(
-            pool, user, session_id=conversation, contains=contains, limit=limit
-        )
+    async def work(reads: MemoryReads) -> list[Episode]:
+        await require_user(reads, user)
+        return await reads.episodes(user, session_id=conversation, contains=contains, limit=limit)
 
-    episodes = with_pool(work)
+    episodes = with_reads(work)
     if as_json:
         typer.echo(render.dumps(episodes))
         return

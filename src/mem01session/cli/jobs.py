@@ -15,9 +15,8 @@ from ._errors import fail
 from ._help import TidyCommand, TidyGroup
 
 if TYPE_CHECKING:
-    from ..db.direct import DirectPool
-    from ..engine import BeliefEngine
-    from ..queue.job_records import Job
+    from ..memory import Memory, MemoryReads
+    from ..memory.records import Job
 
 app = typer.Typer(cls=TidyGroup, help="Inspect and retry extraction jobs.", no_args_is_help=True)
 
@@ -40,17 +39,16 @@ def list_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from ..queue.job_records import list_jobs
     from . import _render as render
-    from ._reads import require_user, with_pool
+    from ._reads import require_user, with_reads
 
-    async def work(pool: DirectPool) -> list[Job]:
+    async def work(reads: MemoryReads) -> list[Job]:
         if user is not None:
-            await require_user(pool, user)
+            await require_user(reads, user)
         status = "failed" if failed else None
-        return await list_jobs(pool, user_id=user, status=status, limit=limit)
+        return await reads.jobs(user_id=user, status=status, limit=limit)
 
-    jobs = with_pool(work)
+    jobs = with_reads(work)
     if as_json:
         typer.echo(
             render.dumps(
@@ -107,26 +105,24 @@ def retry_cmd(
     jid = parse_id(job_id, "job")
     from rich.text import Text
 
-    from ..queue.job_records import REFUSED
-    from ..queue.job_store import JobStore
     from . import _render as render
-    from ._engine import with_engine
+    from ._memory import with_memory
 
-    async def work(engine: BeliefEngine) -> Job | None:
-        store = JobStore(engine.db)
-        found = await store.get(jid)
+    async def work(memory: Memory) -> Job | None:
+        found = await memory.job(jid)
         if found is None or found.status != "failed":
             return None
-        if await engine.erased_at(found.user_id) is not None:
+        owner = await memory.user(found.user_id)
+        if owner is not None and owner.erased:
             fail(
                 f"job #{jid} belongs to user {found.user_id!r}, whose memory is erased; not retried"
             )
-        if REFUSED in found.payload:
+        if found.refused:
             fail(f"job #{jid} records a turn that was never stored; there is nothing to retry")
         # The retry statement checks both again, atomically (an erase may come in between).
-        return await store.retry(jid, now=engine.clock())
+        return await memory.retry_job(jid)
 
-    job = with_engine(work)
+    job = with_memory(work)
     if job is None:
         fail(f"no failed job #{jid}")
     line = Text(f"job #{job.id} of user ")

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
     from rich.table import Table
 
-    from ..engine import BeliefEngine
-    from ..engine.records import ApplyResult, Belief, EraseReceipt, RecallResult, ScoredEpisode
+    from ..memory import Memory
+    from ..memory.records import ApplyResult, Belief, EraseReceipt, RecallResult, ScoredEpisode
 
 User = Annotated[str, typer.Option("--user", "-u", help="The user whose memory to use.")]
 
@@ -54,24 +54,29 @@ def recall(
     from rich.text import Text
 
     from ..checks import check_timezone
-    from ..engine.records import RecallRequest
-    from ._engine import require_user, with_engine
+    from ._memory import with_memory
+    from ._reads import require_user
 
     if timezone is not None:
         check_timezone("--timezone", timezone)
     zone = timezone
 
-    async def work(engine: BeliefEngine) -> RecallResult:
+    async def work(memory: Memory) -> RecallResult:
         nonlocal zone
-        await require_user(engine, user)
+        await require_user(memory, user)
         if zone is None:
-            zone = await engine.user_timezone(user)
-        request = RecallRequest(
-            query, budget, include_history=history, explain=explain, timezone=zone
+            summary = await memory.user(user)
+            zone = summary.timezone if summary is not None else None
+        return await memory.recall(
+            user,
+            query,
+            max_tokens=budget,
+            include_history=history,
+            explain=explain,
+            timezone=zone or "UTC",
         )
-        return await engine.recall(user, request)
 
-    result = with_engine(work)
+    result = with_memory(work)
     if result.text:
         console().rule("memory block")
         # Text, not markup: the block's "[active, ...]" must print as it is.
@@ -97,8 +102,7 @@ def _explained(result: RecallResult) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from ..engine.records import ScoredBelief
-    from ..engine.scoring import (
+    from ..memory.ranking import (
         DAY_WEIGHT,
         EPISODE_FACTOR,
         INACTIVE_FACTOR,
@@ -106,6 +110,7 @@ def _explained(result: RecallResult) -> Table:
         W_CONFIDENCE,
         W_RECENCY,
     )
+    from ..memory.records import ScoredBelief
     from . import _render as render
 
     items: list[ScoredBelief | ScoredEpisode] = [*result.beliefs, *result.episodes]
@@ -194,16 +199,17 @@ def forget(
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import require_belief, require_user, with_engine
+    from ._memory import with_memory
+    from ._reads import require_belief, require_user
 
-    async def work(engine: BeliefEngine) -> tuple[Belief, ApplyResult]:
-        await require_user(engine, user)
-        belief = await require_belief(engine, user, bid)
+    async def work(memory: Memory) -> tuple[Belief, ApplyResult]:
+        await require_user(memory, user)
+        belief = await require_belief(memory, user, bid)
         if belief.status != "active":
             fail(f"belief #{bid} is already {belief.status}; only active beliefs can be forgotten")
-        return belief, await engine.forget(user, bid, reason)
+        return belief, await memory.forget(user, bid, reason=reason)
 
-    belief, result = with_engine(work)
+    belief, result = with_memory(work)
     line = Text(f"forgot #{belief.id} ")
     line.append(render.outside(belief.content))
     line.append(" (now ")
@@ -244,14 +250,15 @@ def erase(
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import require_user, with_engine
+    from ._memory import with_memory
+    from ._reads import require_user
 
-    async def work(engine: BeliefEngine) -> tuple[EraseReceipt, list[str]]:
-        await require_user(engine, user)
-        receipt = await engine.erase_user(user)
-        return receipt, (await engine.compact() if compact else [])
+    async def work(memory: Memory) -> tuple[EraseReceipt, list[str]]:
+        await require_user(memory, user)
+        receipt = await memory.erase(user)
+        return receipt, (await memory.compact() if compact else [])
 
-    receipt, rewritten = with_engine(work)
+    receipt, rewritten = with_memory(work)
     table = Table(title=f"erase receipt for {user}", expand=False)
     table.add_column("table")
     table.add_column("rows deleted", justify="right")
@@ -281,12 +288,12 @@ def reinstate(user: User) -> None:
     from rich.text import Text
 
     from . import _render as render
-    from ._engine import with_engine
+    from ._memory import with_memory
 
-    async def work(engine: BeliefEngine) -> datetime | None:
-        return await engine.reinstate_user(user)
+    async def work(memory: Memory) -> datetime | None:
+        return await memory.reinstate(user)
 
-    erased_at = with_engine(work)
+    erased_at = with_memory(work)
     if erased_at is None:
         fail(f"user {user!r} is not erased; nothing to reinstate")
     console().print(

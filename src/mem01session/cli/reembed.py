@@ -11,8 +11,8 @@ from ._args import check_positive
 from ._console import console
 
 if TYPE_CHECKING:
-    from ..engine import BeliefEngine
-    from ..engine.reembed import ReembedReport
+    from ..memory import Memory
+    from ..memory.records import ReembedReport
 
 
 def reembed(
@@ -36,21 +36,21 @@ def reembed(
     check_positive("--batch", batch)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from ._engine import with_engine
+    from ._memory import with_memory
 
-    async def work(engine: BeliefEngine) -> tuple[str, int, ReembedReport | None]:
-        todo = await engine.count_other_model(user)
-        if dry_run or not todo:
-            return engine.embedder.name, todo, None
+    async def work(memory: Memory) -> tuple[str, int, ReembedReport | None]:
+        plan = await memory.reembed(user_id=user, dry_run=True)
+        if dry_run or not plan.found:
+            return plan.model, plan.found, None
         columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
         with Progress(*columns, console=console(), transient=True) as bar:
-            task = bar.add_task(f"re-embedding with {engine.embedder.name}", total=todo)
-            report = await engine.reembed(
+            task = bar.add_task(f"re-embedding with {plan.model}", total=plan.found)
+            report = await memory.reembed(
                 user_id=user, batch_size=batch, progress=lambda n: bar.advance(task, n)
             )
-        return engine.embedder.name, todo, report
+        return plan.model, plan.found, report
 
-    model, todo, report = with_engine(work)
+    model, todo, report = with_memory(work)
     whose = f"of user {user!r} " if user is not None else ""
     if report is None:
         verb = "would be re-embedded" if todo else "need re-embedding"

@@ -10,8 +10,8 @@ from ._args import check_positive
 from ._console import console
 
 if TYPE_CHECKING:
-    from ..db.direct import DirectPool
-    from ..engine.records import UserSummary
+    from ..memory import MemoryReads
+    from ..memory.records import UserSummary
 
 USER_MIN_WIDTH = 16
 """The narrowest the user column gets (a longer id folds onto more lines)."""
@@ -38,14 +38,13 @@ def users(
     from rich.table import Table
     from rich.text import Text
 
-    from ..engine.inspection import users as read_users
     from . import _render as render
-    from ._reads import with_pool
+    from ._reads import with_reads
 
-    async def work(pool: DirectPool) -> list[UserSummary]:
-        return await read_users(pool, contains=contains, limit=limit)
+    async def work(reads: MemoryReads) -> list[UserSummary]:
+        return await reads.users(contains=contains, limit=limit)
 
-    found = with_pool(work)
+    found = with_reads(work)
     if as_json:
         typer.echo(
             render.dumps(

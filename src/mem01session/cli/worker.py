@@ -56,8 +56,7 @@ async def _serve(settings: Settings, concurrency: int | None, poll_interval: flo
     import asyncio
     import signal
 
-    from ..memory import Memory
-    from ..queue import WorkerPolicy
+    from ..memory import Memory, WorkerPolicy
 
     policy = WorkerPolicy(concurrency=concurrency, poll_interval=poll_interval, listen=True)
     memory = Memory(settings, worker_policy=policy)
@@ -66,7 +65,6 @@ async def _serve(settings: Settings, concurrency: int | None, poll_interval: flo
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await memory.ready()
         running = await memory.worker()
         typer.echo(  # one line each, unwrapped, flushed: these go to logs
             f"worker {running.worker_id}: extracting with {running.extractor.name} on "

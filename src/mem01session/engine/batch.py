@@ -21,8 +21,8 @@ from ..errors import InvalidOpError
 from . import near, terms
 from .episodes import hide_sources_of
 from .ops import Provenance
-from .records import Change
-from .row_mapping import BELIEF_COLUMNS, normalize_content
+from .records import Change, normalize_content
+from .row_mapping import BELIEF_COLUMNS
 from .tx import Tx
 from .validate import CheckedOp
 

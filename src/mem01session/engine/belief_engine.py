@@ -24,6 +24,7 @@ from .records import (
     LedgerEvent,
     RecallRequest,
     RecallResult,
+    ReembedReport,
     ScoredBelief,
     UserSummary,
 )
@@ -259,7 +260,7 @@ class BeliefEngine:
         user_id: str | None = None,
         batch_size: int = 64,
         progress: reembedding.Progress | None = None,
-    ) -> reembedding.ReembedReport:
+    ) -> ReembedReport:
         """Give every belief whose vector another model made a vector of this engine's
         embedder (safe while the application runs; resumable)."""
         return await reembedding.reembed(

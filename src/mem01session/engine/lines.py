@@ -5,7 +5,7 @@ A record is its statement, plus a parenthesis only where it carries information:
 of validity of a belief that no longer holds (``until``, ``no longer true``), and the date
 a belief was observed when the question asks about time (:func:`asks_when`). Ids and
 provenance are left out by default (the model needs neither to answer; ``explain``,
-``memory_history`` and the inspector have them); ``provenance="brief"`` adds where and
+``Memory.beliefs`` and the inspector have them); ``provenance="brief"`` adds where and
 when a belief was said, ``"quote"`` also the id and the quoted evidence, for applications
 whose model cites its sources. A quote is the words of one episode; a reply of the
 assistant (kept with ``episodes="all"``) is marked ``(assistant)``; a short one shows the

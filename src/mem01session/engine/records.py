@@ -3,6 +3,8 @@ receipts, recall results."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Literal
@@ -18,6 +20,15 @@ RecallKinds = Literal["all", "beliefs", "episodes"]
 RECALL_KINDS: tuple[RecallKinds, ...] = ("all", "beliefs", "episodes")
 
 DEFAULT_MAX_TOKENS = 800
+
+_SPACE = re.compile(r"\s+")
+_TRAILING = re.compile(r"[\s.!]+$")
+
+
+def normalize_content(text: str) -> str:
+    """The form two statements must share to count as the same belief."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _TRAILING.sub("", _SPACE.sub(" ", folded).strip())
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,11 @@ class Belief:
     merged_into: int | None = None
     last_confirmed_at: datetime | None = None
     sources: tuple[Source, ...] = ()
+
+    def says(self, statement: str) -> bool:
+        """Whether this belief's statement is ``statement``, compared as the engine compares
+        statements (case, spacing and a closing full stop aside)."""
+        return normalize_content(self.content) == normalize_content(statement)
 
 
 @dataclass(frozen=True)
@@ -238,6 +254,16 @@ class EraseReceipt:
     @property
     def total(self) -> int:
         return sum(self.deleted.values())
+
+
+@dataclass(frozen=True)
+class ReembedReport:
+    """What a re-embedding run found and converted."""
+
+    model: str
+    found: int  # beliefs and episodes of another model when the run began
+    converted: int
+    skipped: int  # revised by someone else while this run embedded them
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..checks import check_id, check_positive_int
 from . import near
 from .engine_parts import EngineParts
+from .records import ReembedReport
 from .row_mapping import vector_literal
 from .tx import Row, Tx, transaction
 
@@ -40,16 +40,6 @@ WHERE b.user_id = v.user_id AND b.id = v.id AND b.content = v.content
 RETURNING b.user_id, b.id"""
 
 Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class ReembedReport:
-    """What a run found and converted."""
-
-    model: str
-    found: int  # beliefs and episodes of another model when the run began
-    converted: int
-    skipped: int  # revised by someone else while this run embedded them
 
 
 async def count_other_model(parts: EngineParts, user_id: str | None = None) -> int:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -16,15 +14,6 @@ BELIEF_COLUMNS = (
     "id, user_id, content, key, status, confidence, valid_from, valid_to, created_at, "
     "updated_at, version, superseded_by, merged_into, last_confirmed_at"
 )
-
-_SPACE = re.compile(r"\s+")
-_TRAILING = re.compile(r"[\s.!]+$")
-
-
-def normalize_content(text: str) -> str:
-    """The form two statements must share to count as the same belief."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return _TRAILING.sub("", _SPACE.sub(" ", folded).strip())
 
 
 def belief_from_row(row: Mapping[Any, Any], sources: Sequence[Source] = ()) -> Belief:

@@ -26,7 +26,15 @@ LEFT_BEHIND_JOBS = 1000
 
 
 class Attached(Protocol):
-    """What a session gives its ``Memory`` so that closing the memory flushes it."""
+    """What a session gives its ``Memory`` so that closing the memory flushes it, and
+    erasing its user forgets what it holds."""
+
+    user_id: str
+
+    def erasing(self) -> None:
+        """The user's memory is about to be erased: drop the turns not yet enqueued and
+        stop waiting for the jobs that will be deleted."""
+        ...
 
     async def close(self, flush_timeout: float) -> int:
         """Flush (at most ``flush_timeout`` seconds); how many of the session's accepted
@@ -57,6 +65,10 @@ class Attachments:
     def detach(self, session: Attached) -> None:
         self._attached.discard(session)
         self._holding.discard(session)
+
+    def of(self, user_id: str) -> list[Attached]:
+        """The attached or held sessions of ``user_id``."""
+        return [s for s in {*self._attached, *self._holding} if s.user_id == user_id]
 
     def left_behind(self, user_id: str, job_ids: Sequence[int]) -> None:
         """Remember ``job_ids`` of a session freed unclosed (the latest

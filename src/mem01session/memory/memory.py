@@ -1,65 +1,37 @@
-"""``Memory``: the application object that owns what every session shares.
+"""``Memory``: the application object that owns what every session shares, and the one
+door to it.
 
 One per application: the database, the belief engine, the extractor and the background
-workers. Sessions are cheap views onto it (``Mem01Session(sid, user_id, memory=memory)``).
+workers (:mod:`.runtime`). Sessions are cheap views onto it
+(``Mem01Session(sid, user_id, memory=memory)``); everything else (an admin page, a
+deletion request, the command line, the MCP server) uses its verbs (:mod:`.verbs`).
 ``async with memory:`` (or :meth:`Memory.aclose`) shuts down in order: sessions flush
 what they hold, workers stop and release the jobs they claimed, the database closes.
 
-The memory does not live on the caller's event loop, which may be a new one per call
-(``asyncio.run``), one that runs only during a call (``Runner.run_sync``) or a notebook's:
-it opens the database and runs its workers on a loop of its own, on a daemon thread
-(:class:`~mem01session.loops.LoopThread`), started when first needed. The database is
-usable from any loop (:class:`~mem01session.db.Database`), so a session's per-run
-statements run on the caller's loop, with no hand-over. A memory still open when the
-interpreter exits normally is closed then, on its own loop: queued turns get at most
-``exit_timeout`` seconds to be extracted, the rest are handed back to the job table.
+Example::
+
+    async with Memory() as memory:
+        await memory.remember("alice", "Lives in Lisbon", key="home.city")
+        print([b.content for b in await memory.beliefs("alice")])
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
-import threading
-from collections.abc import Sequence
-from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
-from ..checks import aware, check_flag, check_seconds
+from ..checks import check_flag, check_seconds
 from ..config import Settings
-from ..db import Database
-from ..embeddings import Embedder, check_embedding_settings, default_embedder
+from ..embeddings import Embedder, check_embedding_settings
 from ..engine import BeliefEngine
 from ..engine.engine_parts import Clock, utcnow
-from ..engine.episodes import EpisodePolicy
-from ..errors import MemoryClosedError
-from ..extraction import Extractor, default_extractor
-from ..logs import get_logger
-from ..loops import LoopThread, register_exit_hook, unregister_exit_hook
-from ..opening import Opening
-from ..queue import JobStore, MemoryWorker, WorkerPolicy
-from ..queue.policy import declared_timeout
-from .attached import Attached, Attachments, left_at_exit, wait_left_behind
-from .owned_parts import check_parts, release_parts
-
-log = get_logger(__name__)
-
-# At exit, closing (workers stopped, claims handed back, database closed) may take this
-# long beyond ``exit_timeout``; a memory still busy then is left to the lease.
-EXIT_GRACE_SECONDS = 5.0
+from ..extraction import Extractor
+from ..queue import MemoryWorker, WorkerPolicy
+from .owned_parts import check_parts
+from .runtime import Parts, Runtime
+from .verbs import MemoryVerbs
 
 
-BACKGROUND_FLUSH_SECONDS = 5.0
-""":meth:`Memory.close_in_background`'s ``flush_timeout``."""
-
-
-def _log_close_failure(future: concurrent.futures.Future[tuple[int, list[int]]]) -> None:
-    if not future.cancelled() and (exc := future.exception()) is not None:
-        log.warning("memory: closing in the background failed: %s", exc)
-
-
-class Memory:
+class Memory(MemoryVerbs):
     """Opens (on first use, or with :meth:`open`) and owns the shared parts.
 
     With ``engine`` given, that engine is used and its database is the caller's to close;
@@ -72,8 +44,8 @@ class Memory:
 
     With ``run_worker=False`` this process records turns but extracts none: a worker of
     another process (``mem01session worker``, or a ``Memory`` there) applies them, woken
-    at each turn (:mod:`.queue.notify`); runs and flushes wait for it as for their own.
-    Extraction then takes none of this process's CPU.
+    at each turn; runs and flushes wait for it as for their own. Extraction then takes
+    none of this process's CPU.
 
     If the interpreter exits normally with the memory still open, it is closed then:
     accepted turns get at most ``exit_timeout`` seconds to be extracted; those that
@@ -97,36 +69,29 @@ class Memory:
         check_parts(settings, engine, embedder, extractor, worker_policy, clock)
         check_flag("run_worker", run_worker)
         check_flag("auto_migrate", auto_migrate, optional=True)
-        self.settings = settings if settings is not None else Settings.from_env()
+        settings = settings if settings is not None else Settings.from_env()
         if engine is None and embedder is None:  # a bad choice fails here, not in a run
-            check_embedding_settings(self.settings)
+            check_embedding_settings(settings)
         timeout = check_seconds("exit_timeout", exit_timeout)
         assert timeout is not None
-        self.exit_timeout = timeout
-        self._engine = engine
-        self._embedder = embedder
-        self._extractor = extractor
-        self._policy = worker_policy
-        self._auto_migrate = auto_migrate
-        self._clock = clock if clock is not None else engine.parts.clock if engine else utcnow
-        self.run_worker = bool(run_worker)
-        """Whether this process extracts the turns it records (False: a worker elsewhere)."""
-        self._db: Database | None = None  # opened here, so closed here
-        self._open_lock = asyncio.Lock()  # used on the memory's own loop only
-        self._opening: Opening[BeliefEngine] = Opening()
-        self._ready = False  # ready() has loaded what runs need
-        self._home: LoopThread | None = None  # that loop, started when first needed
-        self._home_lock = threading.Lock()
-        self._workers: dict[int, MemoryWorker] = {}
-        self._sessions = Attachments()  # flushed at close (.attached)
-        self._made: list[object] = []  # parts chosen here, so closed here
-        self._closed = False
-        self._shutting_down = False  # _shutdown runs once
-        self._closing: concurrent.futures.Future[tuple[int, list[int]]] | None = None
+        self._runtime = Runtime(
+            Parts(
+                settings=settings,
+                engine=engine,
+                embedder=embedder,
+                extractor=extractor,
+                worker_policy=worker_policy,
+                auto_migrate=auto_migrate,
+                clock=clock if clock is not None else engine.parts.clock if engine else utcnow,
+                exit_timeout=timeout,
+                run_worker=bool(run_worker),
+            )
+        )
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else ("open" if self._engine else "not yet opened")
-        return f"Memory({state}, settings={self.settings!r})"
+        runtime = self._runtime
+        state = "closed" if runtime.closed else ("open" if runtime.opened else "not yet opened")
+        return f"Memory({state}, settings={runtime.settings!r})"
 
     @classmethod
     async def open(cls, settings: Settings | None = None, **options: Any) -> Memory:
@@ -140,161 +105,42 @@ class Memory:
             raise
         return memory
 
-    # -- the shared parts ----------------------------------------------------------------
-
-    async def engine(self) -> BeliefEngine:
-        """The belief engine, opened on first use (usable from any event loop). For
-        :data:`~.opening.OPEN_RETRY_SECONDS` after an opening failed, raises that failure
-        at once instead of trying again (:mod:`.opening`)."""
-        if self._closed:
-            raise MemoryClosedError("this Memory is closed; open a new one")
-        engine = self._engine
-        if engine is None:
-            home = self._start_home()  # opened on the memory's own loop
-            opening = self._opening.join(lambda: home.submit(self._open()))
-            engine = await asyncio.shield(asyncio.wrap_future(opening))
-        return engine
-
-    async def _open(self) -> BeliefEngine:
-        async with self._open_lock:
-            if self._closed:
-                raise MemoryClosedError("this Memory is closed; open a new one")
-            if self._engine is None:
-                embedder = self._embedder
-                if embedder is None:
-                    embedder = default_embedder(self.settings)
-                    self._made.append(embedder)
-                self._db = await Database.open(
-                    self.settings.database_url,
-                    home=self.settings.home,
-                    auto_migrate=self._auto_migrate,
-                    embedding_model=embedder.name,
-                    embedding_dim=embedder.dim,
-                )
-                self._engine = BeliefEngine(
-                    self._db,
-                    embedder,
-                    clock=self._clock,
-                    episodes=EpisodePolicy(
-                        self.settings.episodes, self.settings.episode_retention_days
-                    ),
-                )
-            return self._engine
-
-    async def ready(self) -> BeliefEngine:
-        """:meth:`engine`, and what every run needs made ready with it: the worker started,
-        the embedder's model loaded (the local one takes a second or two, once per
-        process), the engine's token counter (the default BPE takes about as long, and
-        is otherwise loaded by the first recall) and the connections the per-run path keeps
-        idle (15), opened at once rather than one by one by the first burst of runs.
-        Sessions call it before a run's budgeted memory work, so that what is paid once is
-        not taken for a stalled database."""
-        engine = await self.engine()
-        await self.worker()
-        if not self._ready:
-            load = getattr(engine.embedder, "load", None)
-            loading = asyncio.to_thread(load) if callable(load) else asyncio.sleep(0)
-            await asyncio.gather(loading, engine.db.direct.fill())
-            await asyncio.to_thread(lambda: engine.token_counter)
-            self._ready = True
-        return engine
-
-    def now(self) -> datetime:
-        """The memory's clock, time-zone aware."""
-        return aware(self._clock())
+    @property
+    def settings(self) -> Settings:
+        """The settings the memory was made with (``MEM01_*`` by default)."""
+        return self._runtime.settings
 
     @property
-    def extractor(self) -> Extractor:
-        """The extractor sessions use (chosen from the settings on first use)."""
-        if self._extractor is None:
-            self._extractor = default_extractor(self.settings)
-            self._made.append(self._extractor)
-        return self._extractor
-
-    async def jobs(self) -> JobStore:
-        """The job table of this memory's database."""
-        return JobStore((await self.engine()).db)
-
-    async def worker(self) -> MemoryWorker:
-        """The background worker for :attr:`extractor`, started on first use, on the
-        memory's own loop (its methods may be called from any loop). With
-        ``run_worker=False`` it is never started: its waits then follow the job table."""
-        engine = await self.engine()
-        extractor = self.extractor
-        worker = self._workers.get(id(extractor))
-        if worker is None:
-            worker = self._workers.setdefault(
-                id(extractor), MemoryWorker(engine, extractor, policy=self._worker_policy())
-            )
-        if not worker.running and self.run_worker:
-            await self._start_home().call(_start(worker))
-        return worker
-
-    async def turns_queued(self, after: float = 0.0) -> None:
-        """Turns were just queued: wake this process's worker (``after`` seconds from now).
-        Without one, the enqueue itself notified the workers listening elsewhere
-        (``JobStore.enqueue(notify=True)``)."""
-        if self.run_worker:
-            (await self.worker()).wake(after=after)
-
-    def _worker_policy(self) -> WorkerPolicy:
-        """The policy given, its extraction timeout (when it names none, and the extractor
-        states none) ``MEM01_LLM_TIMEOUT``'s: one setting bounds an extraction."""
-        policy = self._policy or WorkerPolicy()
-        if policy.extract_timeout is None and declared_timeout(self.extractor) is None:
-            policy = replace(policy, extract_timeout=self.settings.llm_timeout)
-        return policy
-
-    def _start_home(self) -> LoopThread:
-        """The memory's own loop, started (and the exit hook registered) on first use."""
-        with self._home_lock:
-            if self._closed:
-                raise MemoryClosedError("this Memory is closed; open a new one")
-            if self._home is None:
-                self._home = LoopThread("mem01-memory")
-                register_exit_hook(self._close_at_exit)
-            return self._home
-
-    # -- lifecycle -----------------------------------------------------------------------
+    def run_worker(self) -> bool:
+        """Whether this process extracts the turns it records (False: a worker elsewhere)."""
+        return self._runtime.run_worker
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._runtime.closed
 
-    def attach(self, session: Attached) -> None:
-        """Flush ``session`` when this memory closes (at the latest, when the interpreter
-        exits), if it is still in use then or :meth:`hold` keeps it."""
-        self._sessions.attach(session)
-        with contextlib.suppress(MemoryClosedError):  # closed: the session fails open
-            self._start_home()  # so that the exit hook is in place
+    @property
+    def extractor(self) -> Extractor:
+        """The extractor the worker uses (chosen from the settings on first use)."""
+        return self._runtime.extractor
 
-    def hold(self, session: Attached, holding: bool) -> None:
-        """Keep an attached ``session`` alive while it is ``holding`` turns not yet enqueued
-        (input waiting for its answer, turns the database could not take yet), so that
-        closing the memory still sends them; otherwise it is freed once let go of."""
-        self._sessions.hold(session, holding)
+    async def engine(self) -> BeliefEngine:
+        """The belief engine, opened on first use: for what the verbs do not cover (usable
+        from any event loop)."""
+        return await self._runtime.engine()
 
-    def left_behind(self, user_id: str, job_ids: Sequence[int]) -> None:
-        """A session was freed before its jobs ``job_ids`` were seen applied: closing the
-        memory waits for them as for an open session's (the latest
-        :data:`~.attached.LEFT_BEHIND_JOBS` of them; the rest are applied all the same,
-        later)."""
-        if self.run_worker and job_ids and not self._closed:
-            self._sessions.left_behind(user_id, job_ids)
+    async def ready(self) -> None:
+        """Make ready now what every run needs, instead of in the first run: the database
+        open, this process's worker started, the embedding model and the tokenizer loaded
+        (a second or two each, once per process), the connections runs use opened. A
+        server calls it at start-up (then, say, ``gc.freeze()``)."""
+        await self._runtime.ready()
 
-    def close_in_background(self) -> None:
-        """Close on the memory's own loop without waiting for it (the session that owned it
-        was freed unclosed): sessions and jobs get :meth:`aclose`'s chance, then its
-        workers, database and thread end."""
-        with self._home_lock:
-            home = self._home
-            if self._closed or self._closing is not None or home is None or not home.alive:
-                return
-            self._closing = home.submit(self._shutdown(BACKGROUND_FLUSH_SECONDS))
-        self._closing.add_done_callback(_log_close_failure)
-
-    def detach(self, session: Attached) -> None:
-        self._sessions.detach(session)
+    async def worker(self) -> MemoryWorker:
+        """This process's extraction worker, started if it is not running (unless
+        ``run_worker=False``); ``mem01session worker`` runs one and nothing else."""
+        await self._runtime.ready()
+        return await self._runtime.worker()
 
     async def aclose(self, *, flush_timeout: float = 5.0) -> None:
         """Flush the attached sessions (at most ``flush_timeout`` seconds), stop the workers
@@ -304,106 +150,7 @@ class Memory:
         """
         timeout = check_seconds("flush_timeout", flush_timeout)
         assert timeout is not None
-        if self._closing is not None:  # closing in the background already
-            await asyncio.wrap_future(self._closing)
-            return
-        await self._shutdown(timeout)
-
-    async def _shutdown(self, flush_timeout: float) -> tuple[int, list[int]]:
-        """:meth:`aclose`; how many accepted turns of the attached sessions are still not
-        applied (their jobs are back in the queue), and the ids of the jobs the workers had
-        claimed and handed back."""
-        if self._closed or self._shutting_down:
-            return 0, []
-        self._shutting_down = True
-        attached, left = self._sessions.take()
-        results = await asyncio.gather(
-            *(s.close(flush_timeout) for s in attached),
-            self._wait_left_behind(left, flush_timeout),
-            return_exceptions=True,
-        )
-        waiting = 0
-        for result in results:
-            if isinstance(result, BaseException):
-                log.warning("memory: a session failed to flush at close: %s", result)
-            else:
-                waiting += result
-        with self._home_lock:
-            self._closed = True
-            home = self._home
-        unregister_exit_hook(self._close_at_exit)
-        workers, self._workers = list(self._workers.values()), {}
-        released: list[int] = []
-        for worker in workers:
-            released += await worker.stop()
-        used: list[object | None] = [self._extractor, self._embedder]
-        if (engine := self._engine) is not None:
-            used += [engine.embedder, engine.db]
-        await release_parts(home, self._made, used)
-        if self._db is not None:
-            db, self._db = self._db, None
-            await db.close()
-        if home is not None:
-            home.stop()
-            if not home.current:
-                await asyncio.to_thread(home.join, EXIT_GRACE_SECONDS)
-        return waiting, released
-
-    async def _wait_left_behind(self, users: dict[str, set[int]], timeout: float) -> int:
-        """Wait (at most ``timeout`` seconds) for the jobs of sessions let go of, by user;
-        how many are still not applied."""
-        if not users:
-            return 0
-        try:
-            return await wait_left_behind(await self.worker(), users, timeout)
-        except Exception as exc:  # they stay queued: the next start applies them
-            log.warning("memory: could not wait for the turns of sessions let go of: %s", exc)
-            return sum(len(ids) for ids in users.values())
-
-    def _close_at_exit(self) -> None:
-        """The interpreter exits with this memory open: close it on its own loop, waiting
-        at most ``exit_timeout`` seconds for queued turns (plus a grace to stop)."""
-        with self._home_lock:
-            home, closing = self._home, self._closing
-        if closing is not None:  # closing in the background already: let it finish
-            with contextlib.suppress(Exception):
-                closing.result(timeout=self.exit_timeout + EXIT_GRACE_SECONDS)
-            if home is not None:
-                home.join(EXIT_GRACE_SECONDS)
-            return
-        if self._closed or home is None or not home.alive:
-            return
-        future = home.submit(self._shutdown_at_exit())
-        try:
-            future.result(timeout=self.exit_timeout + EXIT_GRACE_SECONDS)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            log.warning(
-                "memory: could not shut down within %.0f s at exit; the jobs it had claimed "
-                "are taken back by the next process of this machine that runs memory on the "
-                "database (elsewhere, when their lease ends)",
-                self.exit_timeout + EXIT_GRACE_SECONDS,
-            )
-        except Exception as exc:
-            log.warning("memory: shutting down at exit failed: %s", exc)
-        home.join(EXIT_GRACE_SECONDS)
-
-    async def _shutdown_at_exit(self) -> None:
-        db = self._engine.db if self._engine is not None else None
-        if db is not None and db.closed:
-            # The application closed the database and not the memory: nothing can be
-            # flushed or handed back any more; the workers ended with the database.
-            with self._home_lock:
-                self._closed = True
-            self._sessions.take()
-            self._workers.clear()
-            if self._home is not None:
-                self._home.stop()
-            return
-        waiting, released = await self._shutdown(self.exit_timeout)
-        # One warning, naming what is left: the process ends without Memory.aclose().
-        if (warning := left_at_exit(waiting, released, self.exit_timeout)) is not None:
-            log.warning("%s", warning)
+        await self._runtime.close(timeout)
 
     async def __aenter__(self) -> Memory:
         return self
@@ -412,8 +159,10 @@ class Memory:
         await self.aclose()
 
 
-async def _start(worker: MemoryWorker) -> None:
-    worker.start()
+def host_of(memory: Memory) -> Runtime:
+    """What the session layer uses of ``memory`` (its ``SessionHost``): the engine, the
+    workers, the sessions it flushes at close."""
+    return memory._runtime
 
 
-__all__ = ["Attached", "Memory"]
+__all__ = ["Memory", "host_of"]

@@ -46,6 +46,11 @@ class Job:
     """Of a claimed job, the last assistant message of the job before it in its
     conversation (:func:`prior_answer`): its turn's :attr:`Turn.before`."""
 
+    @property
+    def refused(self) -> bool:
+        """The job records a turn that could not be stored (nothing to extract or retry)."""
+        return REFUSED in self.payload
+
     def turn(self) -> Turn:
         """The turn stored in the payload."""
         messages = tuple(

@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from ..bounded import Bound
 from ..checks import check_timezone
 from ..engine import BeliefEngine
-from ..engine.records import EraseReceipt, RecallRequest, RecallResult
+from ..engine.records import RecallRequest, RecallResult
 from ..errors import ConfigError, DatabaseError, Mem01MemoryError
 from ..logs import describe, get_logger
-from ..memory import Memory
 from ..queue import MemoryWorker
 from ..queue.buffer import TurnBuffer
 from ..queue.carried_vectors import Known
@@ -30,6 +29,7 @@ from ..queue.progress import fetch_progress, progress_probe, run_probe
 from ..queue.turns import TurnMessage
 from .barrier import SAID_TURNS, budget, noted, still_queued, wait_end
 from .failure_policy import FailurePolicy
+from .host import SessionHost
 from .watched import WatchedJobs
 
 log = get_logger(__name__)
@@ -42,7 +42,7 @@ class DurableTier:
 
     def __init__(
         self,
-        memory: Memory,
+        host: SessionHost,
         user_id: str,
         session_id: str,
         *,
@@ -51,7 +51,7 @@ class DurableTier:
         timezone: str | None = None,
         owns_memory: bool = False,
     ) -> None:
-        self.memory = memory
+        self.host = host
         self.user_id = user_id
         self.session_id = session_id
         self.failures = FailurePolicy(strict)
@@ -62,16 +62,16 @@ class DurableTier:
         self.last_jobs: list[int] = []  # the jobs the last enqueue made
         self._buffer = TurnBuffer(user_id, session_id)
         self._jobs = WatchedJobs()  # this session's jobs not yet seen done
-        self._flushed_at = memory.now()
+        self._flushed_at = host.now()
         self._engine: BeliefEngine | None = None  # the memory's engine, once it opened
         self._step = ""  # what the current recall or enqueue is doing (for its error)
         self._read: RecallResult | None = None  # the current recall's last read
         self._recall_failure: str | None = None  # why the current run's recall failed
-        memory.attach(self)
+        host.attach(self)
         # Freed unclosed (a server's session per conversation): its memory still waits for
         # its jobs when it closes, as it would for an open session's; a memory of its own
         # closes then, in the background, instead of keeping its pools and threads.
-        self._freed = weakref.finalize(self, _left_behind, memory, user_id, self._jobs, owns_memory)
+        self._freed = weakref.finalize(self, _left_behind, host, user_id, self._jobs, owns_memory)
         self._freed.atexit = False
 
     @property
@@ -87,7 +87,7 @@ class DurableTier:
     async def engine_or_raise(self) -> BeliefEngine:
         """The engine, or :class:`Mem01MemoryError` saying why there is none."""
         try:
-            return await self.memory.engine()
+            return await self.host.engine()
         except Exception as exc:
             raise Mem01MemoryError(f"memory is unavailable: {describe(exc)}") from None
 
@@ -105,7 +105,7 @@ class DurableTier:
         """Hold input until its answer; enqueue each completed turn (fail-open), within
         the run's budget (:func:`.barrier.budget`): a turn that cannot be stored by then
         stays here and is sent with the next one."""
-        now = self.memory.now()
+        now = self.host.now()
         if self._zone is not None:  # the user's local time: "yesterday" is read from it
             now = now.astimezone(self._zone)
         if not self._buffer.add(messages, now):
@@ -144,10 +144,10 @@ class DurableTier:
         """The memory's engine, outside any budget: opening the memory (about a second for
         the embedded server, more on its very first start), starting its worker and
         loading the embedding model are paid once per process, by the first run or at
-        start-up (``Memory.open``, then ``Memory.ready``). Fails at once while the
+        start-up (``Memory.open``, then the host's ``ready``). Fails at once while the
         embedded server is being restarted: one run waited for that already, and a
         restart can take seconds."""
-        engine = self._engine = await self.memory.ready()
+        engine = self._engine = await self.host.ready()
         if engine.db.restarting:
             raise DatabaseError("the embedded PostgreSQL had stopped and is being restarted")
         return engine
@@ -165,13 +165,13 @@ class DurableTier:
         if not self._buffer.unsent:
             return
         try:
-            jobs = await self.memory.jobs()
+            jobs = await self.host.jobs()
             self._step = "storing turns"
             await self._buffer.send(
                 jobs,
                 known=self._known_vectors(),
                 model=self._model(),
-                notify=not self.memory.run_worker,  # a worker elsewhere is told at once
+                notify=not self.host.run_worker,  # a worker elsewhere is told at once
             )
         except Exception:
             # Strict: the caller hears of the failure, so nothing is kept behind its back.
@@ -190,7 +190,7 @@ class DurableTier:
             self.failures.record(f"enqueue failed: {reason}", "enqueue")
         # A short grace lets the run that stored the answer return before extraction
         # competes with it for this event loop; barriers still wake the worker at once.
-        await self.memory.turns_queued(after=ANSWER_GRACE_SECONDS)
+        await self.host.turns_queued(after=ANSWER_GRACE_SECONDS)
 
     def retract(self, messages: Sequence[TurnMessage]) -> None:
         """The application removed these from the transcript (``pop_item``): those still
@@ -207,13 +207,13 @@ class DurableTier:
         self._keep()
 
     def _keep(self) -> None:
-        """Held by the memory while this holds turns (see :meth:`Memory.hold`)."""
-        self.memory.hold(self, self._buffer.holding or self._buffer.unsent > 0)
+        """Held by the memory while this holds turns (see ``SessionHost.hold``)."""
+        self.host.hold(self, self._buffer.holding or self._buffer.unsent > 0)
 
     def _known_vectors(self) -> Known | None:
         """With the worker in another process, the vectors this process's embedder still
         has of the turn's words go with it (the worker would embed them again)."""
-        if self.memory.run_worker or self._engine is None:
+        if self.host.run_worker or self._engine is None:
             return None
         known: Known | None = getattr(self._engine.embedder, "recent_vector", None)
         return known
@@ -287,7 +287,7 @@ class DurableTier:
         # In a run, the held input is the current turn: it is in the model input already,
         # and enqueueing it now would make this recall wait for its extraction.
         await self._send(release=not during_run)
-        worker = await self.memory.worker()  # started by _open: queued turns are taken
+        worker = await self.host.worker()  # started by _open: queued turns are taken
         # The read also says which of the user's jobs are unfinished: in the steady
         # state none is, and the barrier costs nothing more.
         self._step = "reading"
@@ -330,7 +330,7 @@ class DurableTier:
         within = Bound(timeout)
 
         async def flushed() -> bool:
-            await self.memory.engine()
+            await self.host.engine()
             await self._send(release=True)
             return await self._barrier(wait_end(timeout), report=True)
 
@@ -348,7 +348,7 @@ class DurableTier:
                 self.failures.failed("flush", exc)
             return False
         failed = self._jobs.take_failed()
-        self._flushed_at = self.memory.now()
+        self._flushed_at = self.host.now()
         if failed:
             self.failures.last_error = (
                 f"{len(failed)} accepted turn(s) failed since the last flush; "
@@ -357,19 +357,15 @@ class DurableTier:
         elif done:
             self.failures.recovered(mark)
         else:  # not a failure: the turns stay queued and are applied later
-            self.failures.last_error = still_queued(timeout, self.memory.run_worker)
+            self.failures.last_error = still_queued(timeout, self.host.run_worker)
         return done and not failed
 
-    async def erase(self, timeout: float | None) -> EraseReceipt:
-        """Apply accepted turns, then erase the user; later turns are remembered again."""
-        engine = await self.engine_or_raise()
-        self._buffer.discard()  # never enqueued, so erased with the rest
+    def erasing(self) -> None:
+        """The user's memory is about to be erased (``Memory.erase``): the turns never
+        enqueued go with it, and the jobs waited for are deleted."""
+        self._buffer.discard()
         self._keep()
-        await self._barrier(None if timeout is None else time.monotonic() + timeout)
-        receipt = await engine.erase_user(self.user_id)
-        await engine.reinstate_user(self.user_id)
         self._jobs.clear()
-        return receipt
 
     async def close(self, flush_timeout: float) -> int:
         """Give accepted turns a bounded chance to be applied (``flush_timeout`` seconds in
@@ -380,10 +376,10 @@ class DurableTier:
         stay durable and resume at the next start. Without a worker in this process
         (``run_worker=False``) the turns are only enqueued: the workers elsewhere apply
         them whenever this process ends, so it does not wait for them."""
-        self.memory.detach(self)
+        self.host.detach(self)
         self._freed.detach()  # this close gives its jobs their chance
         self._buffer.release()
-        if self.memory.closed and not self._buffer.unsent:
+        if self.host.closed and not self._buffer.unsent:
             return 0  # closed again, after its memory: nothing was accepted since
         left = 0
         self._step = "opening the memory"
@@ -391,7 +387,7 @@ class DurableTier:
 
         async def unapplied() -> int:
             await self._send()
-            if self.memory.run_worker and not await self._barrier(wait_end(flush_timeout)):
+            if self.host.run_worker and not await self._barrier(wait_end(flush_timeout)):
                 self._step = "reading the turns' jobs"
                 return await self._unapplied()
             return 0
@@ -421,7 +417,7 @@ class DurableTier:
 
     async def _unapplied(self) -> int:
         """How many of this session's jobs are still pending or running."""
-        db = (await self.memory.engine()).db
+        db = (await self.host.engine()).db
         progress = await fetch_progress(db, self.user_id, self._jobs.ids)
         return sum(status in ("pending", "running") for status, _ in progress.watched.values())
 
@@ -429,13 +425,13 @@ class DurableTier:
         """Wait for the user's jobs accepted before now (True: none left), until ``until``
         (``time.monotonic``; None: no end). With ``report``, surface failed
         jobs: this session's, and the user's since the last flush (strict: raise)."""
-        db = (await self.memory.engine()).db
+        db = (await self.host.engine()).db
         since = self._flushed_at if report else None
         self._step = "reading the user's jobs"
         progress = await fetch_progress(db, self.user_id, self._jobs.ids, failed_since=since)
         done = True
         if progress.unfinished:
-            worker: MemoryWorker = await self.memory.worker()
+            worker: MemoryWorker = await self.host.worker()
             self._step = "waiting for the user's queued turns"
             timeout = None if until is None else max(0.0, until - time.monotonic())
             done = await worker.wait_until_done(self.user_id, set(progress.unfinished), timeout)
@@ -459,10 +455,10 @@ class DurableTier:
             self.failures.record(f"extraction failed: {message}", "extraction")
 
 
-def _left_behind(memory: Memory, user_id: str, jobs: WatchedJobs, close: bool) -> None:
-    memory.left_behind(user_id, list(jobs.ids))  # before the close looks for them
+def _left_behind(host: SessionHost, user_id: str, jobs: WatchedJobs, close: bool) -> None:
+    host.left_behind(user_id, list(jobs.ids))  # before the close looks for them
     if close:
-        memory.close_in_background()
+        host.close_in_background()
 
 
 __all__ = ["DurableTier"]

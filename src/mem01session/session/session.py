@@ -3,48 +3,24 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
 
 from agents import RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
-from ..bounded import STALLED, Bound
-from ..checks import (
-    check_flag,
-    check_id,
-    check_items,
-    check_limit,
-    check_seconds,
-    check_session,
-)
-from ..engine import BeliefEngine
-from ..engine.records import (
-    DEFAULT_MAX_TOKENS,
-    ApplyResult,
-    Belief,
-    BlockProvenance,
-    EraseReceipt,
-    RecallRequest,
-    RecallResult,
-)
-from ..errors import ConfigError, Mem01MemoryError
-from ..extraction import Extractor
-from ..memory import Memory
+from ..checks import check_id, check_items, check_limit, check_seconds, check_session
+from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest, RecallResult
+from ..errors import ConfigError
+from ..memory import Memory, host_of
 from ..private import private_file, private_folder
 from ..spans import enqueue_span
 from .durable_tier import DurableTier
 from .items import redacted, turn_messages
 from .options import SessionOptions, TranscriptSecrets
 from .runs import SessionRuns
-
-T = TypeVar("T")
-
-# memory_history, correct_memory and forget_memory wait at most this long for the database.
-MANAGE_TIMEOUT_SECONDS = 30.0
 
 
 class Mem01Session:
@@ -89,7 +65,7 @@ class Mem01Session:
     wrong; a model call refused because of the block is made again without it) unless
     ``strict=True``, which raises :class:`Mem01MemoryError` instead. While
     the database is unreachable, turns are kept in memory (at most
-    :data:`~mem01session.queue.buffer.MAX_UNSENT_TURNS`, see ``unsent_turns``) and
+    :data:`~mem01session.queue.buffer.MAX_UNSENT_TURNS`, see :func:`session_health`) and
     enqueued, in order, by the next ``add_items``, ``recall``, ``flush_memory`` or
     ``aclose`` that reaches it; with ``strict=True`` the failing ``add_items`` raises and
     keeps nothing.
@@ -123,7 +99,8 @@ class Mem01Session:
         )
         self._redact_transcript = options.transcript_secrets == "redact"
         self.max_memory_tokens = options.max_memory_tokens
-        self.provenance: BlockProvenance = options.provenance
+        """The token budget of the memory block each model call is given."""
+        self._provenance: BlockProvenance = options.provenance
         if inner is not None:
             check_session("inner", inner)
             if records_turns(inner):
@@ -135,12 +112,14 @@ class Mem01Session:
         if memory is not None and not isinstance(memory, Memory):
             raise ConfigError(f"memory must be a Memory, got {type(memory).__name__}")
         self._owns_memory = memory is None
-        self._memory = memory if memory is not None else Memory()
-        self.memory_placement = options.placement(self._memory)
+        self.memory = memory if memory is not None else Memory()
+        """The application object this session's durable memory belongs to: its verbs
+        read and change the user's memory (``session.memory.beliefs(session.user_id)``)."""
+        self._placement = options.placement(self.memory)
         self._owns_inner = inner is None
         self._inner: Session = inner if inner is not None else self._default_inner()
         self._tier = DurableTier(
-            self._memory,
+            host_of(self.memory),
             self.user_id,
             self.session_id,
             strict=options.strict,
@@ -153,7 +132,7 @@ class Mem01Session:
     def __repr__(self) -> str:
         return (
             f"Mem01Session(session_id={self.session_id!r}, user_id={self.user_id!r}, "
-            f"strict={self.strict})"
+            f"strict={self._tier.failures.strict})"
         )
 
     @property
@@ -165,31 +144,6 @@ class Mem01Session:
     @timezone.setter
     def timezone(self, name: str | None) -> None:
         self._tier.timezone = name  # checked there, before anything changes
-
-    @property
-    def memory(self) -> Memory:
-        """The application object this session's durable memory belongs to."""
-        return self._memory
-
-    @property
-    def strict(self) -> bool:
-        """Raise :class:`Mem01MemoryError` on memory failures instead of going on without."""
-        return self._tier.failures.strict
-
-    @strict.setter
-    def strict(self, value: bool) -> None:
-        self._tier.failures.strict = check_flag("strict", value)
-
-    @property
-    def recall_wait(self) -> float:
-        """At most this many seconds a recall waits for the user's accepted turns."""
-        return self._tier.recall_wait
-
-    @recall_wait.setter
-    def recall_wait(self, value: float) -> None:
-        wait = check_seconds("recall_wait", value)
-        assert wait is not None
-        self._tier.recall_wait = wait
 
     @property
     def last_memory_error(self) -> str | None:
@@ -206,11 +160,6 @@ class Mem01Session:
         return self._tier.last_recall
 
     @property
-    def extractor(self) -> Extractor:
-        """The extractor turning this session's turns into beliefs (the memory's)."""
-        return self._memory.extractor
-
-    @property
     def session_settings(self) -> SessionSettings | None:
         """The transcript store's settings (e.g. the history ``limit``)."""
         return getattr(self._inner, "session_settings", None)
@@ -219,13 +168,8 @@ class Mem01Session:
     def session_settings(self, value: SessionSettings | None) -> None:
         self._inner.session_settings = value
 
-    @property
-    def inner(self) -> Session:
-        """The transcript store."""
-        return self._inner
-
     def _default_inner(self) -> Session:
-        home = private_folder(Path(self._memory.settings.home))
+        home = private_folder(Path(self.memory.settings.home))
         return SQLiteSession(self.session_id, private_file(home / "transcripts.sqlite"))
 
     # -- the SDK Session protocol: transcript -----------------------------------------
@@ -264,16 +208,6 @@ class Mem01Session:
         if answered:
             self._runs.news()
 
-    @property
-    def unsent_turns(self) -> int:
-        """Completed turns not yet enqueued (the database was unreachable)."""
-        return self._tier.unsent
-
-    @property
-    def dropped_turns(self) -> int:
-        """Turns given up on: beyond the in-memory limit during an outage, or unsent at close."""
-        return self._tier.dropped
-
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest transcript item. Durable memory is untouched, but a message
         not yet answered (a run that failed) is no longer remembered either."""
@@ -292,20 +226,15 @@ class Mem01Session:
 
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """A fresh ``RunConfig`` (``base`` kept) that injects this user's memory."""
-        return self._runs.run_config(base, self.memory_placement)
-
-    def recalled_by_tool(self, call_id: str) -> None:
-        """The output of tool call ``call_id`` holds recalled memory: it is stored in the
-        transcript as a note, never as the memory (see :mod:`.recalled`)."""
-        self._runs.recalled_by_tool(call_id)
+        return self._runs.run_config(base, self._placement)
 
     def _request(self, query: str) -> RecallRequest:
         """A run's recall request for ``query``."""
         return RecallRequest(
-            query, self.max_memory_tokens, provenance=self.provenance, timezone=self.timezone
+            query, self.max_memory_tokens, provenance=self._provenance, timezone=self.timezone
         )
 
-    # -- management --------------------------------------------------------------------
+    # -- memory ------------------------------------------------------------------------
 
     async def recall(
         self,
@@ -328,7 +257,7 @@ class Mem01Session:
             include_history,
             as_of,
             explain,
-            provenance=self.provenance,
+            provenance=self._provenance,
             timezone=self.timezone,
         )
         return await self._tier.recall(request, during_run=False)
@@ -337,37 +266,6 @@ class Mem01Session:
         """Wait until every turn accepted for this user so far is applied (True) or the
         timeout passes (False)."""
         return await self._tier.flush(check_seconds("timeout", timeout, allow_none=True))
-
-    async def memory_history(
-        self, *, include_inactive: bool = True, limit: int = 100
-    ) -> list[Belief]:
-        """The user's beliefs, oldest first, including superseded ones by default."""
-        return await _managed(
-            self._tier,
-            lambda engine: engine.history(
-                self.user_id, include_inactive=include_inactive, limit=limit
-            ),
-        )
-
-    async def correct_memory(self, belief_id: int, content: str) -> ApplyResult:
-        """Replace what a belief says; the old statement stays in history."""
-        return await _managed(
-            self._tier, lambda engine: engine.correct(self.user_id, belief_id, content)
-        )
-
-    async def forget_memory(
-        self, belief_id: int, *, reason: str = "forgotten on request"
-    ) -> ApplyResult:
-        """Mark a belief as no longer true; it leaves recall, its text stays in history."""
-        return await _managed(
-            self._tier, lambda engine: engine.forget(self.user_id, belief_id, reason)
-        )
-
-    async def clear_memory(self, timeout: float | None = 30.0) -> EraseReceipt:
-        """Erase the user's durable memory (beliefs, ledger, provenance, jobs); the
-        transcript is untouched. Accepted turns are applied first, so none of them can
-        come back afterwards; new turns after this call are remembered again."""
-        return await self._tier.erase(check_seconds("timeout", timeout, allow_none=True))
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -382,7 +280,7 @@ class Mem01Session:
         finally:
             try:
                 if self._owns_memory:
-                    await self._memory.aclose(flush_timeout=flush_timeout)
+                    await self.memory.aclose(flush_timeout=flush_timeout)
             finally:
                 if self._owns_inner:
                     close = getattr(self._inner, "close", None)
@@ -396,24 +294,56 @@ class Mem01Session:
         await self.aclose()
 
 
-async def _managed(tier: DurableTier, work: Callable[[BeliefEngine], Awaitable[T]]) -> T:
-    """``work`` on the engine, within :data:`MANAGE_TIMEOUT_SECONDS`: past them it is cut
-    short (a write not yet committed is rolled back) and Mem01MemoryError says so."""
-    engine = await tier.engine_or_raise()
-    bound = Bound(MANAGE_TIMEOUT_SECONDS)
-    try:
-        return await bound.run(work(engine))
-    except TimeoutError:
-        if not bound.expired:
-            raise
-    raise Mem01MemoryError(f"memory did not answer within {MANAGE_TIMEOUT_SECONDS:g} s ({STALLED})")
-
-
 def records_turns(session: object) -> bool:
     """A Mem01Session, or a managed chat over one: what is added to it becomes memory."""
-    return isinstance(session, Mem01Session) or isinstance(
-        getattr(session, "session", None), Mem01Session
-    )
+    return memory_session(session) is not None
 
 
-__all__ = ["Mem01Session", "records_turns"]
+def memory_session(session: object) -> Mem01Session | None:
+    """The Mem01Session ``session`` is, or wraps (a managed chat over one); else None."""
+    if isinstance(session, Mem01Session):
+        return session
+    inner = getattr(session, "session", None)  # a managed chat over one
+    return inner if isinstance(inner, Mem01Session) else None
+
+
+def note_recalled(session: object, call_id: str) -> None:
+    """The output of tool call ``call_id`` (``search_memory``'s) holds recalled memory: a
+    Mem01Session stores it in the transcript as a note, never as the memory (see
+    :mod:`.recalled`); any other session is left as it is."""
+    found = memory_session(session)
+    if found is not None:
+        found._runs.recalled_by_tool(call_id)
+
+
+@dataclass(frozen=True)
+class SessionHealth:
+    """How a session's memory tier is doing (for monitoring and tests)."""
+
+    last_memory_error: str | None
+    """What went wrong last (sanitized), or None."""
+    unsent_turns: int
+    """Completed turns not yet enqueued (the database was unreachable)."""
+    dropped_turns: int
+    """Turns given up on: beyond the in-memory limit during an outage, or unsent at close."""
+    strict: bool
+
+
+def session_health(session: object) -> SessionHealth:
+    """The :class:`SessionHealth` of ``session`` (a Mem01Session, or a managed chat over
+    one; else :class:`ConfigError`)."""
+    found = memory_session(session)
+    if found is None:
+        raise ConfigError(f"session must be a Mem01Session, got {type(session).__name__}")
+    tier = found._tier
+    return SessionHealth(tier.failures.last_error, tier.unsent, tier.dropped, tier.failures.strict)
+
+
+__all__ = [
+    "Mem01Session",
+    "SessionHealth",
+    "memory_session",
+    "note_recalled",
+    "records_turns",
+    "session_health",
+]

@@ -67,10 +67,9 @@ class ManagedSession:
     It is the session the manager's factory built (:attr:`session`: a ``Mem01Session``
     with :func:`~mem01session.shortterm.mem01_session_factory`) plus the chat's state and
     expiry: every attribute it does not define itself is the inner session's, so a
-    managed ``Mem01Session`` answers ``recall``, ``flush_memory``, ``memory_history``,
-    ``correct_memory``, ``forget_memory``, ``clear_memory``, ``last_memory_error``,
-    ``last_recall``, ``user_id`` and the rest of that class's surface (typed through
-    :attr:`session` when your type checker should see them).
+    managed ``Mem01Session`` answers ``recall``, ``flush_memory``, ``last_memory_error``,
+    ``last_recall``, ``memory``, ``user_id`` and the rest of that class's surface (typed
+    through :attr:`session` when your type checker should see them).
 
     Every ``add_items`` touches the session (so it does not expire while in use) and then
     truncates the transcript to ``max_session_history`` items. Pass the object as the

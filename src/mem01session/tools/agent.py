@@ -22,8 +22,7 @@ from agents.tool_context import ToolContext
 
 from ..checks import check_positive_int, check_seconds
 from ..errors import ConfigError, MemoryToolError
-from ..memory import Memory
-from ..session import Mem01Session
+from ..session import Mem01Session, memory_session, note_recalled
 from .toolbox import AGENT_TOOL, ARGUMENTS, CALL_TIMEOUT_SECONDS, DESCRIPTIONS, MemoryToolbox
 
 TOOL_NAMES = ("search_memory", "remember", "correct_memory", "forget_memory")
@@ -47,9 +46,7 @@ def memory_tools(
     ``max_memory_tokens``; a call that takes longer than ``timeout`` seconds is cut short
     and its result says memory is out of reach)."""
     # A bad argument is the caller's mistake (ConfigError), not a tool call's refusal.
-    if not isinstance(getattr(session, "memory", None), Memory) or not callable(
-        getattr(session, "recalled_by_tool", None)
-    ):
+    if memory_session(session) is None:
         raise ConfigError(
             f"session must be a Mem01Session (or a session wrapping one, such as a "
             f"SessionManager's), got {type(session).__name__}"
@@ -71,7 +68,7 @@ def memory_tools(
         query: Annotated[str, ARGUMENTS["query"]],
         include_history: Annotated[bool, ARGUMENTS["include_history"]] = False,
     ) -> str:
-        session.recalled_by_tool(ctx.tool_call_id)  # its output stays out of the transcript
+        note_recalled(session, ctx.tool_call_id)  # its output stays out of the transcript
         # The session's zone as it is now, else UTC: what its own memory block dates in.
         zone = getattr(session, "timezone", None) or "UTC"
         return await _answer(box.search(query, include_history=include_history, timezone=zone))

@@ -39,11 +39,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import __version__
 from ..checks import check_id, check_timezone
 from ..config import Settings
-from ..engine.records import DEFAULT_MAX_TOKENS
 from ..errors import ConfigError, MemoryToolError
 from ..extraction.hygiene import clean_text
 from ..logs import describe, get_logger
 from ..memory import Memory
+from ..memory.records import DEFAULT_MAX_TOKENS
 from ..secrets.redaction import register_secret
 from .toolbox import ARGUMENTS, DESCRIPTIONS, MCP_TOOL, MemoryToolbox
 

@@ -1,19 +1,19 @@
 """The memory tools' operations on one user's memory, shared by every surface that offers
 them: the agent's function tools (:mod:`.agent`) and the MCP server (:mod:`.mcp_server`).
 
-Each operation goes to the engine of a :class:`~mem01session.memory.Memory`, as the
-extraction worker's writes do, never through the queue: a tool call never waits for the
-worker, and its write takes the user's lock, passes the engine's validation and lands in
-the ledger in one transaction.
+Each operation is a verb of a :class:`~mem01session.memory.Memory`, whose writes go to
+the engine as the extraction worker's do, never through the queue: a tool call never
+waits for the worker, and its write takes the user's lock, passes the engine's validation
+and lands in the ledger in one transaction.
 
-* :meth:`MemoryToolbox.search`: the ranked recall of beliefs and episodes, rendered by the
-  engine with ids (``#12`` for a belief, ``e#5`` for an episode) and dates.
+* :meth:`MemoryToolbox.search`: the ranked recall of beliefs and episodes, rendered with
+  ids (``#12`` for a belief, ``e#5`` for an episode) and dates.
 * :meth:`MemoryToolbox.remember`: an ADD (an exact restatement of an active belief
   confirms it instead). With a ``key`` (``home.city``) an active belief under the same key
   saying something else is superseded by the new statement: the old one keeps its text
   and ends now, in history, as when the extractor sees a fact change.
-* :meth:`MemoryToolbox.correct`: the engine's correction (the old statement was wrong).
-* :meth:`MemoryToolbox.forget`: the engine's forget (no longer true, kept in history).
+* :meth:`MemoryToolbox.correct`: a correction (the old statement was wrong).
+* :meth:`MemoryToolbox.forget`: no longer true, kept in history.
 
 Writes pass :func:`~mem01session.extraction.hygiene.screen` first, like every op an
 extractor proposes: a statement holding a secret is refused (and not quoted back), a
@@ -28,23 +28,11 @@ are refused until the user is reinstated), memory out of reach.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from ..bounded import Bound
 from ..checks import check_id, check_seconds
-from ..engine import BeliefEngine
-from ..engine.ops import MAX_CONTENT_CHARS, Op, Provenance
-from ..engine.records import (
-    DEFAULT_MAX_TOKENS,
-    ApplyResult,
-    Belief,
-    RecallRequest,
-    RecallResult,
-)
-from ..engine.row_mapping import normalize_content
-from ..engine.validate import TargetNotFoundError
 from ..errors import (
     BeliefNotFoundError,
     ConfigError,
@@ -55,6 +43,14 @@ from ..errors import (
 from ..extraction.hygiene import clean_text, screen
 from ..logs import describe, get_logger
 from ..memory import Memory
+from ..memory.records import (
+    DEFAULT_MAX_TOKENS,
+    MAX_CONTENT_CHARS,
+    Belief,
+    Op,
+    Provenance,
+    RecallRequest,
+)
 
 log = get_logger(__name__)
 
@@ -109,7 +105,6 @@ SEARCH_LEGEND = (
 )
 ERASED = "this user's memory was erased; nothing can be written until the user is reinstated"
 DEFAULT_FORGET_REASON = "no longer true, said the agent"
-MAX_KEYED = 500  # active keyed beliefs looked through for a key (remember with key=)
 CALL_TIMEOUT_SECONDS = 10.0
 """How long one tool call may take (its embedding and statements; a model's run waits for
 it): past that it is cut short and reported as memory out of reach."""
@@ -164,19 +159,16 @@ class MemoryToolbox:
         gave, else UTC)."""
         if not isinstance(query, str):
             raise MemoryToolError("query must be a string")
-        request = RecallRequest(
-            clean_text(query),
-            self.max_tokens,
-            include_history=bool(include_history),
-            provenance="quote",
-            timezone=timezone,
+        result = await self._run(
+            lambda memory: memory.recall(
+                self.user_id,
+                clean_text(query),
+                max_tokens=self.max_tokens,
+                include_history=bool(include_history),
+                provenance="quote",
+                timezone=timezone,
+            )
         )
-
-        async def recall(engine: BeliefEngine) -> RecallResult:
-            zone = timezone if timezone is not None else await engine.user_timezone(self.user_id)
-            return await engine.recall(self.user_id, dataclasses.replace(request, timezone=zone))
-
-        result = await self._run(recall)
         return f"{result.text}\n{SEARCH_LEGEND}" if result.text else NOTHING_FOUND
 
     async def remember(
@@ -192,18 +184,18 @@ class MemoryToolbox:
             Op("ADD", content=content, key=key, reason="remembered with the remember tool")
         )
 
-        async def write(engine: BeliefEngine) -> ApplyResult:
-            for _ in range(3):  # a keyed belief retired meanwhile: look again
-                change = await _keyed_change(engine, self.user_id, op)
-                try:
-                    return await engine.apply(
-                        self.user_id, [change], provenance=self._provenance(item_ref)
-                    )
-                except TargetNotFoundError:
-                    continue
-            return await engine.apply(self.user_id, [op], provenance=self._provenance(item_ref))
-
-        result = await self._run(write, writes=True)
+        assert op.content is not None
+        statement = op.content
+        result = await self._run(
+            lambda memory: memory.remember(
+                self.user_id,
+                statement,
+                key=op.key,
+                reason=op.reason,
+                provenance=self._provenance(item_ref),
+            ),
+            writes=True,
+        )
         change = result.changes[0]
         stored = op.content
         if change.op == "CONFIRM":
@@ -225,20 +217,20 @@ class MemoryToolbox:
         )
         corrected = op.content or content  # as screened: cleaned and capped
 
-        async def write(engine: BeliefEngine) -> ApplyResult:
-            current = await self._active(engine, target, "corrected")
-            if normalize_content(current.content) == normalize_content(corrected):
+        async def write(memory: Memory) -> int:
+            current = await self._active(memory, target, "corrected")
+            if current.says(corrected):
                 raise MemoryToolError(f"belief #{target} already says that; nothing to correct")
-            return await engine.correct(
+            result = await memory.correct(
                 self.user_id,
                 target,
                 corrected,
                 reason=op.reason,
                 provenance=self._provenance(item_ref),
             )
+            return result.changes[0].belief_id
 
-        result = await self._run(write, writes=True)
-        new = result.changes[0].belief_id
+        new = await self._run(write, writes=True)
         return (
             f"Corrected: #{target} is replaced by #{new}: {corrected} "
             "(the old statement stays in history)"
@@ -253,17 +245,17 @@ class MemoryToolbox:
             raise MemoryToolError("reason must be a string")
         op = _screened(Op.invalidate(target, clean_text(reason or "") or DEFAULT_FORGET_REASON))
 
-        async def write(engine: BeliefEngine) -> tuple[Belief, ApplyResult]:
-            current = await self._active(engine, target, "forgotten")
-            result = await engine.forget(
+        async def write(memory: Memory) -> Belief:
+            current = await self._active(memory, target, "forgotten")
+            await memory.forget(
                 self.user_id,
                 target,
-                op.reason or DEFAULT_FORGET_REASON,
+                reason=op.reason or DEFAULT_FORGET_REASON,
                 provenance=self._provenance(item_ref),
             )
-            return current, result
+            return current
 
-        current, _ = await self._run(write, writes=True)
+        current = await self._run(write, writes=True)
         return (
             f"Forgotten: #{target} ({current.content}) no longer counts as true; it stays "
             "in history."
@@ -274,32 +266,30 @@ class MemoryToolbox:
     def _provenance(self, item_ref: str | None) -> Provenance:
         return Provenance(session_id=self.conversation, item_ref=item_ref, extractor=self.source)
 
-    async def _active(self, engine: BeliefEngine, belief_id: int, verb: str) -> Belief:
-        belief = await engine.get(self.user_id, belief_id)  # BeliefNotFoundError
+    async def _active(self, memory: Memory, belief_id: int, verb: str) -> Belief:
+        belief = await memory.belief(self.user_id, belief_id)  # BeliefNotFoundError
         if belief.status != "active":
             raise MemoryToolError(
                 f"belief #{belief_id} is {belief.status}; only an active belief can be {verb}"
             )
         return belief
 
-    async def _run(
-        self, work: Callable[[BeliefEngine], Awaitable[T]], *, writes: bool = False
-    ) -> T:
-        """Run ``work`` on the engine; whatever goes wrong becomes a MemoryToolError."""
+    async def _run(self, work: Callable[[Memory], Awaitable[T]], *, writes: bool = False) -> T:
+        """Run ``work`` on the memory; whatever goes wrong becomes a MemoryToolError."""
         try:
-            engine = await self.memory.engine()
+            await self.memory.engine()  # opened outside the call's bound
         except Exception as exc:
             log.warning("memory tools: memory is unavailable: %s", describe(exc))
             raise MemoryToolError(f"memory is unavailable right now ({describe(exc)})") from None
         bound = Bound(self.timeout)
         try:
-            return await bound.run(work(engine))
+            return await bound.run(work(self.memory))
         except MemoryToolError:
             raise
         except UserErasedError:
             raise MemoryToolError(ERASED) from None
         except BeliefNotFoundError as exc:
-            if writes and await _erased(engine, self.user_id):
+            if writes and await _erased(self.memory, self.user_id):
                 raise MemoryToolError(ERASED) from None
             raise MemoryToolError(str(exc)) from None
         except InvalidOpError as exc:
@@ -312,23 +302,12 @@ class MemoryToolbox:
             raise MemoryToolError(f"memory is unavailable right now ({why})") from None
 
 
-async def _erased(engine: BeliefEngine, user_id: str) -> bool:
+async def _erased(memory: Memory, user_id: str) -> bool:
     try:
-        return await engine.erased_at(user_id) is not None
+        summary = await memory.user(user_id)
     except Exception:
         return False
-
-
-async def _keyed_change(engine: BeliefEngine, user_id: str, op: Op) -> Op:
-    """``op`` (an ADD), or a SUPERSEDE of the active belief under its key that says
-    something else."""
-    if op.key is None or op.content is None:
-        return op
-    same_key = [b for b in await engine.keyed(user_id, limit=MAX_KEYED) if b.key == op.key]
-    wanted = normalize_content(op.content)
-    if not same_key or any(normalize_content(b.content) == wanted for b in same_key):
-        return op  # new key, or a restatement: the ADD confirms it
-    return Op.supersede(same_key[0].id, op.content, key=op.key, reason=op.reason)
+    return summary is not None and summary.erased
 
 
 def _statement(value: object) -> str:

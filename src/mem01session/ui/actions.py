@@ -1,5 +1,5 @@
-"""The actions (POST): correct, forget, retry, erase. Each needs the CSRF token and goes
-through the same engine and job-store calls as the library, recorded as the inspector's."""
+"""The actions (POST): correct, forget, retry, erase. Each needs the CSRF token and is the
+memory's verb, as the library's users call it, recorded as the inspector's."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ..engine import BeliefEngine
-from ..engine.ops import Provenance
-from ..engine.records import Belief
 from ..logs import get_logger
+from ..memory import Memory
+from ..memory.records import Belief, Provenance
 from .context import Context, csrf, form_of, form_text
 from .data import PageError, belief_of, known_user, record_id, user_id
 from .markup import href
@@ -31,21 +30,21 @@ def _see(path: str, **params: object) -> RedirectResponse:
 
 @dataclass(frozen=True)
 class _Target:
-    """An active belief a form names, with the form and the engine that found it."""
+    """An active belief a form names, with the form and the memory that found it."""
 
     form: FormData
-    engine: BeliefEngine
+    memory: Memory
     user: str
     belief: Belief
 
 
 async def _active_target(ctx: Context, request: Request, verb: str) -> _Target:
     form = await form_of(ctx, request)
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(form_text(form, "u") or None))
     user = view.user_id
     bid = record_id(form_text(form, "id"), user=user)
-    belief = await belief_of(engine, user, bid)
+    belief = await belief_of(memory, user, bid)
     if belief.status != "active":
         raise PageError(
             409,
@@ -53,12 +52,12 @@ async def _active_target(ctx: Context, request: Request, verb: str) -> _Target:
             f"Belief #{bid} is {belief.status}; only active beliefs can be {verb}.",
             user=user,
         )
-    return _Target(form, engine, user, belief)
+    return _Target(form, memory, user, belief)
 
 
 async def correct(ctx: Context, request: Request) -> Response:
     target = await _active_target(ctx, request, "corrected")
-    engine, user, belief, bid = target.engine, target.user, target.belief, target.belief.id
+    memory, user, belief, bid = target.memory, target.user, target.belief, target.belief.id
     text = form_text(target.form, "text")
     if not text:
         raise PageError(400, "Empty correction", "The corrected text must not be empty.", user=user)
@@ -67,7 +66,7 @@ async def correct(ctx: Context, request: Request) -> Response:
             400, "Nothing to correct", "The new text is the same as the old one.", user=user
         )
     reason = form_text(target.form, "reason") or "corrected in the memory browser"
-    result = await engine.correct(user, bid, text, reason=reason, provenance=INSPECTOR)
+    result = await memory.correct(user, bid, text, reason=reason, provenance=INSPECTOR)
     new_id = result.changes[0].belief_id
     log.info("ui: corrected belief #%d of a user into #%d", bid, new_id)
     return _see("/belief", u=user, id=new_id, done="corrected")
@@ -75,23 +74,23 @@ async def correct(ctx: Context, request: Request) -> Response:
 
 async def forget(ctx: Context, request: Request) -> Response:
     target = await _active_target(ctx, request, "forgotten")
-    engine, user, bid = target.engine, target.user, target.belief.id
+    memory, user, bid = target.memory, target.user, target.belief.id
     reason = form_text(target.form, "reason")
     if not reason:
         raise PageError(
             400, "No reason", "Say why the belief is forgotten; the ledger keeps it.", user=user
         )
-    await engine.forget(user, bid, reason, provenance=INSPECTOR)
+    await memory.forget(user, bid, reason=reason, provenance=INSPECTOR)
     log.info("ui: forgot belief #%d of a user", bid)
     return _see("/belief", u=user, id=bid, done="forgotten")
 
 
 async def retry(ctx: Context, request: Request) -> Response:
     form = await form_of(ctx, request)
-    store = await ctx.jobs()
-    view = await known_user(await ctx.engine(), store, user_id(form_text(form, "u") or None))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(form_text(form, "u") or None))
     job_id = record_id(form_text(form, "id"), "job", user=view.user_id)
-    job = await store.retry(job_id, now=(await ctx.engine()).clock(), user_id=view.user_id)
+    job = await memory.retry_job(job_id, user_id=view.user_id)
     if job is None:
         raise PageError(
             404,
@@ -105,8 +104,8 @@ async def retry(ctx: Context, request: Request) -> Response:
 
 async def erase(ctx: Context, request: Request) -> Response:
     form = await form_of(ctx, request)
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(form_text(form, "u") or None))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(form_text(form, "u") or None))
     if view.erased:
         raise PageError(
             409, "Already erased", f"User {view.user_id!r} was erased already.", user=view.user_id
@@ -119,6 +118,6 @@ async def erase(ctx: Context, request: Request) -> Response:
             error="The confirmation does not match the user id; nothing was erased.",
         )
         return HTMLResponse(page, status_code=400)
-    receipt = await engine.erase_user(view.user_id)
+    receipt = await memory.erase(view.user_id)
     log.info("ui: erased a user (%d rows)", receipt.total)
     return HTMLResponse(receipt_page(receipt))

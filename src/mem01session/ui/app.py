@@ -64,12 +64,8 @@ def create_app(
         if memory is not None:
             yield
             return
-        opened = Memory(settings if settings is not None else Settings.from_env())
-        try:
-            await opened.engine()  # a wrong URL or schema fails here, at start
-        except BaseException:
-            await opened.aclose()
-            raise
+        # A wrong URL or schema fails here, at start.
+        opened = await Memory.open(settings if settings is not None else Settings.from_env())
         ctx.memory = opened
         try:
             yield

@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from starlette.datastructures import FormData
 from starlette.requests import Request
 
-from ..engine import BeliefEngine
 from ..memory import Memory
-from ..queue.job_store import JobStore
 from .data import PageError
 from .security import BROWSER_KEY, Access
 
@@ -23,13 +21,11 @@ class Context:
     access: Access
     memory: Memory | None = None
 
-    async def engine(self) -> BeliefEngine:
+    async def open(self) -> Memory:
+        """The memory, open; 503 while the browser is still starting up."""
         if self.memory is None:
             raise PageError(503, "Not ready", "The memory browser is still starting up.")
-        return await self.memory.engine()
-
-    async def jobs(self) -> JobStore:
-        return JobStore((await self.engine()).db)
+        return self.memory
 
 
 def browser_of(request: Request) -> str | None:

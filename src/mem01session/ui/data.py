@@ -1,4 +1,4 @@
-"""What the pages show, read through the engine and the job store: nothing here writes.
+"""What the pages show, read through the memory's verbs: nothing here writes.
 
 Every read but :func:`user_rows` is scoped to one user. An unknown user, a malformed id
 or another user's belief or episode raise :class:`PageError` with the status the page
@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..checks import MAX_ID_CHARS, check_id
-from ..engine import BeliefEngine
-from ..engine.records import Belief, Episode, LedgerEvent, UserSummary
 from ..errors import BeliefNotFoundError, ConfigError, EpisodeNotFoundError
-from ..queue.job_records import JobCounts
-from ..queue.job_store import JobStore
+from ..memory import Memory
+from ..memory.records import Belief, Episode, JobCounts, LedgerEvent, UserSummary
 
 MAX_BIGINT = 2**63 - 1
 _EPOCH = datetime.min.replace(tzinfo=UTC)
@@ -72,13 +70,11 @@ class UserView:
         return self.summary.timezone if self.summary is not None else None
 
 
-async def user_rows(
-    engine: BeliefEngine, jobs: JobStore, contains: str | None, limit: int
-) -> tuple[list[UserRow], bool]:
+async def user_rows(memory: Memory, contains: str | None, limit: int) -> tuple[list[UserRow], bool]:
     """Users with memory or open jobs, most recent activity first; and whether more exist."""
-    summaries = {s.user_id: s for s in await engine.users(contains=contains, limit=limit + 1)}
+    summaries = {s.user_id: s for s in await memory.users(contains=contains, limit=limit + 1)}
     more = len(summaries) > limit
-    open_jobs = await jobs.open_by_user(contains=contains)
+    open_jobs = await memory.open_jobs(contains=contains)
     rows = [UserRow(u, summaries.get(u), open_jobs.get(u)) for u in {*summaries, *open_jobs}]
     rows.sort(key=lambda r: (r.last_activity or _EPOCH, r.user_id), reverse=True)
     return rows[:limit], more or len(rows) > limit
@@ -122,19 +118,19 @@ def record_id(value: str | None, what: str = "belief", *, user: str | None = Non
     return int(text)
 
 
-async def known_user(engine: BeliefEngine, jobs: JobStore, user: str) -> UserView:
+async def known_user(memory: Memory, user: str) -> UserView:
     """The user, if anything durable was ever recorded for them (an erased user is known)."""
-    summary = await engine.user(user)
-    counts = await jobs.counts(user)
+    summary = await memory.user(user)
+    counts = await memory.job_counts(user)
     if summary is None and not counts.counts:
         raise PageError(404, "Unknown user", f"No memory is recorded for user {user!r}.", user=None)
     return UserView(user, summary, counts)
 
 
-async def belief_of(engine: BeliefEngine, user: str, belief_id: int) -> Belief:
+async def belief_of(memory: Memory, user: str, belief_id: int) -> Belief:
     """The user's belief; another user's id answers exactly like a missing one."""
     try:
-        return await engine.get(user, belief_id)
+        return await memory.belief(user, belief_id)
     except BeliefNotFoundError:
         raise PageError(
             404, "Unknown belief", f"User {user!r} has no belief #{belief_id}.", user=user
@@ -174,16 +170,16 @@ class BeliefHistory:
         return next((x for x in found if x), None)
 
 
-async def belief_history(engine: BeliefEngine, user: str, belief_id: int) -> BeliefHistory:
+async def belief_history(memory: Memory, user: str, belief_id: int) -> BeliefHistory:
     """The belief, its linked versions (at most :data:`MAX_VERSIONS`) and their events."""
-    belief = await belief_of(engine, user, belief_id)
+    belief = await belief_of(memory, user, belief_id)
     versions = {belief.id: belief}
     events: dict[int, LedgerEvent] = {}
     frontier = [belief]
     while frontier:
         current = frontier.pop()
         linked: list[int] = []
-        for event in await engine.ledger(user, belief_id=current.id, limit=500):
+        for event in await memory.history(user, belief_id=current.id, limit=500):
             events[event.id] = event
             if event.belief_id == current.id and event.op in REPLACING_OPS:
                 linked.extend(event.related_ids)  # what this one replaced
@@ -192,19 +188,17 @@ async def belief_history(engine: BeliefEngine, user: str, belief_id: int) -> Bel
             if other in versions or len(versions) >= MAX_VERSIONS:
                 continue
             try:
-                found = await engine.get(user, other)
+                found = await memory.belief(user, other)
             except BeliefNotFoundError:  # pragma: no cover - ledger ids are the user's own
                 continue
             versions[other] = found
             frontier.append(found)
     ordered = sorted(versions.values(), key=lambda b: (b.valid_from, b.id))
-    said = await source_episodes(engine, user, belief)
+    said = await source_episodes(memory, user, belief)
     return BeliefHistory(belief, ordered, sorted(events.values(), key=lambda e: e.id), said)
 
 
-async def source_episodes(
-    engine: BeliefEngine, user: str, belief: Belief
-) -> dict[int, Episode | None]:
+async def source_episodes(memory: Memory, user: str, belief: Belief) -> dict[int, Episode | None]:
     """The episodes ``belief`` was drawn from, by id in source order; None for one that is
     no longer kept (retention deletes episodes, the sources keep their id)."""
     found: dict[int, Episode | None] = {}
@@ -212,28 +206,28 @@ async def source_episodes(
         if source.episode_id is None or source.episode_id in found:
             continue
         try:
-            found[source.episode_id] = await engine.episode(user, source.episode_id)
+            found[source.episode_id] = await memory.episode(user, source.episode_id)
         except EpisodeNotFoundError:
             found[source.episode_id] = None
     return found
 
 
-async def episode_of(engine: BeliefEngine, user: str, episode_id: int) -> Episode:
+async def episode_of(memory: Memory, user: str, episode_id: int) -> Episode:
     """The user's episode; another user's id answers exactly like a missing one."""
     try:
-        return await engine.episode(user, episode_id)
+        return await memory.episode(user, episode_id)
     except EpisodeNotFoundError:
         raise PageError(
             404, "Unknown episode", f"User {user!r} has no episode #{episode_id}.", user=user
         ) from None
 
 
-async def drawn_beliefs(engine: BeliefEngine, user: str, episode: Episode) -> list[Belief]:
+async def drawn_beliefs(memory: Memory, user: str, episode: Episode) -> list[Belief]:
     """The beliefs drawn from ``episode``, in id order."""
     out: list[Belief] = []
     for belief_id in episode.belief_ids:
         try:
-            out.append(await engine.get(user, belief_id))
+            out.append(await memory.belief(user, belief_id))
         except BeliefNotFoundError:  # pragma: no cover - the ids are the user's own
             continue
     return out
@@ -266,7 +260,7 @@ class EpisodeListing:
 
 
 async def episode_listing(
-    engine: BeliefEngine,
+    memory: Memory,
     user: str,
     *,
     session_id: str | None,
@@ -275,7 +269,7 @@ async def episode_listing(
 ) -> EpisodeListing:
     """The user's ``limit`` most recent episodes (hidden ones included) that match, grouped
     by conversation."""
-    found = await engine.episodes(user, session_id=session_id, contains=contains, limit=limit + 1)
+    found = await memory.episodes(user, session_id=session_id, contains=contains, limit=limit + 1)
     more = len(found) > limit
     if more:
         found = found[1:]  # oldest first: the one over the limit is the oldest

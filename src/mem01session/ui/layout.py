@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from ..engine.records import Belief
+from ..memory.records import Belief
 from .markup import Safe, html, join, url
 
 TABS = (

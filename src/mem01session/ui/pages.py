@@ -5,7 +5,6 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from ..engine.records import RecallRequest
 from .context import Context, csrf, text_param
 from .data import (
     PageError,
@@ -43,16 +42,16 @@ def _flash(request: Request) -> str | None:
 
 async def users(ctx: Context, request: Request) -> Response:
     contains = text_param(request, "q")
-    rows, more = await user_rows(await ctx.engine(), await ctx.jobs(), contains, USERS_LIMIT)
+    rows, more = await user_rows(await ctx.open(), contains, USERS_LIMIT)
     return HTMLResponse(users_page(rows, contains, more))
 
 
 async def user(ctx: Context, request: Request) -> Response:
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(request.query_params.get("u")))
     contains = text_param(request, "q")
     show_all = request.query_params.get("all") == "1"
-    beliefs = await engine.history(
+    beliefs = await memory.beliefs(
         view.user_id, include_inactive=show_all, limit=BELIEFS_LIMIT, contains=contains
     )
     return HTMLResponse(
@@ -68,20 +67,20 @@ async def user(ctx: Context, request: Request) -> Response:
 
 
 async def belief(ctx: Context, request: Request) -> Response:
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(request.query_params.get("u")))
     bid = record_id(request.query_params.get("id"), user=view.user_id)
-    history = await belief_history(engine, view.user_id, bid)
+    history = await belief_history(memory, view.user_id, bid)
     return HTMLResponse(belief_page(view, history, csrf(ctx, request), _flash(request)))
 
 
 async def episodes(ctx: Context, request: Request) -> Response:
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(request.query_params.get("u")))
     session = conversation_id(request.query_params.get("c"), user=view.user_id)
     contains = text_param(request, "q")
     listing = await episode_listing(
-        engine, view.user_id, session_id=session, contains=contains, limit=EPISODES_LIMIT
+        memory, view.user_id, session_id=session, contains=contains, limit=EPISODES_LIMIT
     )
     return HTMLResponse(
         episodes_page(view, listing, session_id=session, contains=contains, limit=EPISODES_LIMIT)
@@ -89,16 +88,16 @@ async def episodes(ctx: Context, request: Request) -> Response:
 
 
 async def episode(ctx: Context, request: Request) -> Response:
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(request.query_params.get("u")))
     eid = record_id(request.query_params.get("id"), "episode", user=view.user_id)
-    found = await episode_of(engine, view.user_id, eid)
-    return HTMLResponse(episode_page(view, found, await drawn_beliefs(engine, view.user_id, found)))
+    found = await episode_of(memory, view.user_id, eid)
+    return HTMLResponse(episode_page(view, found, await drawn_beliefs(memory, view.user_id, found)))
 
 
 async def recall(ctx: Context, request: Request) -> Response:
-    engine = await ctx.engine()
-    view = await known_user(engine, await ctx.jobs(), user_id(request.query_params.get("u")))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(request.query_params.get("u")))
     params = request.query_params
     query = text_param(request, "q", strip=False)
     budget_text = params.get("budget") or "800"
@@ -120,18 +119,22 @@ async def recall(ctx: Context, request: Request) -> Response:
     history = params.get("history") == "1"
     result = None
     if "q" in params:
-        request_ = RecallRequest(
-            query or "", budget, include_history=history, explain=True, timezone=view.timezone
+        result = await memory.recall(
+            view.user_id,
+            query or "",
+            max_tokens=budget,
+            include_history=history,
+            explain=True,
+            timezone=view.timezone or "UTC",
         )
-        result = await engine.recall(view.user_id, request_)
     return HTMLResponse(
         recall_page(view, query=query, budget=budget, history=history, result=result)
     )
 
 
 async def jobs(ctx: Context, request: Request) -> Response:
-    store = await ctx.jobs()
-    view = await known_user(await ctx.engine(), store, user_id(request.query_params.get("u")))
+    memory = await ctx.open()
+    view = await known_user(memory, user_id(request.query_params.get("u")))
     status = request.query_params.get("status") or None
     if status not in JOB_FILTERS:
         raise PageError(
@@ -140,7 +143,7 @@ async def jobs(ctx: Context, request: Request) -> Response:
             f"job statuses are pending, running, failed and done; got {status[:40]!r}",
             user=view.user_id,
         )
-    listed = await store.list_jobs(user_id=view.user_id, status=status, limit=JOBS_LIMIT)
+    listed = await memory.jobs(user_id=view.user_id, status=status, limit=JOBS_LIMIT)
     page = jobs_page(
         view,
         listed,
@@ -153,7 +156,5 @@ async def jobs(ctx: Context, request: Request) -> Response:
 
 
 async def erase_form(ctx: Context, request: Request) -> Response:
-    view = await known_user(
-        await ctx.engine(), await ctx.jobs(), user_id(request.query_params.get("u"))
-    )
+    view = await known_user(await ctx.open(), user_id(request.query_params.get("u")))
     return HTMLResponse(erase_page(view, csrf(ctx, request)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..engine.records import Belief, LedgerEvent
+from ..memory.records import Belief, LedgerEvent
 from .data import BeliefHistory, UserView
 from .layout import (
     badge,

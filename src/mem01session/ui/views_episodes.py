@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..engine.records import Belief, Episode
+from ..memory.records import Belief, Episode
 from .data import Conversation, EpisodeListing, UserView
 from .layout import (
     HIDDEN_MEANS,

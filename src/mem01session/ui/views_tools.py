@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..engine.records import EraseReceipt, RecallResult, ScoredBelief, ScoredEpisode
-from ..engine.scoring import DAY_WEIGHT, EPISODE_FACTOR, INACTIVE_FACTOR, Fusion
-from ..queue.job_records import Job
+from ..memory.ranking import DAY_WEIGHT, EPISODE_FACTOR, INACTIVE_FACTOR, Fusion
+from ..memory.records import EraseReceipt, Job, RecallResult, ScoredBelief, ScoredEpisode
 from .data import UserView
 from .layout import (
     badge,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..engine.records import Belief
+from ..memory.records import Belief
 from .data import UserRow, UserView
 from .layout import (
     badge,
