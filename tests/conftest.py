@@ -16,6 +16,7 @@ for _var in ("OPENAI_API_KEY", "MEM01_DATABASE_URL", "DATABASE_URL", "OPENAI_BAS
 from mem01session.db import Database, migrate  # noqa: E402
 from mem01session.embeddings import HashingEmbedder  # noqa: E402
 from tests.pg import create_database, drop_database, test_server, with_database  # noqa: E402
+from tests.spawns import started_during, watch  # noqa: E402
 
 TEST_DIM = 64
 
@@ -41,6 +42,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     suite's workers start on them and share the short ones at the end, instead of one
     worker starting a long test when the others are nearly done."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def starts_processes_only_if_slow(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts a process (a script, the CLI, a server, a browser, the embedding
+    model's process) is marked slow, so that the quick subset starts none. Set
+    ``MEM01_SPAWN_AUDIT`` to a file to list such tests there instead of failing them."""
+    watch()
+    with started_during() as started:
+        yield
+    if not started or request.node.get_closest_marker("slow") is not None:
+        return
+    audit = os.environ.get("MEM01_SPAWN_AUDIT")
+    if audit:
+        with open(audit, "a") as out:
+            out.write(f"{request.node.nodeid}\t{' '.join(sorted(set(started)))}\n")
+        return
+    pytest.fail(
+        f"started {', '.join(sorted(set(started)))} without being marked slow "
+        "(@pytest.mark.slow): the quick subset starts no process"
+    )
 
 
 @pytest.fixture(autouse=True)

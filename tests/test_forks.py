@@ -10,7 +10,10 @@ import pytest
 from mem01session._forks import ForkSafeLock
 from tests.child_env import fork_exit_code
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),
+    pytest.mark.slow,  # forks (see tests/spawns.py)
+]
 
 
 def test_it_locks_like_a_lock() -> None:

@@ -8,6 +8,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 # Absolute paths that name somebody's machine: a home, a workspace, a scratch folder
 # written into the code instead of asked of tempfile (which honours TMPDIR).
@@ -26,6 +28,7 @@ def tracked() -> list[Path]:
     return [ROOT / line for line in out.splitlines() if line]
 
 
+@pytest.mark.slow
 def test_no_path_of_one_machine_is_written_into_the_repository() -> None:
     found = []
     for path in tracked():
@@ -63,6 +66,7 @@ def test_the_licence_the_project_declares_is_shipped() -> None:
     assert "MIT License" in (ROOT / "LICENSE").read_text()
 
 
+@pytest.mark.slow
 def test_no_binary_is_committed() -> None:
     # Wheels, archives and built libraries come from the registries, never from the repo.
     binaries = {".whl", ".zip", ".gz", ".tgz", ".so", ".dylib", ".dll", ".exe", ".bin"}

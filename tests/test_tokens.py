@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mem01session.tokens import byte_bound_counter, default_token_counter
 
 
@@ -29,6 +31,7 @@ def test_the_byte_bound_never_undercounts() -> None:
     assert byte_bound_counter().count(text) >= default_token_counter().count(text)
 
 
+@pytest.mark.slow
 def test_an_engine_loads_the_tokenizer_only_when_it_counts() -> None:
     """Loading a BPE takes seconds: an engine that lists beliefs must not pay for it."""
     code = (
@@ -53,6 +56,7 @@ def test_a_given_counter_is_the_one_used() -> None:
     assert engine.token_counter.name == "utf8-bytes-upper-bound"
 
 
+@pytest.mark.slow
 def test_a_memory_made_ready_has_loaded_the_tokenizer(db_url: str, tmp_path: Path) -> None:
     """Loading the BPE takes a second or more: Memory.ready (called before a run's budgeted
     memory work) pays it, so that the first recall of a process does not spend its budget,

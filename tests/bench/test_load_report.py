@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from bench.load import MACHINE_STATES, LoadResult, Phase, Runs
 from bench.load_report import capacity, chart_data, note, spread, table, whole_ms
 
@@ -66,6 +67,7 @@ def test_the_servers_cpu_is_in_the_table_and_the_machines_capacity() -> None:
     assert "one turn with memory cost 18.0 ms of CPU against 4.0 bare" in capacity(r)
 
 
+@pytest.mark.slow
 def test_the_note_gives_the_machines_speed_at_both_ends_of_the_run() -> None:
     ps = phases(1, 40.0)
     for p in ps:

@@ -162,6 +162,7 @@ def test_the_migrations_that_delete_data_when_undone_are_known() -> None:
     }
 
 
+@pytest.mark.slow
 def test_the_head_is_read_without_alembic_and_agrees_with_it() -> None:
     script = ScriptDirectory(str(migrate.migrations_dir()))
     assert migrate.head_revision() == script.get_current_head()

@@ -214,6 +214,7 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_entry_point_prints_one_line_and_debug_prints_the_traceback(tmp_path: Path) -> None:
     url = "postgresql://u:pw@localhost:notaport/db"
     plain = run_cli("db", "current", MEM01_DATABASE_URL=url)

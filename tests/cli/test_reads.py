@@ -165,6 +165,7 @@ def test_a_database_not_at_head_is_refused_as_before(
         assert "mem01session db upgrade" in result.output
 
 
+@pytest.mark.slow
 def test_the_shared_reads_import_no_sqlalchemy() -> None:
     """The engine's inspection reads, the job listing and the CLI's opening load neither
     SQLAlchemy nor NumPy (the CLI calls the engine's reads, not copies of them), nor the

@@ -9,6 +9,7 @@ from tests.cli.test_inspector import ALICE, Seeded, env, failed, ok, seeded
 __all__ = ["env", "seeded"]
 
 
+@pytest.mark.slow
 def test_reembed_converts_what_another_model_made_once(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,8 @@ import pytest
 
 import mem01session
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 HEAVY = ("sqlalchemy", "alembic", "agents", "openai", "psycopg", "psycopg_pool", "pgvector")
 
 # Runs the command line (its Typer app) with ARGS, then prints which heavy packages got
@@ -212,6 +214,7 @@ import atexit, json, sys
 atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
 sys.argv = ["mem01session", *json.loads(sys.argv[1])]
 from mem01session.cli import main
+
 main()
 print("never reached", file=sys.stderr)
 """

@@ -115,6 +115,7 @@ def test_every_primary_key_and_index_leads_with_user_id(db_url: str) -> None:
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_concurrent_upgrades_from_separate_processes_apply_once(empty_db_url: str) -> None:
     # Alembic keeps global state, so concurrency is between processes, as in production.
     code = (

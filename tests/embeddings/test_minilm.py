@@ -26,6 +26,8 @@ from mem01session.embeddings.minilm.embedder import MiniLMEmbedder, _batches
 from mem01session.errors import ConfigError, EmbeddingError
 from tests.child_env import fork_exit_code
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 REFERENCE = json.loads(Path(__file__).with_name("minilm_reference.json").read_text())
 ITEMS: list[dict[str, Any]] = REFERENCE["items"]
 

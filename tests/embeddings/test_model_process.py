@@ -26,6 +26,8 @@ from mem01session.embeddings.minilm.process import ModelProcess
 from mem01session.errors import ConfigError, EmbeddingError
 from tests.child_env import ended, not_python
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 TEXTS = ["Do I have a dog?", "I moved to SF on Wednesday.", "", "rent " * 300, "naïve café ☕"]
 BATCHING = (32, 1024)
 

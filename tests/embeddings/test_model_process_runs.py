@@ -15,6 +15,8 @@ from mem01session.embeddings import MiniLMEmbedder
 from tests.child_env import ended, not_python
 from tests.reliability.harness import say
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 
 async def test_a_run_after_the_embedding_process_was_killed_still_gets_memory(
     db_url: str, tmp_path: Path

@@ -13,6 +13,8 @@ from mem01session.embeddings import HashingEmbedder, MiniLMEmbedder
 from mem01session.engine import BeliefEngine, RecallRequest
 from tests.reliability.harness import say
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 PROV = Provenance(session_id="s1", extractor="test")
 
 

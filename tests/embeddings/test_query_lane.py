@@ -98,6 +98,7 @@ async def test_a_short_answer_of_the_model_is_an_error_not_a_shifted_vector() ->
     assert (await lane.embed(["b"])).shape == (1, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_process_gets_a_lane_thread_of_its_own() -> None:
     lane = QueryLane(lambda texts: np.ones((len(texts), 2), np.float32), max_texts=8)

@@ -157,6 +157,7 @@ async def test_a_job_gives_way_only_until_its_turn_is_yield_to_runs_old(
     assert done is not None and done.status == "done"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 async def test_a_forked_child_starts_with_no_marks_and_a_free_lock() -> None:
     run = object()

@@ -133,6 +133,7 @@ def dead_owner() -> str:
     return str(replace(mine, pid=child.pid))
 
 
+@pytest.mark.slow
 async def test_claims_of_a_dead_process_are_taken_back_when_a_worker_starts(
     module_engine: BeliefEngine, uid: str
 ) -> None:

@@ -36,6 +36,8 @@ from tests.conftest import TEST_DIM
 from tests.reliability.harness import ScratchServer, check_invariants, fact_line, say
 from tests.session.conftest import Gate
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScratchServer]:

@@ -28,6 +28,8 @@ from tests.child_env import pythonpath
 from tests.conftest import TEST_DIM
 from tests.reliability.harness import ROOT
 
+pytestmark = pytest.mark.slow  # starts processes (see tests/spawns.py)
+
 TURNS = (
     "I live in Valencia and I work as a pharmacist.",
     "I have a cat named Pip.",
@@ -250,6 +252,7 @@ import asyncio, json, sys
 from agents import Agent, Runner
 from mem01session import Mem01Session
 from mem01session.demo import OfflineAnswerModel
+
 
 # Its run quotes the user's earlier turn (the dead process's, taken back); its flush waits
 # for that turn at most 60 s: far less than the 120 s lease its claim still holds. The

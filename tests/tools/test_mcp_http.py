@@ -131,6 +131,7 @@ def status(url: str, **headers: str) -> int:
         return exc.code
 
 
+@pytest.mark.slow
 def test_mcp_help_loads_neither_mcp_nor_the_database() -> None:
     # What tests/cli/test_startup.py calls heavy (drivers, Alembic, the SDK), then mcp itself.
     assert loaded_after(["mcp", "--help"]) == []

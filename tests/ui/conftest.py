@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
+from mem01session.embeddings import HashingEmbedder
 from mem01session.ui import Access, create_app
 from tests.conftest import TEST_DIM
 from tests.pg import create_database, drop_database, with_database
@@ -23,7 +24,7 @@ BASE = "http://127.0.0.1:8701"
 @pytest.fixture
 def env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("MEM01_DATABASE_URL", db_url)
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     return db_url
 
 
@@ -50,7 +51,7 @@ def shared_env(pg_admin_url: str, template_db: str) -> Iterator[str]:
     url = with_database(pg_admin_url, name)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MEM01_DATABASE_URL", url)
-        patch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+        patch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
         yield url
     drop_database(pg_admin_url, name)
 

@@ -64,6 +64,7 @@ def driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         browser.quit()
 
 
+@pytest.mark.slow
 def test_search_correct_and_see_the_history(driver: Any, seeded: Seeded, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from mem01session import Memory
 from mem01session.cli import app
 from mem01session.config import Settings
+from mem01session.embeddings import HashingEmbedder
 from mem01session.secrets.redaction import register_secret
 from mem01session.serving import _RedactArgs
 from mem01session.ui import create_app
@@ -59,7 +60,7 @@ def test_an_unreachable_database_never_shows_the_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("MEM01_DATABASE_URL", f"postgresql://u:{SENTINEL}@127.0.0.1:1/x")
-    monkeypatch.setenv("MEM01_EMBEDDING_DIM", str(TEST_DIM))
+    monkeypatch.setenv("MEM01_EMBEDDING_MODEL", HashingEmbedder(TEST_DIM).name)
     result = runner.invoke(app, ["ui", "--port", "0"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "cannot connect to the database at postgresql://u:***@127.0.0.1:1/x" in result.output
