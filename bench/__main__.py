@@ -62,8 +62,9 @@ DEFAULT_LOCOMO = Path(os.environ.get("MEM01_LOCOMO") or Path(__file__).parent / 
 # How the report names the folder in its commands (a path of this machine means nothing).
 LOCOMO = "--locomo DIR"
 IMG = Path("docs/img")
-README = Path("README.md")
-README_COST = "model-cost"  # README's line on what the model path costs per turn
+# The pages that quote the report between ``<!-- bench:NAME -->`` markers.
+QUOTING = (Path("README.md"), Path("docs/concepts.md"))
+README_COST = "model-cost"  # the line on what the model path costs per turn
 
 
 def _setup_peers() -> None:
@@ -373,8 +374,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         doc = replace_section(doc, "How to reproduce", notes.REPRODUCE)
         doc = replace_section(doc, "Caveats", notes.CAVEATS)
         args.out.write_text(doc)
-        if readme and README.exists():
-            README.write_text(replace_marked(README.read_text(), readme))
+        for page in QUOTING if readme else ():
+            if page.exists():
+                page.write_text(replace_marked(page.read_text(), readme))
 
 
 if __name__ == "__main__":
