@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mem01session.tokens import default_token_counter
@@ -101,10 +102,11 @@ def _section(title: str, command: str, head: str, body: str) -> str:
 
 
 async def _run(
-    args: argparse.Namespace, which: list[str], readme: dict[str, str]
+    args: argparse.Namespace, which: list[str], readme: dict[str, Callable[[str], str]]
 ) -> dict[str, str]:
     """The report's sections of the benchmarks in ``which``; what README quotes of them
-    goes into ``readme`` (marker name -> text)."""
+    goes into ``readme`` (marker name -> its text, given the link to the report from the
+    page that quotes it)."""
     emb = make_embedder(args.embedder)
     sections: dict[str, str] = {}
     charts: dict[str, object] = {}
@@ -182,7 +184,7 @@ async def _run(
             if args.extractor != "rules":
                 command = f"python -m bench e2e --extractor {args.extractor} {LOCOMO}"
                 if args.extractor == "replay":
-                    readme[README_COST] = e2e_report.readme_cost(ee)
+                    readme[README_COST] = functools.partial(e2e_report.readme_cost, ee)
             else:
                 charts["e2e"] = {**e2e_report.chart_data(ee), "__ceiling__": ee.ceiling}
             sections[title] = _section(title, command, facts, e2e_report.section(ee))
@@ -359,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "cli" in which:  # processes of their own, on a scratch home: no shared server
         which.remove("cli")
         sections[CLI] = _cli_section(args)
-    readme: dict[str, str] = {}
+    readme: dict[str, Callable[[str], str]] = {}
     if which:
         sections.update(asyncio.run(_run(args, which, readme)))
     for text in sections.values():
@@ -376,7 +378,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.out.write_text(doc)
         for page in QUOTING if readme else ():
             if page.exists():
-                page.write_text(replace_marked(page.read_text(), readme))
+                report = os.path.relpath(args.out, page.parent)
+                lines = {name: line(report) for name, line in readme.items()}
+                page.write_text(replace_marked(page.read_text(), lines))
 
 
 if __name__ == "__main__":

@@ -299,8 +299,9 @@ def section(r: E2EResult) -> str:
     return out
 
 
-def readme_cost(r: E2EResult) -> str:
-    """README's sentence on what the model path costs per turn, against mem0's."""
+def readme_cost(r: E2EResult, report: str = "docs/benchmarks.md") -> str:
+    """The sentence on what the model path costs per turn, against mem0's, for a page
+    that links to the report as ``report``."""
     ours, theirs = r.usage.get(OURS), r.usage.get(MEM0_SYSTEM)
     if ours is None or theirs is None:
         return ""
@@ -316,5 +317,5 @@ def readme_cost(r: E2EResult) -> str:
         f"With a model, extraction cost {cost(ours)} on LoCoMo's dialogue, against "
         f"{cost(theirs)} for mem0's own LLM pipeline on the same turns (same server and "
         "tokenizer; `python -m bench e2e --extractor replay`, [details]"
-        "(docs/benchmarks.md#end-to-end-with-a-models-beliefs-locomos-observations-replayed))."
+        f"({report}#end-to-end-with-a-models-beliefs-locomos-observations-replayed))."
     )
