@@ -145,7 +145,7 @@ async def _run(
                 facts, f"{latency.table(r)}\n\n{note}\n\n![latency](img/bench-latency.png)",
             )  # fmt: skip
         if "episodes" in which:
-            es = await episode_scale.run(server, emb)
+            es = await episode_scale.run(server, emb, log=log)
             sections["Recall latency with episodes"] = _section(
                 "Recall latency with episodes", "python -m bench episodes", facts,
                 f"{episode_scale.table(es)}\n\n{episode_scale.note(es)}",

@@ -1,32 +1,61 @@
-"""``python -m bench episodes``: what a recall costs as one user's episodes grow.
+"""``python -m bench episodes``: what a recall and a write cost as one user's episodes grow.
 
-One user per scale, each with the same 100 synthetic beliefs and N synthetic episodes
-(first-person sentences of 12-25 words, said over two years), COPY'd in the shape the write
-path makes (vector named by its model, word counts in ``episode_terms``). Then the default
-recall (``BeliefEngine.recall``: beliefs and episodes, 800 tokens) is timed in rounds in
-which every scale takes its turn, the order rotating, so that a slow spell of the machine
-falls on all of them alike. Query vectors are precomputed: the figures are the read path
-from the statements to the rendered block, without the query's embedding.
+One user per scale (1,000 to 100,000 episodes, 100 synthetic beliefs each) beside a
+deployment's other users (:data:`OTHERS` users of :data:`OTHER_EPISODES` episodes), every
+episode a synthetic first-person sentence of 12-25 words said over two years, COPY'd in
+the shape the write path makes (vector named by its model, word counts in
+``episode_terms``); the HNSW index over the episode vectors is built after the COPY (its
+time and size reported). Then, in rounds in which every scale and variant takes its turn
+(the order rotating, so that a slow spell of the machine falls on all of them alike):
+
+- the default recall (``BeliefEngine.recall``: beliefs and episodes, 800 tokens, the block
+  rendered), as the library runs it (a user past ``EXACT_UP_TO`` episodes read through the
+  index) and with every user read exactly (the statement before the index), its query
+  vector precomputed, timed in this process;
+- mem0 holding the same user's messages raw (``infer=False``, its pgvector store and its
+  HNSW index), ``Memory.search`` with the user filter and 20 results, timed in its process.
+
+The vector candidates the index finds are compared with the exact scan's (the share of the
+exact top 50 it returns), and each recall's block with the exact variant's. Writes: one
+user message through ``BeliefEngine.apply`` (the episode, its words, the index), vector
+precomputed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from mem01session.db import Database, migrate
+from mem01session.db.vector_index import vector_index
 from mem01session.engine import BeliefEngine, RecallRequest
+from mem01session.engine import episode_candidates as candidates
+from mem01session.engine.episodes import Utterance
+from mem01session.engine.ops import Provenance
 
-from .common import PrecomputedEmbedder, Server, percentiles, vector_binary
+from .common import PrecomputedEmbedder, Server, percentiles, scratch, vector_binary
+from .peer_client import Peer, PeerError
 from .synthetic import MODIFIERS, NOW, OBJECTS, copy_rows, queries, synthetic_rows
 
-SCALES = (300, 3000, 30000)
+SCALES = (1000, 10000, 30000, 100000)
 BELIEFS = 100
+OTHERS = 500
+OTHER_EPISODES = 20
+OVERLAP_K = 50
+WRITES = 40
+INDEX = "through the index (default)"
+EXACT = "every vector read (before)"
+MEM0 = "mem0 (raw messages, search)"
 OPENERS = (
     "I spent the afternoon with", "Yesterday I finally tried", "My sister keeps talking about",
     "We argued for an hour about", "I think I am getting better at", "Last week I signed up for",
@@ -48,12 +77,19 @@ def said(rng: random.Random) -> str:
     )
 
 
-def copy_episodes(url: str, emb: PrecomputedEmbedder, user: str, count: int, seed: int) -> None:
-    """COPY ``count`` episodes for ``user``, then recount their words as the write path
-    keeps them."""
+Message = tuple[str, str, Any]  # user, text, said at
+
+
+def messages(user: str, count: int, seed: int) -> list[Message]:
     rng = random.Random(seed)
-    texts = [said(rng) for _ in range(count)]
-    emb.prefill(texts)
+    return [(user, said(rng), NOW - timedelta(days=rng.uniform(0, 730))) for _ in range(count)]
+
+
+def copy_episodes(url: str, emb: PrecomputedEmbedder, said_by: Sequence[Message]) -> None:
+    """COPY the messages as episodes, then recount the words and episodes of their users
+    as the write path keeps them."""
+    emb.prefill([text for _, text, _ in said_by])
+    users = sorted({user for user, _, _ in said_by})
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(
             "COPY episodes (user_id, session_id, job_id, message, passage, role, content, "
@@ -63,8 +99,7 @@ def copy_episodes(url: str, emb: PrecomputedEmbedder, user: str, count: int, see
                 ["text", "text", "int8", "int2", "int2", "text", "text", "timestamptz",
                  "bytea", "text"]
             )  # fmt: skip
-            for i, text in enumerate(texts):
-                when = NOW - timedelta(days=rng.uniform(0, 730))
+            for i, (user, text, when) in enumerate(said_by):
                 copy.write_row(
                     (user, f"chat-{i // 20}", i + 1, 0, 0, "user", text, when,
                      vector_binary(emb.cache[text]), emb.name)
@@ -72,29 +107,133 @@ def copy_episodes(url: str, emb: PrecomputedEmbedder, user: str, count: int, see
         cur.execute(
             "INSERT INTO episode_terms (user_id, lexeme, episodes) SELECT e.user_id, t.lexeme, "
             "count(*) FROM episodes e, unnest(tsvector_to_array(e.tsv)) AS t(lexeme) "
-            "WHERE e.user_id = %s GROUP BY e.user_id, t.lexeme",
-            (user,),
+            "WHERE e.user_id = ANY(%s) GROUP BY e.user_id, t.lexeme",
+            (users,),
         )
-        cur.execute("UPDATE memory_users SET episodes = %s WHERE user_id = %s", (count, user))
+        cur.execute(
+            "INSERT INTO memory_users (user_id, episodes) SELECT user_id, count(*) FROM episodes "
+            "WHERE user_id = ANY(%s) GROUP BY user_id ON CONFLICT (user_id) "
+            "DO UPDATE SET episodes = EXCLUDED.episodes",
+            (users,),
+        )
+        conn.commit()
+
+
+def copy_mem0(url: str, emb: PrecomputedEmbedder, said_by: Sequence[Message]) -> None:
+    """The same messages in mem0's table, as ``add(..., infer=False)`` stores them; its
+    HNSW index dropped before and rebuilt after, with mem0's own DDL."""
+    with psycopg.connect(url) as conn:
+        conn.execute("DROP INDEX IF EXISTS mem0_hnsw_idx")
+        with (
+            conn.cursor() as cur,
+            cur.copy("COPY mem0 (id, vector, payload) FROM STDIN (FORMAT BINARY)") as copy,
+        ):
+            copy.set_types(["uuid", "bytea", "jsonb"])
+            for user, text, when in said_by:
+                payload = {
+                    "data": text,
+                    "hash": hashlib.md5(text.encode()).hexdigest(),
+                    "text_lemmatized": text,
+                    "user_id": user,
+                    "role": "user",
+                    "created_at": when.isoformat(),
+                    "updated_at": when.isoformat(),
+                }
+                copy.write_row((uuid.uuid4(), vector_binary(emb.cache[text]), Jsonb(payload)))
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS mem0_hnsw_idx ON mem0 USING hnsw (vector vector_cosine_ops)"
+        )
         conn.commit()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM (ANALYZE) episodes")
-        conn.execute("VACUUM (ANALYZE) episode_terms")
+        conn.execute("VACUUM (ANALYZE) mem0")
 
 
 @dataclass
 class EpisodeScale:
-    """Recall latency (ms) per number of episodes of the user."""
+    """Recall latency (ms) per variant and number of episodes of the user."""
 
     scales: tuple[int, ...]
     rounds: int
     per_round: int
-    samples: dict[int, list[float]] = field(default_factory=dict)
+    samples: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     quoted: dict[int, float] = field(default_factory=dict)  # episodes in the block, mean
+    overlap: dict[int, float] = field(default_factory=dict)  # of the exact top OVERLAP_K
+    same_block: dict[int, float] = field(default_factory=dict)  # share of blocks alike
+    writes: dict[int, list[float]] = field(default_factory=dict)  # ms per episode written
+    rows: int = 0
+    build_s: float = 0.0
+    index_mb: float = 0.0
+    table_mb: float = 0.0
     load_s: float = 0.0
+    failures: dict[str, str] = field(default_factory=dict)
 
-    def figures(self, scale: int) -> tuple[float, float, float]:
-        return percentiles(self.samples[scale])
+    def figures(self, variant: str, scale: int) -> tuple[float, float, float]:
+        return percentiles(self.samples[variant][scale])
+
+
+def _build_index(url: str, emb: PrecomputedEmbedder, out: EpisodeScale) -> None:
+    index = vector_index(emb.name, emb.dim)
+    assert index is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP INDEX IF EXISTS {index.name}")
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        started = time.perf_counter()
+        conn.execute(index.create_sql(concurrently=False))
+        out.build_s = time.perf_counter() - started
+        conn.execute("VACUUM (ANALYZE) episodes")
+        conn.execute("VACUUM (ANALYZE) episode_terms")
+        conn.execute("VACUUM (ANALYZE) memory_users")
+        row = conn.execute(
+            "SELECT pg_relation_size(%s::regclass), pg_relation_size('episodes'), count(*) "
+            "FROM episodes",
+            (index.name,),
+        ).fetchone()
+        assert row is not None
+        out.index_mb, out.table_mb, out.rows = row[0] / 2**20, row[1] / 2**20, int(row[2])
+
+
+def _overlap(url: str, emb: PrecomputedEmbedder, user: str, texts: Sequence[str]) -> float:
+    """The share of the exact nearest :data:`OVERLAP_K` episodes the index returns."""
+    index = vector_index(emb.name, emb.dim)
+    assert index is not None
+    exact = (
+        "SELECT id FROM episodes WHERE user_id = %(u)s AND embedding_model = %(m)s "
+        "ORDER BY embedding <=> %(q)s::vector, id DESC LIMIT %(k)s"
+    )
+    near = (
+        f"SELECT id FROM episodes e WHERE user_id = %(u)s AND embedding_model = "
+        f"{index.model_literal} ORDER BY {index.distance('e.embedding', '%(q)s')} LIMIT %(k)s"
+    )
+    found = 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.execute("SET hnsw.ef_search = 100")
+        for text in texts:
+            q = "[" + ",".join(map(str, emb.cache[text])) + "]"
+            args = {"u": user, "m": emb.name, "q": q, "k": OVERLAP_K}
+            want = {r[0] for r in conn.execute(exact, args).fetchall()}
+            got = {r[0] for r in conn.execute(near, args).fetchall()}
+            found += len(want & got)
+    return found / (OVERLAP_K * len(texts))
+
+
+async def _writes(
+    engine: BeliefEngine, emb: PrecomputedEmbedder, user: str, seed: int
+) -> list[float]:
+    rng = random.Random(seed)
+    texts = [said(rng) + f" ({seed}-{i})" for i in range(WRITES)]
+    emb.prefill(texts)
+    out = []
+    for i, text in enumerate(texts):
+        prov = Provenance(session_id=f"bench-write-{seed}", job_id=10**9 + seed * WRITES + i)
+        started = time.perf_counter()
+        await engine.apply(
+            user, [], provenance=prov, utterances=[Utterance(0, "user", text)],
+            vectors={text: emb.cache[text]},
+        )  # fmt: skip
+        out.append((time.perf_counter() - started) * 1000.0)
+    return out
 
 
 async def run(
@@ -105,66 +244,142 @@ async def run(
     rounds: int = 10,
     per_round: int = 20,
     warmup: int = 20,
+    log: Path | None = None,
 ) -> EpisodeScale:
     started = time.perf_counter()
     url = server.database("episode_scale")
     migrate.upgrade(url, embedding_dim=emb.dim, embedding_model=emb.name)
     users = {n: f"episodes-{n}" for n in scales}
     copy_rows(url, emb, synthetic_rows([(u, BELIEFS) for u in users.values()], seed=11))
-    for n, user in users.items():
-        copy_episodes(url, emb, user, n, seed=n)
-    out = EpisodeScale(tuple(scales), rounds, per_round, load_s=time.perf_counter() - started)
+    said_by = {n: messages(user, n, seed=n) for n, user in users.items()}
+    others = [m for i in range(OTHERS) for m in messages(f"other-{i:04d}", OTHER_EPISODES, i)]
+    for group in [*said_by.values(), others]:
+        copy_episodes(url, emb, group)
+    out = EpisodeScale(tuple(scales), rounds, per_round)
+    _build_index(url, emb, out)
     texts = queries(random.Random(3), 200)
     emb.prefill(texts)
+    mem0: Peer | None = None
+    try:
+        mem0 = Peer("mem0", log or Path(scratch()) / "peers.log")
+        murl = server.database("episode_scale_mem0")
+        mem0.setup(murl, emb.dim, scratch())
+        copy_mem0(murl, emb, [m for group in said_by.values() for m in group] + others)
+    except (PeerError, OSError, psycopg.Error) as exc:
+        out.failures[MEM0] = str(exc)
+        if mem0 is not None:
+            mem0.close()
+        mem0 = None
+    out.load_s = time.perf_counter() - started
+    for n, user in users.items():
+        out.overlap[n] = _overlap(url, emb, user, texts[:40])
     db = await Database.open(url=url, embedding_model=emb.name, embedding_dim=emb.dim)
+    exact_up_to = candidates.EXACT_UP_TO
     try:
         engine = BeliefEngine(db, emb, clock=lambda: NOW)
-        for user in users.values():  # warm the caches and the plans
-            for i in range(warmup):
-                await engine.recall(user, RecallRequest(texts[i % len(texts)]))
+
+        async def recall(variant: str, user: str, text: str) -> tuple[float, tuple[int, ...]]:
+            candidates.EXACT_UP_TO = exact_up_to if variant == INDEX else 10**12
+            t = time.perf_counter()
+            result = await engine.recall(user, RecallRequest(text))
+            ms = (time.perf_counter() - t) * 1000.0
+            return ms, tuple(e.episode.id for e in result.episodes)
+
+        for variant in (INDEX, EXACT):  # warm the caches and the plans
+            for user in users.values():
+                for i in range(warmup):
+                    await recall(variant, user, texts[i % len(texts)])
+        if mem0 is not None:
+            plan = [{"user": u, "query": t, "vector": emb.cache[t]} for u in users.values()
+                    for t in texts[:warmup]]  # fmt: skip
+            mem0.call("latency", warmup=len(plan), queries=plan, k=20)
         quoted: dict[int, list[int]] = {n: [] for n in scales}
-        order = list(scales)
+        alike: dict[int, list[bool]] = {n: [] for n in scales}
+        order = [(v, n) for n in scales for v in (INDEX, EXACT, MEM0)]
         k = 0
         for _ in range(rounds):
             order = order[1:] + order[:1]
-            for n in order:
-                for _ in range(per_round):
-                    request = RecallRequest(texts[k % len(texts)])
-                    k += 1
-                    t = time.perf_counter()
-                    result = await engine.recall(users[n], request)
-                    out.samples.setdefault(n, []).append((time.perf_counter() - t) * 1000.0)
-                    quoted[n].append(len(result.episodes))
+            for variant, n in order:
+                batch = [texts[(k + i) % len(texts)] for i in range(per_round)]
+                if variant == MEM0:
+                    if mem0 is not None:
+                        plan = [{"user": users[n], "query": t, "vector": emb.cache[t]}
+                                for t in batch]  # fmt: skip
+                        reply = mem0.call("latency", warmup=0, queries=plan, k=20)
+                        out.samples.setdefault(MEM0, {}).setdefault(n, []).extend(reply["ms"])
+                    continue
+                for text in batch:
+                    ms, block = await recall(variant, users[n], text)
+                    out.samples.setdefault(variant, {}).setdefault(n, []).append(ms)
+                    if variant == INDEX:
+                        quoted[n].append(len(block))
+                        _, before = await recall(EXACT, users[n], text)
+                        alike[n].append(block == before)
+            k += per_round
         out.quoted = {n: sum(v) / len(v) for n, v in quoted.items()}
+        out.same_block = {n: sum(v) / len(v) for n, v in alike.items()}
+        candidates.EXACT_UP_TO = exact_up_to
+        for n, user in users.items():
+            out.writes[n] = await _writes(engine, emb, user, seed=n)
     finally:
+        candidates.EXACT_UP_TO = exact_up_to
         await db.close()
+        if mem0 is not None:
+            mem0.close()
     return out
 
 
 def table(r: EpisodeScale) -> str:
     base = r.scales[0]
     rows = [
-        "| episodes of the user | p50 ms | p95 ms | p99 ms | p50 / p50 at "
-        f"{base:,} | p95 / p95 at {base:,} | episodes in the block (mean) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| episodes of the user | recall | p50 ms | p95 ms | p99 ms | p95 / p95 at {base:,} |",
+        "|---:|---|---:|---:|---:|---:|",
     ]
-    b50, b95, _ = r.figures(base)
     for n in r.scales:
-        p50, p95, p99 = r.figures(n)
+        for variant in (INDEX, EXACT, MEM0):
+            if n not in r.samples.get(variant, {}):
+                continue
+            p50, p95, p99 = r.figures(variant, n)
+            _, b95, _ = r.figures(variant, base)
+            bold = "**" if variant == INDEX else ""
+            rows.append(
+                f"| {n:,} | {bold}{variant}{bold} | {p50:.2f} | {bold}{p95:.2f}{bold} | "
+                f"{p99:.2f} | {p95 / b95:.2f} |"
+            )
+    rows += [
+        "",
+        "| episodes of the user | exact top 50 the index returns | blocks alike | "
+        "episodes in the block (mean) | write ms per episode p50 | p95 |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in r.scales:
+        w50, w95, _ = percentiles(r.writes[n])
         rows.append(
-            f"| {n:,} | {p50:.2f} | {p95:.2f} | {p99:.2f} | {p50 / b50:.2f} | "
-            f"{p95 / b95:.2f} | {r.quoted[n]:.1f} |"
+            f"| {n:,} | {r.overlap[n]:.3f} | {r.same_block[n]:.3f} | {r.quoted[n]:.1f} | "
+            f"{w50:.2f} | {w95:.2f} |"
         )
     return "\n".join(rows)
 
 
 def note(r: EpisodeScale) -> str:
+    failures = "; ".join(f"{k}: {v}" for k, v in r.failures.items()) or "none"
     return (
-        f"Each scale: one user with {BELIEFS} beliefs and that many episodes; "
-        f"{r.rounds * r.per_round} timed recalls per scale in {r.rounds} rounds of "
-        f"{r.per_round} (every scale in each round, the order rotating), after warm-up "
-        "recalls; each recall the default request (`BeliefEngine.recall(user, "
-        "RecallRequest(q))`: beliefs and episodes, 800 tokens), its query vector "
-        "precomputed; wall time around the call, in this process. Loading took "
-        f"{r.load_s:.0f} s. An idle machine: nothing else ran."
+        f"Each scale: one user with {BELIEFS} beliefs and that many episodes, beside "
+        f"{OTHERS} other users of {OTHER_EPISODES} episodes ({r.rows:,} episodes in all); "
+        f"{r.rounds * r.per_round} timed recalls per scale and variant in {r.rounds} rounds "
+        f"of {r.per_round} (every scale and variant in each round, the order rotating), after "
+        "warm-up recalls; each recall the default request (`BeliefEngine.recall(user, "
+        "RecallRequest(q))`: beliefs and episodes, 800 tokens, the block rendered), its "
+        "query vector precomputed, wall time around the call in this process; a user past "
+        f"{candidates.EXACT_UP_TO:,} episodes is read through the HNSW index over the episode "
+        "vectors (iterative scan, `ef_search` 100), the candidates re-ranked by exact "
+        "distance; 'every vector read': the same with that bound lifted. mem0: "
+        "`Memory.search(q, user_id=..., limit=20)` in its own process over the same "
+        "messages stored raw. The overlap: over 40 queries, the share of the exact nearest "
+        f"{OVERLAP_K} of the user's episodes that the index returns; blocks alike: recalls "
+        "whose block quotes the same episodes in the same order as the exact variant's. "
+        f"Writes: {WRITES} user messages per scale through `BeliefEngine.apply` (one episode "
+        "each, its words counted, the index updated; vector precomputed). Index built after "
+        f"the COPY in {r.build_s:.0f} s: {r.index_mb:.0f} MB beside the table's "
+        f"{r.table_mb:.0f} MB. Loading took {r.load_s:.0f} s. Failures: {failures}."
     )

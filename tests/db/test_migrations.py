@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from mem01session.db import migrate
+from mem01session.db.vector_index import VectorIndex
 
 TABLES = {
     "beliefs",
@@ -258,3 +259,26 @@ def test_revision_0009_keeps_the_episodes_found_by_their_words_and_undoes_cleanl
     assert terms == {"lisbon": 1, "sinc": 1, "may": 1, "porto": 1}  # recounted: no "live"
     migrate.upgrade(empty_db_url)
     assert migrate.check(empty_db_url) == []
+
+
+def test_revision_0012_indexes_the_vectors_of_every_model_the_episodes_hold_and_undoes_cleanly(
+    empty_db_url: str,
+) -> None:
+    migrate.upgrade(empty_db_url, "0011", embedding_dim=3, embedding_model="m3")
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO episodes (user_id, session_id, job_id, message, role, content, said_at, "
+            "embedding, embedding_model) VALUES ('u', 's', 1, 0, 'user', 'Lisbon.', now(), "
+            "'[1,0,0,0,0]', 'other: it''s five')"
+        )
+    migrate.upgrade(empty_db_url)
+    assert migrate.check(empty_db_url) == []
+    made = {
+        (i.model, i.dim): i.name for i in (VectorIndex("m3", 3), VectorIndex("other: it's five", 5))
+    }
+    listed = "SELECT relname FROM pg_class WHERE relname LIKE 'episodes_vectors_%' ORDER BY 1"
+    with psycopg.connect(empty_db_url) as conn:
+        assert [r[0] for r in conn.execute(listed)] == sorted(made.values())
+    migrate.downgrade(empty_db_url, "0011")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute(listed).fetchall() == []

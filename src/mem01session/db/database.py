@@ -25,6 +25,7 @@ from . import migrate
 from .direct import DirectPool
 from .embedded import embedded_url, restart_if_stopped
 from .urls import sqlalchemy_url, with_connect_timeout
+from .vector_index import VALID_SQL, VectorIndex, ensure_vector_index, vector_index
 
 log = get_logger(__name__)
 
@@ -81,6 +82,7 @@ class Database:
         self._disposing: set[asyncio.Task[None]] = set()
         self._guard = threading.Lock()
         self._closed = False
+        self._vector_indexes: dict[tuple[str, int], VectorIndex | None] = {}
 
     def __repr__(self) -> str:
         return f"Database(url={redact_dsn(self._url)!r}, embedded={self.embedded})"
@@ -176,6 +178,20 @@ class Database:
             await db.close()
             raise DatabaseError(f"could not connect to {db!r}: {failure}")
         return db
+
+    async def vector_index(self, model: str, dim: int) -> VectorIndex | None:
+        """The usable HNSW index over ``model``'s episode vectors, or None (recall then
+        scans a user's episodes exactly); looked up once per process (see
+        :mod:`.vector_index`)."""
+        key = (model, dim)
+        if key not in self._vector_indexes:
+            index = vector_index(model, dim)
+            if index is not None:
+                rows = await self.direct.fetch(VALID_SQL, {"name": index.name})
+                if not rows or not rows[0]["valid"]:
+                    index = None
+            self._vector_indexes[key] = index
+        return self._vector_indexes[key]
 
     async def revive(self) -> bool:
         """After a failed connection: start the embedded server again if it stopped while
@@ -330,4 +346,23 @@ def prepare_schema(
         log.info("migrating database from %s to %s", info.revision or "empty", head)
         migrate.upgrade(url, embedding_dim=embedding_dim, embedding_model=embedding_model)
         info = read_schema_info(url)
+    if auto_migrate and embedding_model and embedding_dim:
+        _index_episode_vectors(url, embedding_model, embedding_dim)
     return info
+
+
+def _index_episode_vectors(url: str, model: str, dim: int) -> None:
+    """The HNSW index over this model's episode vectors, made if missing (cheap for a
+    model new to the database: a partial index holds that model's rows only). Where it
+    cannot be made, recall scans exactly, as before the index existed: said, not raised."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            ensure_vector_index(conn, model, dim)
+    except psycopg.Error as exc:
+        log.warning(
+            "could not index the episode vectors of %s (recall reads them exactly): %s",
+            model,
+            describe(exc),
+        )

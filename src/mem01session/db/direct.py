@@ -220,6 +220,10 @@ class DirectPool:
             self._generic_plans = bool(found and found["ok"])
         if self._generic_plans:
             await conn.execute(b"SET plan_cache_mode = force_generic_plan", prepare=False)
+        # Recall reads a user with many episodes through the HNSW index, filtered by user:
+        # the walk goes on past ef_search until the statement's LIMIT is met (pgvector's
+        # iterative scans; see vector_index.py).
+        await conn.execute(_HNSW_SETTINGS, prepare=False)
         if self._vector_dumpers is None:
             info = await TypeInfo.fetch(conn, "vector")
             if info is not None:  # None before the extension is created
@@ -258,6 +262,11 @@ async def _run(
 
 
 _ROWS = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE)
+HNSW_EF_SEARCH = 100
+_HNSW_SETTINGS = (
+    b"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+    b"set_config('hnsw.ef_search', '" + str(HNSW_EF_SEARCH).encode() + b"', false)"
+)
 
 
 __all__ = ["BinaryVector", "DirectPool", "Row"]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, DatabaseError
 from ..logs import describe
 from .urls import libpq_url, sqlalchemy_url
+from .vector_index import VECTOR_INDEX_PREFIX
 
 if TYPE_CHECKING:
     import psycopg
@@ -359,14 +360,21 @@ def check(url: str) -> list[str]:
             conn,
             opts={
                 "compare_type": True,
-                "include_object": lambda obj, name, type_, reflected, compare_to: (
-                    not (type_ == "table" and name == "alembic_version")
-                ),
+                "include_object": _compared,
             },
         )
         diffs = compare_metadata(ctx, metadata)
         conn.rollback()
     return [_describe(d) for d in diffs]
+
+
+def _compared(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """What the drift check compares: not Alembic's own table, nor the per-model HNSW
+    indexes over episode vectors (made for whichever models a database holds, see
+    :mod:`.vector_index`)."""
+    if type_ == "table" and name == "alembic_version":
+        return False
+    return not (type_ == "index" and (name or "").startswith(VECTOR_INDEX_PREFIX))
 
 
 def _describe(diff: Any) -> str:

@@ -1,10 +1,13 @@
 """The read path's statement over episodes: what the user said that best answers a query.
 
-Like :mod:`.candidates` for beliefs, in one statement: the top vector candidates (exact
-cosine distance over the user's recallable episodes, among vectors of the embedder's
-model) and the top full-text matches, each word weighed by its rarity among the user's
+Like :mod:`.candidates` for beliefs, in one statement: the top vector candidates (among
+vectors of the embedder's model: the exact cosine distance over all the user's recallable
+episodes while they are at most :data:`EXACT_UP_TO`, else the nearest the model's HNSW
+index finds, :mod:`mem01session.db.vector_index`, re-ranked by exact distance) and the
+top full-text matches, each word weighed by its rarity among the user's
 recallable episodes (``episode_terms``, kept by the write path; a word held by at least
-half of them tells nothing and is left out) and found in the user's own words or, for
+half of them tells nothing and is left out; the rarest are matched first, up to
+:data:`MAX_TEXT_MATCHES` episodes) and found in the user's own words or, for
 less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
 candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
 repeated). When the query names days ("in June", "yesterday": :mod:`.named_days`), the
@@ -21,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from ..days.named import Span
+from ..db.vector_index import VectorIndex
 from ..db.vectors import BinaryVector
 from .candidates import COMMON_MIN, COMMON_SHARE, MAX_QUERY_TERMS
 from .engine_parts import EngineParts
@@ -38,32 +42,62 @@ the one in which the user said it comes first (the assistant's words are often w
 suggested, not what the user said)."""
 
 
+EXACT_UP_TO = 5000
+"""A user's episodes up to which recall reads every vector (exact, and cheaper than the
+index's filtered walk while the user holds a small share of the table)."""
+
+MAX_TEXT_MATCHES = 1000
+"""The most episodes the full-text list scores: the query's words are taken rarest first
+while the episodes holding them add up to at most this many (a user with a lifetime of
+messages holds a fairly common word in thousands; the vector list finds those). A user
+with a few hundred episodes never reaches it."""
+
+COUNT_SQL = "SELECT episodes FROM memory_users WHERE user_id = %(user_id)s"
+
+
 @cache
-def _statement(window: str, text: bool, days: bool) -> str:
+def _statement(window: str, text: bool, days: bool, index: VectorIndex | None = None) -> str:
     """The statement for a time window (retention, ``as_of``) and kind of query; ``days``:
-    the query names days (:mod:`.named_days`), whose episodes are a third list."""
+    the query names days (:mod:`.named_days`), whose episodes are a third list; ``index``:
+    the vector candidates come from it (the user has many episodes)."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
-    vec = f"""
-vec AS MATERIALIZED (
-  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank FROM (
+    if index is None:
+        nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
     WHERE {where} AND e.embedding_model = %(model)s
-    ORDER BY dist, e.id DESC LIMIT %(pool)s) s
+    ORDER BY dist, e.id DESC LIMIT %(pool)s"""
+    else:
+        # Ordered by the indexed expression against a parameter (what the index can take);
+        # the outer ranking is by the exact distance.
+        order = index.distance("e.embedding", "%(qvec)s")
+        nearest = f"""
+    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
+    WHERE {where} AND e.embedding_model = {index.model_literal}
+    ORDER BY {order} LIMIT %(pool)s"""
+    vec = f"""
+vec AS MATERIALIZED (
+  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank
+  FROM ({nearest}) s
 )"""
     if text:
         txt = f"""
 w AS MATERIALIZED (
-  SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS q,
-         (quote_literal(l.lexeme) || ':A')::tsquery AS own,
-         ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf
-  FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme) l
-  CROSS JOIN (SELECT greatest(1, coalesce(max(u.episodes), 0)) AS n
-              FROM memory_users u WHERE u.user_id = %(user_id)s) n
-  LEFT JOIN LATERAL (
-    SELECT t.episodes FROM episode_terms t WHERE t.user_id = %(user_id)s AND t.lexeme = l.lexeme
-  ) t ON true
-  WHERE coalesce(t.episodes, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
-  ORDER BY coalesce(t.episodes, 0) = 0, idf DESC, l.lexeme  -- see MAX_QUERY_TERMS
+  SELECT r.lexeme, r.q, r.own, r.idf FROM (
+    SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS q,
+           (quote_literal(l.lexeme) || ':A')::tsquery AS own,
+           ln((n.n + 1.0) / (coalesce(t.episodes, 0) + 0.5)) AS idf,
+           sum(coalesce(t.episodes, 0)) OVER (ORDER BY coalesce(t.episodes, 0), l.lexeme) AS upto
+    FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme) l
+    CROSS JOIN (SELECT greatest(1, coalesce(max(u.episodes), 0)) AS n
+                FROM memory_users u WHERE u.user_id = %(user_id)s) n
+    LEFT JOIN LATERAL (
+      SELECT t.episodes FROM episode_terms t
+      WHERE t.user_id = %(user_id)s AND t.lexeme = l.lexeme
+    ) t ON true
+    WHERE coalesce(t.episodes, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
+  ) r
+  WHERE r.upto <= %(max_matches)s  -- see MAX_TEXT_MATCHES
+  ORDER BY r.upto = 0, r.idf DESC, r.lexeme  -- see MAX_QUERY_TERMS
   LIMIT %(max_terms)s
 ),
 tq AS MATERIALIZED (
@@ -153,10 +187,16 @@ async def fetch_episodes(
             common_share=COMMON_SHARE,
             common_min=COMMON_MIN,
             context_weight=CONTEXT_WEIGHT,
+            max_matches=MAX_TEXT_MATCHES,
         )
     if days is not None:
         params.update(days_from=days.start, days_until=days.end)
-    statement = _statement(window, text, days is not None)
+    index = await parts.db.vector_index(parts.embedder.name, len(vector))
+    if index is not None:
+        counted = await parts.db.direct.fetch(COUNT_SQL, {"user_id": user_id})
+        if not counted or counted[0]["episodes"] <= EXACT_UP_TO:
+            index = None
+    statement = _statement(window, text, days is not None, index)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
     out: list[EpisodeCandidate] = []
     for row in rows:

@@ -1,0 +1,166 @@
+"""A user with many episodes is read through the HNSW index over their model's vectors, and
+finds what the exact scan finds; the index is made where the database is opened with a
+model, and one left half-built is made again."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+from mem01session.db import Database, migrate
+from mem01session.db.vector_index import VectorIndex, ensure_vector_index, vector_index
+from mem01session.embeddings import HashingEmbedder
+from mem01session.engine import BeliefEngine, RecallRequest, episode_candidates
+from mem01session.engine.episodes import Utterance
+from mem01session.engine.ops import Provenance
+
+from .conftest import TickingClock
+
+SAID = [
+    "I keep bees on my roof in Lisbon",
+    "My sister plays the cello every Sunday",
+    "We adopted a grey cat called Pixel",
+    "I am training for the Berlin marathon in September",
+    "My favourite food is spicy ramen with extra egg",
+    "I work as a nurse on night shifts",
+    "We are planning a trip to Japan next spring",
+    "I grow tomatoes and basil on the balcony",
+    "My son started learning the violin",
+    "I drive an old green Volvo",
+    "I am allergic to peanuts and shellfish",
+    "We moved to Porto two years ago",
+]
+
+
+async def tell_all(engine: BeliefEngine, user: str) -> None:
+    for job, words in enumerate(SAID, start=1):
+        await engine.apply(
+            user,
+            [],
+            provenance=Provenance(session_id="chat", job_id=job, extractor="test"),
+            utterances=[Utterance(0, "user", words)],
+        )
+
+
+def quoted(result: object) -> list[str]:
+    return [e.episode.content for e in result.episodes]  # type: ignore[attr-defined]
+
+
+async def test_a_user_past_the_bound_is_read_through_the_index_and_finds_what_the_scan_finds(
+    db_url: str, embedder: HashingEmbedder, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        assert ensure_vector_index(conn, embedder.name, embedder.dim)
+    db = await Database.open(url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim)
+    try:
+        engine = BeliefEngine(db, embedder, clock=clock)
+        await tell_all(engine, "many")
+        request = RecallRequest("what do I keep on my roof?")
+        monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 10**9)
+        exact = await engine.recall("many", request)
+        sent: list[str] = []
+        fetch = db.direct.fetch_tuples
+
+        async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
+            sent.append(statement)
+            return await fetch(statement, params, **kwargs)
+
+        monkeypatch.setattr(db.direct, "fetch_tuples", spy)
+        monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
+        indexed = await engine.recall("many", request)
+    finally:
+        await db.close()
+    index = vector_index(embedder.name, embedder.dim)
+    assert index is not None
+    assert any(index.distance("e.embedding", "%(qvec)s") in s for s in sent)
+    assert quoted(indexed)[0] == "I keep bees on my roof in Lisbon"
+    assert quoted(indexed) == quoted(exact)
+
+
+def test_the_index_serves_the_statement_a_large_user_gets(
+    db_url: str, embedder: HashingEmbedder
+) -> None:
+    """The statement orders by the indexed expression and names the model as the index's
+    predicate does: the planner can take the index (as it does once the table is large;
+    here it is told to prefer it)."""
+    index = vector_index(embedder.name, embedder.dim)
+    assert index is not None
+    statement = episode_candidates._statement("", True, False, index)
+    vector = "[" + ",".join(["0.1"] * embedder.dim) + "]"
+    params = {
+        "user_id": "u", "model": embedder.name, "qvec": vector, "pool": 50, "query": "bees",
+        "max_terms": 8, "common_share": 0.5, "common_min": 3, "context_weight": 0.75,
+        "max_matches": 1000,
+    }  # fmt: skip
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        ensure_vector_index(conn, embedder.name, embedder.dim)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        row = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchone()
+    assert row is not None
+    assert index.name in json.dumps(row[0])
+
+
+async def test_opening_with_a_model_makes_its_index_and_the_drift_check_ignores_it(
+    db_url: str,
+) -> None:
+    embedder = HashingEmbedder(48)
+    db = await Database.open(
+        url=db_url, auto_migrate=True, embedding_model=embedder.name, embedding_dim=48
+    )
+    try:
+        made = await db.vector_index(embedder.name, 48)
+    finally:
+        await db.close()
+    assert made == VectorIndex(embedder.name, 48)
+    assert migrate.check(db_url) == []
+
+
+def test_an_index_left_half_built_is_made_again(db_url: str) -> None:
+    index = VectorIndex("half", 4)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(index.create_sql(concurrently=False))
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (index.name,)
+        )
+        assert ensure_vector_index(conn, "half", 4)
+        valid = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = %s::regclass", (index.name,)
+        ).fetchone()
+    assert valid == (True,)
+
+
+@pytest.mark.parametrize(
+    ("dim", "kind"), [(384, "vector(384)"), (3072, "halfvec(3072)"), (4001, None)]
+)
+def test_a_models_dimension_picks_the_index_type_hnsw_can_take(dim: int, kind: str | None) -> None:
+    index = vector_index("m", dim)
+    assert (index.cast if index else None) == kind
+
+
+async def test_a_word_past_the_matches_bound_is_left_to_the_vectors_and_rarer_ones_still_match(
+    db: Database, embedder: HashingEmbedder, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = BeliefEngine(db, embedder, clock=clock)
+    garden = [f"The garden needed work again, day {i}" for i in range(6)]
+    for job, words in enumerate([*garden, "The bees swarmed in the garden today"], start=1):
+        await engine.apply(
+            "gardener",
+            [],
+            provenance=Provenance(session_id="chat", job_id=job, extractor="test"),
+            utterances=[Utterance(0, "user", words)],
+        )
+    monkeypatch.setattr(episode_candidates, "COMMON_SHARE", 2.0)  # "garden" stays a word
+    vector = (await embedder.embed(["bees garden"]))[0]
+
+    async def matched() -> set[str]:
+        found = await episode_candidates.fetch_episodes(
+            engine.parts, "gardener", "bees garden", vector, clock(), pool=50
+        )
+        return {c.episode.content for c in found if c.text_rank is not None}
+
+    assert len(await matched()) == 7  # both words matched: every episode
+    monkeypatch.setattr(episode_candidates, "MAX_TEXT_MATCHES", 3)
+    assert await matched() == {"The bees swarmed in the garden today"}  # "garden": 7 > 3
