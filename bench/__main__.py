@@ -64,8 +64,9 @@ DEFAULT_LOCOMO = Path(os.environ.get("MEM01_LOCOMO") or Path(__file__).parent / 
 LOCOMO = "--locomo DIR"
 IMG = Path("docs/img")
 # The pages that quote the report between ``<!-- bench:NAME -->`` markers.
-QUOTING = (Path("README.md"), Path("docs/concepts.md"))
+QUOTING = (Path("README.md"), Path("docs/concepts.md"), Path("docs/scale-out.md"))
 README_COST = "model-cost"  # the line on what the model path costs per turn
+LIFETIME = "lifetime"  # the line on what a user with years of messages costs
 
 
 def _setup_peers() -> None:
@@ -146,6 +147,7 @@ async def _run(
             )  # fmt: skip
         if "episodes" in which:
             es = await episode_scale.run(server, emb, log=log)
+            readme[LIFETIME] = functools.partial(episode_scale.summary, es)
             sections["Recall latency with episodes"] = _section(
                 "Recall latency with episodes", "python -m bench episodes", facts,
                 f"{episode_scale.table(es)}\n\n{episode_scale.note(es)}",

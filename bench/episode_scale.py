@@ -9,9 +9,9 @@ time and size reported). Then, in rounds in which every scale and variant takes 
 (the order rotating, so that a slow spell of the machine falls on all of them alike):
 
 - the default recall (``BeliefEngine.recall``: beliefs and episodes, 800 tokens, the block
-  rendered), as the library runs it (a user past ``EXACT_UP_TO`` episodes read through the
-  index) and with every user read exactly (the statement before the index), its query
-  vector precomputed, timed in this process;
+  rendered), as the library runs it (a user with a lifetime of episodes read through the
+  index, see ``episode_candidates``) and as before (every vector read, every full-text
+  match scored), its query vector precomputed, timed in this process;
 - mem0 holding the same user's messages raw (``infer=False``, its pgvector store and its
   HNSW index), ``Memory.search`` with the user filter and 20 results, timed in its process.
 
@@ -56,6 +56,7 @@ WRITES = 40
 INDEX = "through the index (default)"
 EXACT = "every vector read (before)"
 MEM0 = "mem0 (raw messages, search)"
+VECTORS_READ = "the user's vectors read, the text bound kept"  # compared, not timed
 OPENERS = (
     "I spent the afternoon with", "Yesterday I finally tried", "My sister keeps talking about",
     "We argued for an hour about", "I think I am getting better at", "Last week I signed up for",
@@ -159,12 +160,16 @@ class EpisodeScale:
     samples: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     quoted: dict[int, float] = field(default_factory=dict)  # episodes in the block, mean
     overlap: dict[int, float] = field(default_factory=dict)  # of the exact top OVERLAP_K
-    same_block: dict[int, float] = field(default_factory=dict)  # share of blocks alike
+    # Share of blocks alike: with the user's vectors read exactly (the same text bound), and
+    # as before (every vector read, every match scored).
+    same_block: dict[int, float] = field(default_factory=dict)
+    same_as_before: dict[int, float] = field(default_factory=dict)
     writes: dict[int, list[float]] = field(default_factory=dict)  # ms per episode written
     rows: int = 0
     build_s: float = 0.0
     index_mb: float = 0.0
     table_mb: float = 0.0
+    total_mb: float = 0.0  # the table with its TOAST and every index
     load_s: float = 0.0
     failures: dict[str, str] = field(default_factory=dict)
 
@@ -185,12 +190,13 @@ def _build_index(url: str, emb: PrecomputedEmbedder, out: EpisodeScale) -> None:
         conn.execute("VACUUM (ANALYZE) episode_terms")
         conn.execute("VACUUM (ANALYZE) memory_users")
         row = conn.execute(
-            "SELECT pg_relation_size(%s::regclass), pg_relation_size('episodes'), count(*) "
-            "FROM episodes",
+            "SELECT pg_relation_size(%s::regclass), pg_relation_size('episodes'), "
+            "pg_total_relation_size('episodes'), count(*) FROM episodes",
             (index.name,),
         ).fetchone()
         assert row is not None
-        out.index_mb, out.table_mb, out.rows = row[0] / 2**20, row[1] / 2**20, int(row[2])
+        out.index_mb, out.table_mb, out.total_mb = (b / 2**20 for b in row[:3])
+        out.rows = int(row[3])
 
 
 def _overlap(url: str, emb: PrecomputedEmbedder, user: str, texts: Sequence[str]) -> float:
@@ -274,12 +280,13 @@ async def run(
     for n, user in users.items():
         out.overlap[n] = _overlap(url, emb, user, texts[:40])
     db = await Database.open(url=url, embedding_model=emb.name, embedding_dim=emb.dim)
-    exact_up_to = candidates.EXACT_UP_TO
+    exact_up_to, min_share = candidates.EXACT_UP_TO, candidates.MIN_SHARE
     try:
         engine = BeliefEngine(db, emb, clock=lambda: NOW)
 
         async def recall(variant: str, user: str, text: str) -> tuple[float, tuple[int, ...]]:
-            candidates.EXACT_UP_TO = exact_up_to if variant == INDEX else 10**12
+            candidates.EXACT_UP_TO = exact_up_to if variant != EXACT else 10**12
+            candidates.MIN_SHARE = min_share if variant != VECTORS_READ else 2.0
             t = time.perf_counter()
             result = await engine.recall(user, RecallRequest(text))
             ms = (time.perf_counter() - t) * 1000.0
@@ -295,6 +302,7 @@ async def run(
             mem0.call("latency", warmup=len(plan), queries=plan, k=20)
         quoted: dict[int, list[int]] = {n: [] for n in scales}
         alike: dict[int, list[bool]] = {n: [] for n in scales}
+        alike_before: dict[int, list[bool]] = {n: [] for n in scales}
         order = [(v, n) for n in scales for v in (INDEX, EXACT, MEM0)]
         k = 0
         for _ in range(rounds):
@@ -313,16 +321,19 @@ async def run(
                     out.samples.setdefault(variant, {}).setdefault(n, []).append(ms)
                     if variant == INDEX:
                         quoted[n].append(len(block))
+                        _, read = await recall(VECTORS_READ, users[n], text)
+                        alike[n].append(block == read)
                         _, before = await recall(EXACT, users[n], text)
-                        alike[n].append(block == before)
+                        alike_before[n].append(block == before)
             k += per_round
         out.quoted = {n: sum(v) / len(v) for n, v in quoted.items()}
         out.same_block = {n: sum(v) / len(v) for n, v in alike.items()}
-        candidates.EXACT_UP_TO = exact_up_to
+        out.same_as_before = {n: sum(v) / len(v) for n, v in alike_before.items()}
+        candidates.EXACT_UP_TO, candidates.MIN_SHARE = exact_up_to, min_share
         for n, user in users.items():
             out.writes[n] = await _writes(engine, emb, user, seed=n)
     finally:
-        candidates.EXACT_UP_TO = exact_up_to
+        candidates.EXACT_UP_TO, candidates.MIN_SHARE = exact_up_to, min_share
         await db.close()
         if mem0 is not None:
             mem0.close()
@@ -348,15 +359,16 @@ def table(r: EpisodeScale) -> str:
             )
     rows += [
         "",
-        "| episodes of the user | exact top 50 the index returns | blocks alike | "
-        "episodes in the block (mean) | write ms per episode p50 | p95 |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| episodes of the user | share of the table | exact top 50 the index returns | "
+        "blocks alike, vectors read | blocks alike, before | episodes in the block (mean) | "
+        "write ms per episode p50 | p95 |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in r.scales:
         w50, w95, _ = percentiles(r.writes[n])
         rows.append(
-            f"| {n:,} | {r.overlap[n]:.3f} | {r.same_block[n]:.3f} | {r.quoted[n]:.1f} | "
-            f"{w50:.2f} | {w95:.2f} |"
+            f"| {n:,} | {n / r.rows:.1%} | {r.overlap[n]:.3f} | {r.same_block[n]:.3f} | "
+            f"{r.same_as_before[n]:.3f} | {r.quoted[n]:.1f} | {w50:.2f} | {w95:.2f} |"
         )
     return "\n".join(rows)
 
@@ -371,15 +383,36 @@ def note(r: EpisodeScale) -> str:
         "warm-up recalls; each recall the default request (`BeliefEngine.recall(user, "
         "RecallRequest(q))`: beliefs and episodes, 800 tokens, the block rendered), its "
         "query vector precomputed, wall time around the call in this process; a user past "
-        f"{candidates.EXACT_UP_TO:,} episodes is read through the HNSW index over the episode "
-        "vectors (iterative scan, `ef_search` 100), the candidates re-ranked by exact "
-        "distance; 'every vector read': the same with that bound lifted. mem0: "
+        f"{candidates.EXACT_UP_TO:,} episodes who holds at least {candidates.MIN_SHARE:.0%} "
+        "of the table is read through the HNSW index over the episode vectors (iterative "
+        "scan, `ef_search` 100), the candidates re-ranked by exact distance, and the "
+        f"full-text list scores at most {candidates.MAX_TEXT_MATCHES:,} of their episodes "
+        "(the rarest words first); 'every vector read': the same with that bound lifted "
+        "(every vector read, every match scored, as before). mem0: "
         "`Memory.search(q, user_id=..., limit=20)` in its own process over the same "
         "messages stored raw. The overlap: over 40 queries, the share of the exact nearest "
         f"{OVERLAP_K} of the user's episodes that the index returns; blocks alike: recalls "
-        "whose block quotes the same episodes in the same order as the exact variant's. "
+        "whose block quotes the same episodes in the same order as the same recall's with the "
+        "user's vectors read exactly (the index's effect alone), and as before (the index's "
+        "and the text bound's). "
         f"Writes: {WRITES} user messages per scale through `BeliefEngine.apply` (one episode "
         "each, its words counted, the index updated; vector precomputed). Index built after "
         f"the COPY in {r.build_s:.0f} s: {r.index_mb:.0f} MB beside the table's "
         f"{r.table_mb:.0f} MB. Loading took {r.load_s:.0f} s. Failures: {failures}."
+    )
+
+
+def summary(r: EpisodeScale, report: str) -> str:
+    """The line README and docs/scale-out.md quote: what a user with a lifetime of
+    messages costs (``report``: the link to the report from the quoting page)."""
+    base, top = r.scales[0], r.scales[-1]
+    _, b95, _ = r.figures(INDEX, base)
+    _, t95, _ = r.figures(INDEX, top)
+    w50 = percentiles(r.writes[top])[0]
+    per_episode = r.total_mb * 2**20 / max(r.rows, 1)
+    return (
+        f"A user with {top:,} messages remembered (30 a day for nine years): recall "
+        f"p95 {t95:.1f} ms against {b95:.1f} ms at {base:,}, a message written in "
+        f"{w50:.1f} ms, {per_episode / 1024:.1f} kB stored per message with its indexes "
+        f"(`python -m bench episodes`, [details]({report}#recall-latency-with-episodes))."
     )

@@ -79,6 +79,39 @@ async def test_a_user_past_the_bound_is_read_through_the_index_and_finds_what_th
     assert quoted(indexed) == quoted(exact)
 
 
+async def test_a_user_with_a_small_share_of_the_table_is_read_exactly(
+    db_url: str, embedder: HashingEmbedder, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walking the index filtered by user visits some pool / share entries: a user past the
+    bound who holds little of the table is read exactly all the same."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        assert ensure_vector_index(conn, embedder.name, embedder.dim)
+    db = await Database.open(url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim)
+    try:
+        engine = BeliefEngine(db, embedder, clock=clock)
+        await tell_all(engine, "many")
+        for n in range(10):
+            await tell_all(engine, f"other-{n}")
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute("ANALYZE episodes")
+        sent: list[str] = []
+        fetch = db.direct.fetch_tuples
+
+        async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
+            sent.append(statement)
+            return await fetch(statement, params, **kwargs)
+
+        monkeypatch.setattr(db.direct, "fetch_tuples", spy)
+        monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
+        result = await engine.recall("many", RecallRequest("what do I keep on my roof?"))
+    finally:
+        await db.close()
+    index = vector_index(embedder.name, embedder.dim)
+    assert index is not None
+    assert sent and not any(index.distance("e.embedding", "%(qvec)s") in s for s in sent)
+    assert quoted(result)[0] == "I keep bees on my roof in Lisbon"  # 12 of 132: 9%
+
+
 def test_the_index_serves_the_statement_a_large_user_gets(
     db_url: str, embedder: HashingEmbedder
 ) -> None:
@@ -153,6 +186,7 @@ async def test_a_word_past_the_matches_bound_is_left_to_the_vectors_and_rarer_on
             utterances=[Utterance(0, "user", words)],
         )
     monkeypatch.setattr(episode_candidates, "COMMON_SHARE", 2.0)  # "garden" stays a word
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 6)  # 7 episodes: a lifetime
     vector = (await embedder.embed(["bees garden"]))[0]
 
     async def matched() -> set[str]:
@@ -161,6 +195,7 @@ async def test_a_word_past_the_matches_bound_is_left_to_the_vectors_and_rarer_on
         )
         return {c.episode.content for c in found if c.text_rank is not None}
 
-    assert len(await matched()) == 7  # both words matched: every episode
     monkeypatch.setattr(episode_candidates, "MAX_TEXT_MATCHES", 3)
     assert await matched() == {"The bees swarmed in the garden today"}  # "garden": 7 > 3
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 7)  # a user with a few: no bound
+    assert len(await matched()) == 7  # both words matched: every episode

@@ -2,12 +2,13 @@
 
 Like :mod:`.candidates` for beliefs, in one statement: the top vector candidates (among
 vectors of the embedder's model: the exact cosine distance over all the user's recallable
-episodes while they are at most :data:`EXACT_UP_TO`, else the nearest the model's HNSW
-index finds, :mod:`mem01session.db.vector_index`, re-ranked by exact distance) and the
-top full-text matches, each word weighed by its rarity among the user's
+episodes, or, for a user with a lifetime of them (see :func:`_many`), the nearest the
+model's HNSW index finds, :mod:`mem01session.db.vector_index`, re-ranked by exact
+distance) and the top full-text matches, each word weighed by its rarity among the user's
 recallable episodes (``episode_terms``, kept by the write path; a word held by at least
-half of them tells nothing and is left out; the rarest are matched first, up to
-:data:`MAX_TEXT_MATCHES` episodes) and found in the user's own words or, for
+half of them tells nothing and is left out; for a user with a lifetime of them, the
+rarest are matched first, up to :data:`MAX_TEXT_MATCHES` episodes) and found in the
+user's own words or, for
 less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
 candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
 repeated). When the query names days ("in June", "yesterday": :mod:`.named_days`), the
@@ -43,23 +44,50 @@ suggested, not what the user said)."""
 
 
 EXACT_UP_TO = 5000
-"""A user's episodes up to which recall reads every vector (exact, and cheaper than the
-index's filtered walk while the user holds a small share of the table)."""
+"""A user's episodes up to which recall reads every vector and scores every full-text
+match (exact, and cheap enough); past it, see :func:`_many`."""
 
-MAX_TEXT_MATCHES = 1000
-"""The most episodes the full-text list scores: the query's words are taken rarest first
-while the episodes holding them add up to at most this many (a user with a lifetime of
-messages holds a fairly common word in thousands; the vector list finds those). A user
-with a few hundred episodes never reaches it."""
+MIN_SHARE = 0.1
+"""The least share of the table's episodes a user must hold for the index to be walked:
+the walk, filtered by user, visits some ``pool / share`` entries before it has the user's
+nearest, and below this share that costs more than reading the user's vectors."""
 
-COUNT_SQL = "SELECT episodes FROM memory_users WHERE user_id = %(user_id)s"
+MAX_TEXT_MATCHES = 500
+"""Past :data:`EXACT_UP_TO`, the most episodes the full-text list scores: the query's
+words are taken rarest first while the episodes holding them add up to at most this many
+(a user with a lifetime of messages holds a fairly common word in thousands; the vector
+list finds those)."""
+
+_UNBOUNDED = 2**31 - 1
+COUNT_SQL = (
+    "SELECT u.episodes, c.reltuples FROM memory_users u, pg_class c "
+    "WHERE u.user_id = %(user_id)s AND c.oid = 'episodes'::regclass"
+)
+
+
+async def _many(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, VectorIndex | None]:
+    """Whether the user holds more than :data:`EXACT_UP_TO` episodes, and then the index to
+    walk for their nearest (None: read exactly): the model's HNSW index, where the user
+    holds at least :data:`MIN_SHARE` of the table (on a cluster distributed by user, whose
+    coordinator does not count the shards' rows, always)."""
+    counted = await parts.db.direct.fetch(COUNT_SQL, {"user_id": user_id})
+    episodes = int(counted[0]["episodes"]) if counted else 0
+    if episodes <= EXACT_UP_TO:
+        return False, None
+    index = await parts.db.vector_index(parts.embedder.name, dim)
+    table = float(counted[0]["reltuples"])
+    share = episodes / table if table > 0 else 1.0
+    return True, index if share >= MIN_SHARE else None
 
 
 @cache
-def _statement(window: str, text: bool, days: bool, index: VectorIndex | None = None) -> str:
+def _statement(
+    window: str, text: bool, days: bool, index: VectorIndex | None = None, routed: bool = False
+) -> str:
     """The statement for a time window (retention, ``as_of``) and kind of query; ``days``:
     the query names days (:mod:`.named_days`), whose episodes are a third list; ``index``:
-    the vector candidates come from it (the user has many episodes)."""
+    the vector candidates come from it (the user has many episodes); ``routed``: on a
+    cluster distributed by user."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
     if index is None:
         nearest = f"""
@@ -70,9 +98,15 @@ def _statement(window: str, text: bool, days: bool, index: VectorIndex | None = 
         # Ordered by the indexed expression against a parameter (what the index can take);
         # the outer ranking is by the exact distance.
         order = index.distance("e.embedding", "%(qvec)s")
+        # Planned once for every user (generic plans), the statement would read the user's
+        # rows by the primary key and sort them: the user is matched in a form no B-tree
+        # serves, so that the walk of the index is the plan (on Citus, which plans each
+        # statement for its user and routes it by this equality, it stays as it is).
+        user = "e.user_id" if routed else "(e.user_id || '')"
         nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {where} AND e.embedding_model = {index.model_literal}
+    WHERE {user} = %(user_id)s AND e.hidden_at IS NULL{window}
+      AND e.embedding_model = {index.model_literal}
     ORDER BY {order} LIMIT %(pool)s"""
     vec = f"""
 vec AS MATERIALIZED (
@@ -96,7 +130,7 @@ w AS MATERIALIZED (
     ) t ON true
     WHERE coalesce(t.episodes, 0) < greatest(%(common_share)s * n.n, %(common_min)s)
   ) r
-  WHERE r.upto <= %(max_matches)s  -- see MAX_TEXT_MATCHES
+  WHERE r.upto <= %(max_matches)s  -- see MAX_TEXT_MATCHES (else unbounded)
   ORDER BY r.upto = 0, r.idf DESC, r.lexeme  -- see MAX_QUERY_TERMS
   LIMIT %(max_terms)s
 ),
@@ -187,16 +221,13 @@ async def fetch_episodes(
             common_share=COMMON_SHARE,
             common_min=COMMON_MIN,
             context_weight=CONTEXT_WEIGHT,
-            max_matches=MAX_TEXT_MATCHES,
         )
     if days is not None:
         params.update(days_from=days.start, days_until=days.end)
-    index = await parts.db.vector_index(parts.embedder.name, len(vector))
-    if index is not None:
-        counted = await parts.db.direct.fetch(COUNT_SQL, {"user_id": user_id})
-        if not counted or counted[0]["episodes"] <= EXACT_UP_TO:
-            index = None
-    statement = _statement(window, text, days is not None, index)
+    many, index = await _many(parts, user_id, len(vector))
+    params["max_matches"] = MAX_TEXT_MATCHES if many else _UNBOUNDED
+    routed = bool(parts.db.direct.distributed)
+    statement = _statement(window, text, days is not None, index, routed)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
     out: list[EpisodeCandidate] = []
     for row in rows:
