@@ -59,10 +59,9 @@ words are taken rarest first while the episodes holding them add up to at most t
 list finds those)."""
 
 _UNBOUNDED = 2**31 - 1
-COUNT_SQL = (
-    "SELECT u.episodes, c.reltuples FROM memory_users u, pg_class c "
-    "WHERE u.user_id = %(user_id)s AND c.oid = 'episodes'::regclass"
-)
+COUNT_SQL = "SELECT episodes FROM memory_users WHERE user_id = %(user_id)s"
+# Read apart: on Citus ``memory_users`` is distributed and the catalog is the coordinator's.
+TABLE_SQL = "SELECT reltuples FROM pg_class WHERE oid = 'episodes'::regclass"
 
 
 async def _many(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, VectorIndex | None]:
@@ -70,12 +69,16 @@ async def _many(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Vecto
     walk for their nearest (None: read exactly): the model's HNSW index, where the user
     holds at least :data:`MIN_SHARE` of the table (on a cluster distributed by user, whose
     coordinator does not count the shards' rows, always)."""
-    counted = await parts.db.direct.fetch(COUNT_SQL, {"user_id": user_id})
+    direct = parts.db.direct
+    counted = await direct.fetch(COUNT_SQL, {"user_id": user_id})
     episodes = int(counted[0]["episodes"]) if counted else 0
     if episodes <= EXACT_UP_TO:
         return False, None
     index = await parts.db.vector_index(parts.embedder.name, dim)
-    table = float(counted[0]["reltuples"])
+    if index is None or direct.distributed:
+        return True, index
+    rows = await direct.fetch(TABLE_SQL, {})
+    table = float(rows[0]["reltuples"]) if rows else 0.0
     share = episodes / table if table > 0 else 1.0
     return True, index if share >= MIN_SHARE else None
 
