@@ -23,10 +23,8 @@ precomputed.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -34,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from mem01session.db import Database, migrate
 from mem01session.db.vector_index import vector_index
@@ -44,6 +41,7 @@ from mem01session.engine.episodes import Utterance
 from mem01session.engine.ops import Provenance
 
 from .common import PrecomputedEmbedder, Server, percentiles, scratch, vector_binary
+from .latency import copy_mem0
 from .peer_client import Peer, PeerError
 from .synthetic import MODIFIERS, NOW, OBJECTS, copy_rows, queries, synthetic_rows
 
@@ -118,36 +116,6 @@ def copy_episodes(url: str, emb: PrecomputedEmbedder, said_by: Sequence[Message]
             (users,),
         )
         conn.commit()
-
-
-def copy_mem0(url: str, emb: PrecomputedEmbedder, said_by: Sequence[Message]) -> None:
-    """The same messages in mem0's table, as ``add(..., infer=False)`` stores them; its
-    HNSW index dropped before and rebuilt after, with mem0's own DDL."""
-    with psycopg.connect(url) as conn:
-        conn.execute("DROP INDEX IF EXISTS mem0_hnsw_idx")
-        with (
-            conn.cursor() as cur,
-            cur.copy("COPY mem0 (id, vector, payload) FROM STDIN (FORMAT BINARY)") as copy,
-        ):
-            copy.set_types(["uuid", "bytea", "jsonb"])
-            for user, text, when in said_by:
-                payload = {
-                    "data": text,
-                    "hash": hashlib.md5(text.encode()).hexdigest(),
-                    "text_lemmatized": text,
-                    "user_id": user,
-                    "role": "user",
-                    "created_at": when.isoformat(),
-                    "updated_at": when.isoformat(),
-                }
-                copy.write_row((uuid.uuid4(), vector_binary(emb.cache[text]), Jsonb(payload)))
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute(
-            "CREATE INDEX IF NOT EXISTS mem0_hnsw_idx ON mem0 USING hnsw (vector vector_cosine_ops)"
-        )
-        conn.commit()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM (ANALYZE) mem0")
 
 
 @dataclass

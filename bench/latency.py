@@ -15,8 +15,9 @@ import hashlib
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,11 @@ class LatencyResult:
     rounds: int = 1
 
 
-def _copy_mem0(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> None:
+def copy_mem0(
+    url: str, emb: PrecomputedEmbedder, said: Iterable[tuple[str, str, datetime]]
+) -> None:
+    """Messages (user, text, when) in mem0's table as ``add(..., infer=False)`` stores
+    them; its HNSW index dropped before the COPY and rebuilt after with mem0's own DDL."""
     with psycopg.connect(url) as conn:
         conn.execute("DROP INDEX IF EXISTS mem0_hnsw_idx")
         with (
@@ -52,16 +57,14 @@ def _copy_mem0(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> None:
             cur.copy("COPY mem0 (id, vector, payload) FROM STDIN (FORMAT BINARY)") as copy,
         ):
             copy.set_types(["uuid", "bytea", "jsonb"])
-            for user, text, status, _conf, start, _end in rows:
-                if status != "active":
-                    continue
+            for user, text, when in said:
                 payload = {
                     "data": text,
                     "hash": hashlib.md5(text.encode()).hexdigest(),
                     "text_lemmatized": text,
                     "user_id": user,
-                    "created_at": start.isoformat(),
-                    "updated_at": start.isoformat(),
+                    "created_at": when.isoformat(),
+                    "updated_at": when.isoformat(),
                 }
                 copy.write_row((uuid.uuid4(), vector_binary(emb.cache[text]), Jsonb(payload)))
         conn.execute("SET maintenance_work_mem = '1GB'")
@@ -71,6 +74,12 @@ def _copy_mem0(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> None:
         conn.commit()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM (ANALYZE) mem0")
+
+
+def _copy_mem0(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> None:
+    """The active beliefs' texts (mem0 overwrites what changed)."""
+    copy_mem0(url, emb, [(u, text, start) for u, text, status, _, start, _ in rows
+                         if status == "active"])  # fmt: skip
 
 
 def _copy_mem01_engine(url: str, emb: PrecomputedEmbedder, rows: list[Row]) -> None:

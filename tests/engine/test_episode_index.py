@@ -44,6 +44,19 @@ async def tell_all(engine: BeliefEngine, user: str) -> None:
         )
 
 
+def statements_sent(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements sent through the direct pool from now on (then run as sent)."""
+    sent: list[str] = []
+    fetch = db.direct.fetch_tuples
+
+    async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(statement)
+        return await fetch(statement, params, **kwargs)
+
+    monkeypatch.setattr(db.direct, "fetch_tuples", spy)
+    return sent
+
+
 def quoted(result: object) -> list[str]:
     return [e.episode.content for e in result.episodes]  # type: ignore[attr-defined]
 
@@ -60,14 +73,7 @@ async def test_a_user_past_the_bound_is_read_through_the_index_and_finds_what_th
         request = RecallRequest("what do I keep on my roof?")
         monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 10**9)
         exact = await engine.recall("many", request)
-        sent: list[str] = []
-        fetch = db.direct.fetch_tuples
-
-        async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
-            sent.append(statement)
-            return await fetch(statement, params, **kwargs)
-
-        monkeypatch.setattr(db.direct, "fetch_tuples", spy)
+        sent = statements_sent(db, monkeypatch)
         monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
         indexed = await engine.recall("many", request)
     finally:
@@ -94,14 +100,7 @@ async def test_a_user_with_a_small_share_of_the_table_is_read_exactly(
             await tell_all(engine, f"other-{n}")
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute("ANALYZE episodes")
-        sent: list[str] = []
-        fetch = db.direct.fetch_tuples
-
-        async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
-            sent.append(statement)
-            return await fetch(statement, params, **kwargs)
-
-        monkeypatch.setattr(db.direct, "fetch_tuples", spy)
+        sent = statements_sent(db, monkeypatch)
         monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
         result = await engine.recall("many", RecallRequest("what do I keep on my roof?"))
     finally:
