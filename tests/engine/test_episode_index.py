@@ -5,9 +5,11 @@ model, and one left half-built is made again."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
+import pytest_asyncio
 
 from mem01session.db import Database, migrate
 from mem01session.db.vector_index import VectorIndex, ensure_vector_index, vector_index
@@ -44,6 +46,18 @@ async def tell_all(engine: BeliefEngine, user: str) -> None:
         )
 
 
+@pytest_asyncio.fixture
+async def indexed(
+    db_url: str, embedder: HashingEmbedder, clock: TickingClock
+) -> AsyncIterator[BeliefEngine]:
+    """An engine on a database whose episode vectors have their HNSW index."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        assert ensure_vector_index(conn, embedder.name, embedder.dim)
+    db = await Database.open(url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim)
+    yield BeliefEngine(db, embedder, clock=clock)
+    await db.close()
+
+
 def statements_sent(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The statements sent through the direct pool from now on (then run as sent)."""
     sent: list[str] = []
@@ -62,50 +76,36 @@ def quoted(result: object) -> list[str]:
 
 
 async def test_a_user_past_the_bound_is_read_through_the_index_and_finds_what_the_scan_finds(
-    db_url: str, embedder: HashingEmbedder, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+    indexed: BeliefEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        assert ensure_vector_index(conn, embedder.name, embedder.dim)
-    db = await Database.open(url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim)
-    try:
-        engine = BeliefEngine(db, embedder, clock=clock)
-        await tell_all(engine, "many")
-        request = RecallRequest("what do I keep on my roof?")
-        monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 10**9)
-        exact = await engine.recall("many", request)
-        sent = statements_sent(db, monkeypatch)
-        monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
-        indexed = await engine.recall("many", request)
-    finally:
-        await db.close()
-    index = vector_index(embedder.name, embedder.dim)
+    await tell_all(indexed, "many")
+    request = RecallRequest("what do I keep on my roof?")
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 10**9)
+    exact = await indexed.recall("many", request)
+    sent = statements_sent(indexed.db, monkeypatch)
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
+    walked = await indexed.recall("many", request)
+    index = vector_index(indexed.embedder.name, indexed.embedder.dim)
     assert index is not None
     assert any(index.distance("e.embedding", "%(qvec)s") in s for s in sent)
-    assert quoted(indexed)[0] == "I keep bees on my roof in Lisbon"
-    assert quoted(indexed) == quoted(exact)
+    assert quoted(walked)[0] == "I keep bees on my roof in Lisbon"
+    assert quoted(walked) == quoted(exact)
 
 
 async def test_a_user_with_a_small_share_of_the_table_is_read_exactly(
-    db_url: str, embedder: HashingEmbedder, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+    indexed: BeliefEngine, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Walking the index filtered by user visits some pool / share entries: a user past the
     bound who holds little of the table is read exactly all the same."""
+    await tell_all(indexed, "many")
+    for n in range(10):
+        await tell_all(indexed, f"other-{n}")
     with psycopg.connect(db_url, autocommit=True) as conn:
-        assert ensure_vector_index(conn, embedder.name, embedder.dim)
-    db = await Database.open(url=db_url, embedding_model=embedder.name, embedding_dim=embedder.dim)
-    try:
-        engine = BeliefEngine(db, embedder, clock=clock)
-        await tell_all(engine, "many")
-        for n in range(10):
-            await tell_all(engine, f"other-{n}")
-        with psycopg.connect(db_url, autocommit=True) as conn:
-            conn.execute("ANALYZE episodes")
-        sent = statements_sent(db, monkeypatch)
-        monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
-        result = await engine.recall("many", RecallRequest("what do I keep on my roof?"))
-    finally:
-        await db.close()
-    index = vector_index(embedder.name, embedder.dim)
+        conn.execute("ANALYZE episodes")
+    sent = statements_sent(indexed.db, monkeypatch)
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
+    result = await indexed.recall("many", RecallRequest("what do I keep on my roof?"))
+    index = vector_index(indexed.embedder.name, indexed.embedder.dim)
     assert index is not None
     assert sent and not any(index.distance("e.embedding", "%(qvec)s") in s for s in sent)
     assert quoted(result)[0] == "I keep bees on my roof in Lisbon"  # 12 of 132: 9%
