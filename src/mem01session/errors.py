@@ -63,6 +63,21 @@ class UserErasedError(Mem01Error):
     """The user's memory was erased; writes are refused until the user is reinstated."""
 
 
+class DocumentError(Mem01Error, ValueError):
+    """A memory document (``mem01session import``) is not one this library can import:
+    the message names the line and what is wrong with it. Nothing was written."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        self.line = line
+        self.reason = reason
+        super().__init__(f"line {line}: {reason}" if line else reason)
+
+
+class ImportConflictError(Mem01Error):
+    """A user in the document already has memory here (other than from this same
+    document): the import leaves that user as they are."""
+
+
 class MemoryClosedError(Mem01Error):
     """The ``Memory`` was closed; open a new one."""
 

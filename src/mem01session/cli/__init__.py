@@ -25,6 +25,7 @@ from .episodes import app as episodes_app
 from .jobs import app as jobs_app
 from .mcp import mcp
 from .memory import erase, forget, recall, reinstate
+from .moving import export, import_
 from .reembed import reembed
 from .ui import ui
 from .users import users
@@ -81,6 +82,8 @@ app.command(cls=TidyCommand)(forget)
 app.command(cls=TidyCommand)(erase)
 app.command(cls=TidyCommand)(reinstate)
 app.command(cls=TidyCommand)(reembed)
+app.command(cls=TidyCommand)(export)
+app.command(cls=TidyCommand, name="import")(import_)
 app.add_typer(jobs_app, name="jobs")
 app.command(cls=TidyCommand)(ui)
 app.command(cls=TidyCommand)(mcp)

@@ -43,7 +43,17 @@ USER_TABLES = (
     "episode_terms",
     "memory_jobs",
 )
-OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
+OPS = (
+    "ADD",
+    "CONFIRM",
+    "UPDATE",
+    "SUPERSEDE",
+    "INVALIDATE",
+    "MERGE",
+    "CORRECT",
+    "FORGET",
+    "IMPORT",
+)
 
 _NOW = text("now()")
 

@@ -8,6 +8,8 @@ job table's rows); importing them from here needs neither SQLAlchemy nor a datab
 from __future__ import annotations
 
 from ..engine.ops import MAX_CONTENT_CHARS, Op, Provenance
+from ..engine.portable.importing import ImportReport
+from ..engine.portable.restore import Restored
 from ..engine.records import (
     DEFAULT_MAX_TOKENS,
     ApplyResult,
@@ -36,6 +38,7 @@ __all__ = [
     "Change",
     "Episode",
     "EraseReceipt",
+    "ImportReport",
     "Job",
     "JobCounts",
     "LedgerEvent",
@@ -44,6 +47,7 @@ __all__ = [
     "RecallRequest",
     "RecallResult",
     "ReembedReport",
+    "Restored",
     "ScoredBelief",
     "ScoredEpisode",
     "Source",

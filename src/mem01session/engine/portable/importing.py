@@ -1,0 +1,108 @@
+"""Importing a document file: checked whole first, then written user by user.
+
+The first pass reads the file once, line by line, and checks every line (a bad one is
+refused with its number before anything is written); it keeps where each user's lines
+are. The second pass reads each user's lines again from there and writes them in one
+transaction (:mod:`.restore`). The file is never held in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import DocumentError
+from ..engine_parts import EngineParts
+from .document import Checker, Record, UserPart, parse
+from .restore import Restored, restore_user
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did, user by user (in the document's order)."""
+
+    source: str
+    """Who wrote the document (``mem01session``, ``mem0``)."""
+    users: tuple[Restored, ...]
+
+    @property
+    def imported(self) -> tuple[Restored, ...]:
+        return tuple(u for u in self.users if not u.skipped)
+
+    @property
+    def skipped(self) -> tuple[Restored, ...]:
+        """Users the same document was imported for before (nothing changed)."""
+        return tuple(u for u in self.users if u.skipped)
+
+
+def _lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, bytes]]:
+    """``(number, offset, raw)`` of the file's lines from byte ``start`` to ``end``."""
+    with path.open("rb") as file:
+        file.seek(start)
+        offset, number = start, 0
+        while end is None or offset < end:
+            raw = file.readline()
+            if not raw:
+                return
+            number += 1
+            yield number, offset, raw
+            offset += len(raw)
+
+
+def check_file(path: Path) -> tuple[Record, list[UserPart]]:
+    """The document's header and its users, every line checked (:class:`DocumentError`
+    names the first bad one)."""
+    if not path.is_file():
+        raise DocumentError(0, f"{path}: no such file")
+    checker = Checker()
+    for number, offset, raw in _lines(path):
+        if raw.strip():
+            checker.feed(parse(raw, number), number, offset, raw)
+    parts = checker.finish()
+    assert checker.header is not None
+    return checker.header, parts
+
+
+def _user_records(path: Path, part: UserPart) -> tuple[Record, Callable[[], Iterator[Record]]]:
+    """The user line of ``part``, and a reader of its other records."""
+    lines = _lines(path, part.start, part.end)
+    number, _, raw = next(lines)
+    user = parse(raw, part.line + number - 1)
+
+    def rest() -> Iterator[Record]:
+        for n, _, line in _lines(path, part.start, part.end):
+            if n > 1 and line.strip():
+                yield parse(line, part.line + n - 1)
+
+    return user, rest
+
+
+async def import_file(
+    parts: EngineParts,
+    path: Path,
+    *,
+    users: Callable[[list[UserPart]], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import the document at ``path``: check it all, then write each user in a
+    transaction of its own. ``users`` is shown the users once the file is checked;
+    ``progress`` is told how many records were written after each batch."""
+    header, found = check_file(path)
+    if users is not None:
+        users(found)
+    same_model = header["embedding_model"] == parts.embedder.name
+    done = []
+    for part in found:
+        user, rest = _user_records(path, part)
+        restored = await restore_user(
+            parts,
+            part,
+            user,
+            rest,
+            same_model=same_model,
+            source=header["source"],
+            progress=progress,
+        )
+        done.append(restored)
+    return ImportReport(header["source"], tuple(done))
