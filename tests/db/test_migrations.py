@@ -282,3 +282,24 @@ def test_revision_0012_indexes_the_vectors_of_every_model_the_episodes_hold_and_
     migrate.downgrade(empty_db_url, "0011")
     with psycopg.connect(empty_db_url) as conn:
         assert conn.execute(listed).fetchall() == []
+
+
+def test_revision_0013_lets_the_ledger_record_imports_and_undoing_it_deletes_those_rows(
+    empty_db_url: str,
+) -> None:
+    record = (
+        "INSERT INTO belief_events (user_id, op, after) VALUES ('u', %s, '{\"digest\": \"d\"}')"
+    )
+    migrate.upgrade(empty_db_url, "0012", embedding_dim=3, embedding_model="m3")
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(record, ("IMPORT",))
+        conn.execute(record, ("ADD",))
+    migrate.upgrade(empty_db_url)
+    assert migrate.check(empty_db_url) == []
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        conn.execute(record, ("IMPORT",))
+    migrate.downgrade(empty_db_url, "0012")
+    with psycopg.connect(empty_db_url) as conn:
+        ops = [r[0] for r in conn.execute("SELECT op FROM belief_events ORDER BY id")]
+    assert ops == ["ADD"]

@@ -18,6 +18,7 @@ import typer
 
 from ._errors import OneLineErrors
 from ._help import TidyCommand
+from .backfill import backfill
 from .beliefs import app as beliefs_app
 from .db import app as db_app
 from .demo import demo
@@ -84,6 +85,7 @@ app.command(cls=TidyCommand)(reinstate)
 app.command(cls=TidyCommand)(reembed)
 app.command(cls=TidyCommand)(export)
 app.command(cls=TidyCommand, name="import")(import_)
+app.command(cls=TidyCommand)(backfill)
 app.add_typer(jobs_app, name="jobs")
 app.command(cls=TidyCommand)(ui)
 app.command(cls=TidyCommand)(mcp)

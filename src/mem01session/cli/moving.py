@@ -138,19 +138,9 @@ class _counter:
         if not self.shown:
             return lambda _n: None
         from rich.console import Console
-        from rich.progress import (
-            Progress,
-            ProgressColumn,
-            SpinnerColumn,
-            Task,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-        from rich.text import Text
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        class Rate(ProgressColumn):
-            def render(self, task: Task) -> Text:
-                return Text(f"{task.speed:,.0f}/s" if task.speed else "")
+        from ._progress import Rate
 
         columns = (
             SpinnerColumn(),

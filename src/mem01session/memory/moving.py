@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Literal
 from ..checks import check_id
 from ..engine.portable import export as exporting
 from ..engine.portable.document import Record, UserPart, dumps
-from ..engine.portable.importing import ImportReport, import_file
+from ..engine.portable.importing import import_file
 from ..engine.portable.mem0 import convert as convert_mem0
+from ..engine.portable.report import ImportReport
 from ..errors import ConfigError
 
 if TYPE_CHECKING:

@@ -8,8 +8,7 @@ job table's rows); importing them from here needs neither SQLAlchemy nor a datab
 from __future__ import annotations
 
 from ..engine.ops import MAX_CONTENT_CHARS, Op, Provenance
-from ..engine.portable.importing import ImportReport
-from ..engine.portable.restore import Restored
+from ..engine.portable.report import ImportReport, Restored
 from ..engine.records import (
     DEFAULT_MAX_TOKENS,
     ApplyResult,

@@ -9,31 +9,13 @@ transaction (:mod:`.restore`). The file is never held in memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import DocumentError
 from ..engine_parts import EngineParts
 from .document import Checker, Record, UserPart, parse
-from .restore import Restored, restore_user
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    """What an import did, user by user (in the document's order)."""
-
-    source: str
-    """Who wrote the document (``mem01session``, ``mem0``)."""
-    users: tuple[Restored, ...]
-
-    @property
-    def imported(self) -> tuple[Restored, ...]:
-        return tuple(u for u in self.users if not u.skipped)
-
-    @property
-    def skipped(self) -> tuple[Restored, ...]:
-        """Users the same document was imported for before (nothing changed)."""
-        return tuple(u for u in self.users if u.skipped)
+from .report import ImportReport
+from .restore import restore_user
 
 
 def _lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, bytes]]:

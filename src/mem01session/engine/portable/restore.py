@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,24 +32,13 @@ from ..tx import Tx, transaction
 from ..users import lock_user
 from .document import Record, UserPart
 from .export import map_snapshot
+from .report import Restored
 
 BATCH = 256
 """Rows embedded and written per statement."""
 
 Lines = Callable[[], Iterator[Record]]
 """The user's records after its user line, read afresh at each call."""
-
-
-@dataclass(frozen=True)
-class Restored:
-    """What importing one user did."""
-
-    user_id: str
-    episodes: int
-    beliefs: int
-    events: int
-    skipped: bool = False
-    """The same document was imported for this user before: nothing changed."""
 
 
 _STATE = """
