@@ -231,10 +231,21 @@ def erase(
             "files no longer hold the deleted rows (locks the tables meanwhile).",
         ),
     ] = False,
+    transcripts: Annotated[
+        bool,
+        typer.Option(
+            "--transcripts",
+            help="Also delete the user's conversations from the transcript stores the "
+            "library made under MEM01_HOME (overwritten on disk).",
+        ),
+    ] = False,
 ) -> None:
     """Hard-delete everything durable about the user; print the receipt.
 
-    Deletes the user's beliefs, episodes, ledger, provenance and jobs.
+    Deletes the user's beliefs, episodes, ledger, provenance and jobs; with --transcripts,
+    also their conversations in the transcript stores under MEM01_HOME (a session's
+    default store, the demo's, a SessionManager's there; a store the application gave a
+    session elsewhere is its own to clean).
 
     After it, no query finds anything of the user; PostgreSQL's files may still hold the
     deleted bytes until their space is reused. --compact rewrites the tables and forces a
@@ -255,7 +266,7 @@ def erase(
 
     async def work(memory: Memory) -> tuple[EraseReceipt, list[str]]:
         await require_user(memory, user)
-        receipt = await memory.erase(user)
+        receipt = await memory.erase(user, transcripts=transcripts)
         return receipt, (await memory.compact() if compact else [])
 
     receipt, rewritten = with_memory(work)
@@ -276,6 +287,14 @@ def erase(
                 "database's files no longer hold the deleted rows"
             )
         )
+    for store in receipt.transcripts:
+        said = (
+            f"transcripts: {store.messages} message(s) of {store.conversations} "
+            f"conversation(s) deleted from {store.store}"
+        )
+        console().print(Text(said + (f"; {store.problem}" if store.problem else "")))
+    if transcripts and not receipt.transcripts:
+        console().print(Text("transcripts: no transcript store of the library's here"))
 
 
 def reinstate(user: User) -> None:

@@ -118,7 +118,12 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
     run = user_id.removeprefix("demo-")
 
     transcripts: list[Transcript] = []
-    replay = SQLiteSession(f"{user_id}-replay", store)  # strategy 2: one reused session
+    # The other strategies' transcripts (they hold the user's words too) are scratch, even
+    # with ``keep``: what is kept is the memory and its own sessions' transcripts, which an
+    # erase with ``transcripts`` reaches (memory knows those conversations are the user's).
+    scratch = Path(tempfile.mkdtemp(prefix="mem01-demo-strategies-"))
+    compared = private_file(scratch / "strategies.sqlite")
+    replay = SQLiteSession(f"{user_id}-replay", compared)  # strategy 2: one reused session
     try:
         for day in ("Monday", "Wednesday"):
             clock.now = DAYS[day]
@@ -136,7 +141,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         clock.now = DAYS["Friday"]
         strategies: list[Strategy] = []
         fresh_model = RecordingModel(model)
-        fresh = SQLiteSession(f"fresh-{run}", store)
+        fresh = SQLiteSession(f"fresh-{run}", compared)
         answer = await _talk(agent(fresh_model), fresh, QUESTION)
         strategies.append(
             Strategy.of(
@@ -198,6 +203,7 @@ async def run_demo(*, keep: bool = False, settings: Settings | None = None) -> D
         return report
     finally:
         await memory.aclose()
+        shutil.rmtree(scratch, ignore_errors=True)
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)  # scratch transcripts
 

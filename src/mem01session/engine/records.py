@@ -244,12 +244,25 @@ class ApplyResult:
 
 
 @dataclass(frozen=True)
+class TranscriptsErased:
+    """What an erase deleted from one transcript store (a SQLite file of the SDK's)."""
+
+    store: str
+    conversations: int
+    messages: int
+    problem: str | None = None
+    """Why the store could not be cleaned, or not wholly (None: it was)."""
+
+
+@dataclass(frozen=True)
 class EraseReceipt:
-    """Proof of an erase: rows deleted per table."""
+    """Proof of an erase: rows deleted per table (and, when asked for, the user's
+    conversations deleted from the transcript stores the library made)."""
 
     user_id: str
     erased_at: datetime
     deleted: dict[str, int]
+    transcripts: tuple[TranscriptsErased, ...] = ()
 
     @property
     def total(self) -> int:

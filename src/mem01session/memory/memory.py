@@ -26,13 +26,14 @@ from ..engine import BeliefEngine
 from ..engine.engine_parts import Clock, utcnow
 from ..extraction import Extractor
 from ..queue import MemoryWorker, WorkerPolicy
+from .erasing import ErasureVerbs
 from .moving import PortableVerbs
 from .owned_parts import check_parts
 from .runtime import Parts, Runtime
 from .verbs import MemoryVerbs
 
 
-class Memory(MemoryVerbs, PortableVerbs):
+class Memory(MemoryVerbs, ErasureVerbs, PortableVerbs):
     """Opens (on first use, or with :meth:`open`) and owns the shared parts.
 
     With ``engine`` given, that engine is used and its database is the caller's to close;

@@ -18,14 +18,13 @@ change not yet committed is rolled back).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from ..bounded import STALLED, Bound
-from ..checks import check_flag, check_id, check_positive_int, check_seconds
+from ..checks import check_id, check_positive_int
 from ..engine import BeliefEngine
 from ..engine.ops import Op, Provenance
 from ..engine.records import (
@@ -34,7 +33,6 @@ from ..engine.records import (
     Belief,
     BlockProvenance,
     Episode,
-    EraseReceipt,
     LedgerEvent,
     RecallRequest,
     RecallResult,
@@ -45,7 +43,6 @@ from ..engine.validate import TargetNotFoundError
 from ..errors import InvalidOpError, Mem01MemoryError
 from ..queue import JobStore
 from ..queue.job_records import Job, JobCounts
-from ..queue.progress import fetch_progress
 from .reader import MemoryReader
 from .schema import SchemaStatus
 
@@ -268,43 +265,6 @@ class MemoryVerbs:
             lambda engine, _: engine.forget(user_id, belief_id, reason, provenance=provenance)
         )
 
-    async def erase(
-        self, user_id: str, *, reinstate: bool = False, timeout: float | None = 30.0
-    ) -> EraseReceipt:
-        """Hard-delete the user's durable memory (beliefs, episodes, ledger, provenance,
-        jobs, vectors; transcripts are untouched) in one transaction, and return a receipt.
-
-        The erased user's later turns are refused until :meth:`reinstate`, so that nothing
-        in flight writes them back. With ``reinstate=True`` (a user who asks to start over)
-        the turns already accepted are applied first (at most ``timeout`` seconds; the
-        sessions of this memory drop the user's turns not yet sent), so that none of them
-        comes back, and the user is reinstated at once: what they say next is remembered.
-        """
-        user_id = check_id("user_id", user_id)
-        check_flag("reinstate", reinstate)
-        seconds = check_seconds("timeout", timeout, allow_none=True)
-        engine = await self._runtime.engine()
-        if reinstate:
-            for session in self._runtime.sessions_of(user_id):
-                session.erasing()
-            await self._settle(engine, user_id, seconds)
-        receipt = await engine.erase_user(user_id)
-        if reinstate:
-            await engine.reinstate_user(user_id)
-        return receipt
-
-    async def compact(self) -> list[str]:
-        """Rewrite the memory tables so that the database's files no longer hold erased
-        rows, and checkpoint (locks each table while it is rewritten; returns the tables).
-        Without it an erase leaves the deleted bytes until PostgreSQL reuses the space."""
-        return await (await self._runtime.engine()).compact()
-
-    async def reinstate(self, user_id: str) -> datetime | None:
-        """Accept writes for an erased user again; when the lifted erase happened (None:
-        the user was not erased). The erased memory does not come back."""
-        user_id = check_id("user_id", user_id)
-        return await self._bounded(lambda engine, _: engine.reinstate_user(user_id))
-
     async def retry_job(self, job_id: int, *, user_id: str | None = None) -> Job | None:
         """Send a failed job back to the queue (pending, attempts reset); None if there is
         no failed job ``job_id`` (among ``user_id``'s, when given), if it records a turn
@@ -351,15 +311,6 @@ class MemoryVerbs:
         raise Mem01MemoryError(
             f"memory did not answer within {VERB_TIMEOUT_SECONDS:g} s ({STALLED})"
         )
-
-    async def _settle(self, engine: BeliefEngine, user_id: str, seconds: float | None) -> None:
-        """Wait (at most ``seconds``) for the user's turns accepted so far to be applied."""
-        until = None if seconds is None else time.monotonic() + seconds
-        progress = await fetch_progress(engine.db, user_id, [])
-        if progress.unfinished:
-            worker = await self._runtime.worker()
-            left = None if until is None else max(0.0, until - time.monotonic())
-            await worker.wait_until_done(user_id, set(progress.unfinished), left)
 
 
 async def _keyed_change(engine: BeliefEngine, user_id: str, op: Op) -> Op:
