@@ -34,6 +34,7 @@ from . import (
     load_report,
     notes,
     overhead,
+    portability,
     quality,
     tokens_bench,
     write_bench,
@@ -49,10 +50,11 @@ from .common import (
 from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
-    "latency", "episodes", "quality", "e2e", "fusion", "embedders", "tokens", "overhead",
-    "write", "embedder", "load", "cli",
+    "latency", "episodes", "quality", "e2e", "backfill", "fusion", "embedders", "tokens",
+    "overhead", "write", "embedder", "load", "portability", "cli",
 )  # fmt: skip
 CLI = "Command line"
+BACKFILL = "Backfill from the SDK's session store (LoCoMo)"
 E2E_TITLES = {
     "rules": "End-to-end memory on real dialogue (LoCoMo)",
     "replay": "End-to-end with a model's beliefs (LoCoMo's observations replayed)",
@@ -190,6 +192,22 @@ async def _run(
             else:
                 charts["e2e"] = {**e2e_report.chart_data(ee), "__ceiling__": ee.ceiling}
             sections[title] = _section(title, command, facts, e2e_report.section(ee))
+        if "backfill" in which:
+            t = time.perf_counter()
+            bp = await e2e.backfill_parity(server, emb, args.locomo)
+            sections[BACKFILL] = _section(
+                BACKFILL, f"python -m bench backfill {LOCOMO}", facts,
+                e2e_report.backfill_table(bp) + f" Took {time.perf_counter() - t:.0f} s.",
+            )  # fmt: skip
+        if "portability" in which:
+            runs = await asyncio.to_thread(portability.run, server, args.records)
+            command = "python -m bench portability" + (
+                f" --records {args.records}" if args.records != 100_000 else ""
+            )
+            sections[portability.TITLE] = _section(
+                portability.TITLE, command, f"Machine: {machine(server)}.",
+                f"{portability.table(runs)}\n\n{portability.note(args.records)}",
+            )  # fmt: skip
         if "fusion" in which:
             t = time.perf_counter()
             fr = await fusion.run(server, emb, args.locomo)
@@ -335,6 +353,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="load: a smoke run at small sizes (implies --no-doc)"
     )
+    parser.add_argument(
+        "--records", type=int, default=100_000, help="portability: the big user's records"
+    )
     parser.add_argument("--skip-setup", action="store_true")
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--tests", action="store_true", help="cli: time pytest -m 'not slow'")
@@ -348,7 +369,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             os.environ.pop(var, None)  # no benchmark calls a model API unless told to
     which = list(BENCHES) if args.which == "all" else [args.which]
-    for needs_locomo in ("quality", "e2e", "fusion", "embedders"):
+    for needs_locomo in ("quality", "e2e", "backfill", "fusion", "embedders"):
         if needs_locomo in which and not args.locomo.is_dir():
             print(
                 f"no LoCoMo folder at {args.locomo} (see How to reproduce in "

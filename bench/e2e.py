@@ -31,15 +31,17 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import sqlite3
+import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from agents import Agent, Runner, set_tracing_disabled
+from agents import Agent, Runner, SQLiteSession, set_tracing_disabled
 from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model
 from agents.testing import assistant_message
@@ -53,6 +55,7 @@ from mem01session.engine.records import RecallKinds
 from mem01session.engine.scoring import TEXT_WEIGHT, Fusion
 from mem01session.engine.small_talk import is_small_talk
 from mem01session.extraction import Extractor, OpenAIExtractor
+from mem01session.session.backfill import backfill
 from mem01session.session.items import memory_texts
 
 from . import e2e_mem0
@@ -268,12 +271,51 @@ async def _ingest_pipeline(
                 await s.aclose()
 
 
+async def _ingest_backfill(
+    dialogue: Dialogue, memory: Memory, clock: SettableClock, out: E2EResult
+) -> None:
+    """The dialogue's chats as an application kept them (the SDK's ``SQLiteSession``, one
+    file, each item dated when it was said), then ``backfill`` through ``memory``."""
+    with tempfile.TemporaryDirectory(prefix="mem01-e2e-kept-") as folder:
+        path = Path(folder) / "kept.sqlite"
+        owners: dict[str, str] = {}
+        for session in dialogue.sessions:
+            for speaker in dialogue.speakers:
+                chat_id = dialogue.chat_id(session, speaker)
+                owners[chat_id] = dialogue.user_id(speaker)
+                kept = SQLiteSession(chat_id, path)
+                said = []
+                for exchange in chat(session, speaker):
+                    reply = {"type": "message", "role": "assistant", "status": "completed",
+                             "content": [{"type": "output_text", "text": exchange.reply,
+                                          "annotations": []}]}  # fmt: skip
+                    await kept.add_items([{"role": "user", "content": exchange.turn.text}, reply])  # type: ignore[list-item]
+                    said.append(turn_instant(session, exchange.turn))
+                kept.close()
+                with sqlite3.connect(path) as conn:
+                    ids = [r[0] for r in conn.execute(
+                        "SELECT id FROM agent_messages WHERE session_id = ? ORDER BY id",
+                        (chat_id,),
+                    )]  # fmt: skip
+                    for n, item in enumerate(ids):
+                        at = said[n // 2].astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+                        conn.execute(
+                            "UPDATE agent_messages SET created_at = ? WHERE id = ?", (at, item)
+                        )
+        clock.now = dialogue.sessions[-1].date + timedelta(days=1)
+        await backfill(memory, path, owners)
+
+
+Ingest = Callable[[Dialogue, Memory, SettableClock, E2EResult], Awaitable[None]]
+
+
 async def _pipeline(
     server: Server, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue], out: E2EResult,
-    weigh: bool, extractor: Extractor | None,
+    weigh: bool, extractor: Extractor | None, ingest: Ingest | None = None,
 ) -> None:  # fmt: skip
     """The pipeline's rows; ``weigh``: the text weights' comparison too; ``extractor``: the
-    worker's (None: the rule extractor, the offline default)."""
+    worker's (None: the rule extractor, the offline default); ``ingest``: how the turns
+    reach memory (None: through ``Runner.run`` as they happen)."""
     clock = SettableClock()
     url = server.database("e2e_pipeline")
     memory = await open_memory(url, emb, clock=clock, extractor=extractor)
@@ -282,7 +324,7 @@ async def _pipeline(
     try:
         started = time.perf_counter()
         for dialogue in dialogues:
-            await _ingest_pipeline(dialogue, memory, clock, out)
+            await (ingest or _ingest_pipeline)(dialogue, memory, clock, out)
         per_turn = (time.perf_counter() - started) / max(out.turns, 1)
         engine = await memory.engine()
         for dialogue in dialogues:
@@ -477,4 +519,37 @@ async def _one_run(
     all_queries = [q for d in dialogues for q, _ in d.queries]
     for row in out.rows.values():
         row.summaries = {b: summarize(all_queries, row.answers[b]) for b in BUDGETS}
+    return out
+
+
+@dataclass
+class BackfillParity:
+    """The pipeline's default row fed live and fed by backfill, in one run."""
+
+    in_block: dict[str, dict[int, float]] = field(default_factory=dict)  # way -> budget -> hit
+    seconds_per_turn: dict[str, float] = field(default_factory=dict)
+    turns: int = 0
+    questions: int = 0
+    dialogues: int = 0
+
+
+async def backfill_parity(server: Server, emb: PrecomputedEmbedder, folder: Path) -> BackfillParity:
+    """LoCoMo through ``Runner.run`` as it happens, and the same turns kept first in
+    ``SQLiteSession`` files then backfilled: evidence in the block per budget, both ways."""
+    set_tracing_disabled(True)
+    dialogues = stripped(load_dialogues(folder))
+    texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
+    texts += [raw_text(s, t) for d in dialogues for s in d.sessions for t in s.turns]
+    await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
+    out = BackfillParity(dialogues=len(dialogues))
+    queries = [q for d in dialogues for q, _ in d.queries]
+    out.questions = sum(1 for q in queries if q.evidence)
+    for way, ingest in (("live", None), ("backfill", _ingest_backfill)):
+        result = E2EResult(dialogues=len(dialogues))
+        result.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
+        out.turns = result.turns
+        await _pipeline(server, emb, dialogues, result, False, None, ingest)
+        row = result.rows["mem01session"]
+        out.in_block[way] = {b: summarize(queries, row.answers[b]).in_block for b in BUDGETS}
+        out.seconds_per_turn[way] = row.ingest_s_per_turn
     return out

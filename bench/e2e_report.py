@@ -10,7 +10,16 @@ from mem01session.extraction.openai_extractor import OP_SCHEMA, PROMPT_VERSION, 
 from mem01session.queue import WorkerPolicy
 from mem01session.tokens import default_token_counter
 
-from .e2e import BUDGETS, MEM0, MEM0_LLM, PIPELINE_ROWS, RAW, REPLAY_MODEL, E2EResult
+from .e2e import (
+    BUDGETS,
+    MEM0,
+    MEM0_LLM,
+    PIPELINE_ROWS,
+    RAW,
+    REPLAY_MODEL,
+    BackfillParity,
+    E2EResult,
+)
 from .locomo import NO_REPLY
 from .quality import CANDIDATES
 from .replay import MEM0 as MEM0_SYSTEM
@@ -318,4 +327,28 @@ def readme_cost(r: E2EResult, report: str = "docs/benchmarks.md") -> str:
         f"{cost(theirs)} for mem0's own LLM pipeline on the same turns (same server and "
         "tokenizer; `python -m bench e2e --extractor replay`, [details]"
         f"({report}#end-to-end-with-a-models-beliefs-locomos-observations-replayed))."
+    )
+
+
+def backfill_table(p: BackfillParity) -> str:
+    """The default row fed live and by backfill: evidence in the block per budget."""
+    head = "| fed | " + " | ".join(f"evidence in block @{b}" for b in BUDGETS) + " | s per turn |"
+    rows = [head, "|---|" + "---:|" * (len(BUDGETS) + 1)]
+    names = {"live": "as it happened (`Runner.run`)", "backfill": "backfilled from `SQLiteSession`"}
+    for way, hits in p.in_block.items():
+        cells = " | ".join(f"{hits[b]:.3f}" for b in BUDGETS)
+        rows.append(f"| {names[way]} | {cells} | {p.seconds_per_turn[way]:.3f} |")
+    gaps = ", ".join(
+        f"{p.in_block['backfill'][b] - p.in_block['live'][b]:+.3f} at {b}" for b in BUDGETS
+    )
+    return (
+        "\n".join(rows)
+        + f"\n\n{p.dialogues} conversation(s), {p.turns} turns, {p.questions} questions with "
+        "evidence; the default recall (beliefs and episodes), each speaker's user at each "
+        "budget, scored as in the end-to-end section. Live: every turn through `Runner.run` on "
+        "`Mem01Session`, each chat flushed at its end. Backfilled: the same chats first kept by "
+        "the SDK's `SQLiteSession` (one file; each item dated when it was said, to the "
+        "second), then `backfill(memory, file, users)` (what `mem01session backfill` runs); "
+        f"both with the rule extractor, on fresh databases. Backfilled minus live: {gaps}. "
+        "Seconds per turn: the ingest's wall time, extraction included."
     )

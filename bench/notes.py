@@ -16,7 +16,8 @@ REPRODUCE = """## How to reproduce
 
 ```
 bash bench/run_all.sh            # = bash bench/setup_peers.sh && python -m bench all
-python -m bench latency|quality|e2e|fusion|embedders|tokens|overhead|write|embedder|load|cli
+python -m bench latency|episodes|quality|e2e|backfill|fusion|embedders|tokens
+python -m bench overhead|write|embedder|load|portability|cli
 python -m bench cli --tests --full-suite  # the command line, and the test suite's times
 python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
 python -m bench e2e --locomo DIR       # the same dialogues through the real Runner
@@ -27,6 +28,8 @@ python -m bench e2e --extractor openai --locomo DIR  # a real model: OPENAI_BASE
 python -m bench all --embedder hashing # every system on feature-hashing vectors instead
 python -m bench load --quick           # a smoke run at small sizes; writes nothing
 python -m bench load --rounds 3        # each machine state three times (two by default)
+python -m bench backfill --locomo DIR  # the dialogues kept in SQLiteSession, backfilled
+python -m bench portability            # export and import of a user with 100,000 of each
 ```
 
 LoCoMo (Maharana et al., 2024) is not shipped: its data is CC BY-NC 4.0. Get

@@ -1,5 +1,5 @@
-"""Export and import of a user with a lifetime of memory:
-``python -m bench.portability [--records 100000] [--out docs/benchmarks.md]``.
+"""Export and import of a user with a lifetime of memory: ``python -m bench portability
+[--records 100000]``.
 
 On an embedded PostgreSQL, one user is given ``--records`` episodes, as many beliefs (one
 in five superseded by the next, each with a provenance row pointing at an episode) and as
@@ -11,13 +11,11 @@ per second, the process's peak resident memory (``ru_maxrss``), and how much mor
 than the same command's for the one-belief user (what the size of the memory costs).
 The import embeds with the offline hashing embedder: what is measured is the document's
 and the database's side; a model's embedding time comes on top (the embedder section of
-docs/benchmarks.md gives MiniLM's texts per second). Writes the section "Export and
-import of a lifetime user" of ``--out``.
+docs/benchmarks.md gives MiniLM's texts per second).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -31,7 +29,7 @@ import psycopg
 from mem01session.db import migrate
 from mem01session.embeddings import HashingEmbedder
 
-from .common import embedded_server, machine, replace_section
+from .common import Server
 
 TITLE = "Export and import of a lifetime user"
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,30 +96,44 @@ def fill(url: str, user: str, n: int) -> None:
                 conn.execute(statement, {"u": user, "n": n})  # type: ignore[call-overload]
 
 
+# The command as `mem01session` runs it, writing its peak resident memory (VmHWM, which
+# counts from the interpreter's start: the ru_maxrss of a child keeps what the parent held
+# when it forked) to $PEAK_FILE as it exits.
+_PEAK = (
+    "import atexit, os, re, sys\n"
+    "def peak():\n"
+    "    found = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
+    "    open(os.environ['PEAK_FILE'], 'w').write(found.group(1))\n"
+    "atexit.register(peak)\n"
+    "sys.argv[0] = 'mem01session'\n"
+    "from mem01session.cli import main\n"
+    "main()\n"
+)
+
+
 def command(url: str, *args: str) -> tuple[float, float, str]:
     """Run ``mem01session ARGS`` on ``url``: wall seconds, peak RSS in MB, its output."""
     env = dict(os.environ)
     env |= {"MEM01_DATABASE_URL": url, "MEM01_EMBEDDING_MODEL": EMBEDDER.name}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with tempfile.TemporaryDirectory(prefix="mem01-port-run-") as tmp:
+        peak_file = Path(tmp) / "peak"
+        env["PEAK_FILE"] = str(peak_file)
         started = time.perf_counter()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "mem01session", *args], env=env, stdout=out, stderr=err
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK, *args], env=env, capture_output=True, text=True
         )
-        _, status, usage = os.wait4(child.pid, 0)  # the child's own resource usage
         seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        said, failed = out.read(), err.read()
-    if child.returncode != 0:
-        raise RuntimeError(f"mem01session {' '.join(args)} failed: {failed.strip()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024, said
+        if done.returncode != 0:
+            raise RuntimeError(f"mem01session {' '.join(args)} failed: {done.stderr[-500:]}")
+        peak_kb = int(peak_file.read_text())
+    return seconds, peak_kb / 1024, done.stdout
 
 
-def measure(records: int) -> dict[str, Run]:
+def run(server: Server, records: int) -> dict[str, Run]:
+    """Both commands for a user of ``records`` of each kind and for a one-belief user."""
     runs: dict[str, Run] = {}
-    with embedded_server() as server, tempfile.TemporaryDirectory(prefix="mem01-port-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="mem01-port-") as tmp:
         source = server.database("port_source")
         migrate.upgrade(source, embedding_dim=EMBEDDER.dim, embedding_model=EMBEDDER.name)
         fill(source, SMALL, 1)
@@ -137,13 +149,10 @@ def measure(records: int) -> dict[str, Run]:
             if "imported 1 user(s)" not in out:
                 raise RuntimeError(f"import of {user}: {out}")
             runs[f"import {user}"] = Run(lines - 2, seconds, peak)
-        facts = machine(server)
-    runs["__machine__"] = Run(0, 0, 0)
-    measure.facts = facts  # type: ignore[attr-defined]
     return runs
 
 
-def section(runs: dict[str, Run], records: int, cmd: str) -> str:
+def table(runs: dict[str, Run]) -> str:
     rows = [
         "| command | records | wall (s) | records/s | peak RSS (MB) "
         "| more than for a one-belief user (MB) |",
@@ -157,30 +166,18 @@ def section(runs: dict[str, Run], records: int, cmd: str) -> str:
                 f"| `mem01session {verb}` ({who}) | {run.records:,} | {run.seconds:.1f} | "
                 f"{run.rate:,.0f} | {run.peak_mb:.1f} | {growth} |"
             )
-    note = (
+    return "\n".join(rows)
+
+
+def note(records: int) -> str:
+    return (
         f"The lifetime user holds {records:,} episodes, {records:,} beliefs (a fifth of them "
         f"superseded) with a provenance row each, and {records:,} ledger rows; the newcomer one "
         "belief. Each command ran in its own process, as a user runs it (wall time includes "
-        "the process's start, about a second); peak RSS is the process's `ru_maxrss`. The "
+        "the process's start, about a second); peak RSS is the process's high-water mark "
+        "(`VmHWM`). The "
         f"import embedded with `{EMBEDDER.name}` (offline hashing): the time a model takes to "
-        "embed the passages and statements comes on top (see the embedder section). "
-        f"Machine: {getattr(measure, 'facts', '?')}."
+        "embed the passages and statements comes on top (see the embedder section). Most of "
+        "the import's time is PostgreSQL's, keeping the episodes' vector index (HNSW) up to "
+        "date passage by passage, as for every write."
     )
-    return f"## {TITLE}\n\nCommand: `{cmd}`\n\n" + "\n".join(rows) + f"\n\n{note}\n"
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench.portability")
-    ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    args = ap.parse_args(argv)
-    cmd = " ".join(["python -m bench.portability", *(sys.argv[1:] if argv is None else argv)])
-    runs = measure(args.records)
-    text = section(runs, args.records, cmd)
-    print(text)
-    doc = args.out.read_text() if args.out.exists() else "# Benchmarks\n"
-    args.out.write_text(replace_section(doc, TITLE, text))
-
-
-if __name__ == "__main__":
-    main()

@@ -64,7 +64,8 @@ def test_bad_requests_fail_in_one_line(seeded: Seeded, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"kind": "header", "format": "mem01session", "version": 1}\n{"kind": 3}\n')
     assert failed("import", str(bad)) == (
-        "error: line 2: kind must be one of header, user, episode, belief, event, end; got 3"
+        "error: line 2: kind must be one of header, user, episode, belief, event, transcript, end; "
+        "got 3"
     )
     assert failed("import", str(tmp_path / "none.jsonl")).endswith("none.jsonl: no such file")
     assert failed("import", str(bad), "--from", "zep") == (

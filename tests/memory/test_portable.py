@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Runner
+from agents import Agent, Runner, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 
-from mem01session import Mem01Session, Memory
+from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database
 from mem01session.embeddings.hashing import HashingEmbedder
 from mem01session.engine import BeliefEngine
@@ -182,3 +182,59 @@ async def test_a_bad_document_is_refused_naming_the_line_and_nothing_is_written(
     with pytest.raises(DocumentError, match=said):
         await elsewhere.import_file(tmp_path / "bad.jsonl")
     assert await elsewhere.users() == []
+
+
+async def test_an_erased_user_travels_as_a_tombstone(
+    memory: Memory, elsewhere: Memory, tmp_path: Path
+) -> None:
+    await memory.remember("alice", "Plays the cello")
+    await memory.erase("alice")
+    document = await write(memory, tmp_path / "all.jsonl")
+    assert [r["kind"] for r in document] == ["header", "user", "end"]
+    await elsewhere.import_file(tmp_path / "all.jsonl")
+    moved = await elsewhere.user("alice")
+    assert moved is not None and moved.erased_at is not None
+    with pytest.raises(UserErasedError):
+        await elsewhere.remember("alice", "Plays the drums")
+    report = await elsewhere.import_file(tmp_path / "all.jsonl")
+    assert [u.skipped for u in report.users] == [True]
+
+
+async def test_transcripts_travel_on_request_and_leave_with_an_erase(
+    memories: Any, other_db_url: str, embedder: HashingEmbedder, tmp_path: Path
+) -> None:
+    here = memories(settings=Settings(home=str(tmp_path / "here")))
+    for said in ("I live in Oslo", "I moved to Bergen"):
+        session = Mem01Session("chat-1", "alice", memory=here)  # the default transcript store
+        await say(session, said)
+        await session.aclose()
+    kept = await Mem01Session("chat-1", "alice", memory=here).get_items()
+    document = await write(here, tmp_path / "alice.jsonl", ["alice"])
+    assert "transcript" not in [r["kind"] for r in document]  # only on request
+    lines = [line async for line in here.export_lines(["alice"], transcripts=True)]
+    (tmp_path / "with.jsonl").write_text("".join(line + "\n" for line in lines))
+    assert [json.loads(line)["kind"] for line in lines].count("transcript") == len(kept) == 4
+
+    database = await Database.open(
+        url=other_db_url, embedding_model=embedder.name, embedding_dim=embedder.dim
+    )
+    there = Memory(
+        settings=Settings(home=str(tmp_path / "there")), engine=BeliefEngine(database, embedder)
+    )
+    try:
+        report = await there.import_file(tmp_path / "with.jsonl")
+        assert report.users[0].transcripts == 4
+        moved = SQLiteSession("chat-1", tmp_path / "there" / "transcripts.sqlite")
+        assert await moved.get_items() == kept
+        again = await there.import_file(tmp_path / "with.jsonl")  # nothing twice
+        assert (again.users[0].skipped, again.users[0].transcripts) == (True, 0)
+        assert len(await moved.get_items()) == 4
+        moved.close()
+    finally:
+        await there.aclose()
+        await database.close()
+
+    receipt = await here.erase("alice", transcripts=True)
+    [store] = receipt.transcripts
+    assert (store.conversations, store.messages, store.problem) == (1, 4, None)
+    assert await Mem01Session("chat-1", "alice", memory=here).get_items() == []

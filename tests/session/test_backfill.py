@@ -9,6 +9,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,9 +21,11 @@ from agents import SQLiteSession
 from mem01session import Memory
 from mem01session.embeddings import HashingEmbedder
 from mem01session.errors import ConfigError
+from mem01session.extraction.base import Candidate, Extraction, Turn
 from mem01session.session.backfill import Store, backfill
 from tests.child_env import pythonpath
 from tests.conftest import TEST_DIM
+from tests.session.conftest import MemoryFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -159,3 +163,63 @@ async def test_a_backfill_killed_midway_and_run_again_records_every_turn_once(
     again = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     assert again.stdout.splitlines()[-1].startswith(f"8 conversation(s), {turns} turn(s)")
     assert _episodes(db_url) == (turns, turns)
+
+
+@dataclass
+class Clocked:
+    """An extractor that proposes nothing and notes the time it was told it is."""
+
+    name: str = "clocked"
+    told: list[datetime] = field(default_factory=list)
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        self.told.append(now)
+        return Extraction(ops=())
+
+
+async def test_the_extractor_is_told_it_is_when_the_turn_was_said(
+    memories: MemoryFactory, tmp_path: Path
+) -> None:
+    path = tmp_path / "app.sqlite"
+    await keep(path, "c1", ["I moved to Porto yesterday", "Thanks"], MONDAY)
+    extractor = Clocked()
+    await backfill(memories(extractor=extractor), path, "rui")
+    assert extractor.told == [MONDAY]  # "Thanks" is small talk: not sent to it
+
+
+async def test_a_session_managers_store_says_whose_each_chat_is(
+    memory: Memory, tmp_path: Path
+) -> None:
+    from mem01session.shortterm import SessionManager
+
+    with SessionManager(tmp_path / "chats") as manager:
+        chat = manager.get_or_create("web", "zoe", "tab-1")
+        chat_id = chat.session_id
+    store = tmp_path / "chats" / "sessions.sqlite"
+    await keep(store, chat_id, ["I live in Vienna"], MONDAY)
+    report = await backfill(memory, store)
+    assert report.turns == 1
+    assert [b.content for b in await memory.beliefs("zoe")] == ["Lives in Vienna"]
+
+
+async def test_a_store_sqlalchemysession_wrote_in_postgresql_is_read_by_its_url(
+    memory: Memory, db_url: str
+) -> None:
+    from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = db_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    engine = create_async_engine(url)
+    try:
+        kept = SQLAlchemySession("web-1", engine=engine, create_tables=True)
+        await kept.add_items([user("I live in Madrid"), answer("Noted.")])  # type: ignore[list-item]
+    finally:
+        await engine.dispose()
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("UPDATE agent_messages SET created_at = %s", (MONDAY.replace(tzinfo=None),))
+    report = await backfill(memory, url, "lea")
+    assert (report.turns, report.recorded) == (1, 1)
+    [said] = await memory.episodes("lea")
+    assert (said.content, said.said_at) == ("I live in Madrid", MONDAY)

@@ -29,6 +29,13 @@ def export(
         Path | None,
         typer.Option("--output", "-o", help="The file to write (default: standard output)."),
     ] = None,
+    transcripts: Annotated[
+        bool,
+        typer.Option(
+            "--transcripts",
+            help="Also the users' conversations, from the transcript stores under MEM01_HOME.",
+        ),
+    ] = False,
 ) -> None:
     """Write users' memory as a document (JSON Lines): what they said, their beliefs with
     versions and sources, the ledger.
@@ -50,7 +57,7 @@ def export(
     async def copy(memory: Memory, out: TextIO) -> int:
         records = 0
         with _counter("exporting", output is not None) as advance:
-            async for line in memory.export_lines(wanted):
+            async for line in memory.export_lines(wanted, transcripts=transcripts):
                 out.write(line + "\n")
                 records += 1
                 advance(1)
@@ -120,6 +127,8 @@ def import_(
             said = "already imported from this document: unchanged"
         else:
             said = f"{done.beliefs} beliefs, {done.episodes} episodes, {done.events} ledger events"
+        if done.transcripts:
+            said += f"; {done.transcripts} transcript items"
         console().print(f"{done.user_id}: {said}", highlight=False)
     console().print(
         f"imported {len(report.imported)} user(s), skipped {len(report.skipped)}", highlight=False

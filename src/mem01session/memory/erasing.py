@@ -71,7 +71,7 @@ class ErasureVerbs:
                 session.erasing()
             await self._settle(engine, user_id, seconds)
         check_flag("transcripts", transcripts)
-        conversations = await _conversations(engine, user_id) if transcripts else []
+        conversations = await conversations_of(engine, user_id) if transcripts else []
         receipt = await engine.erase_user(user_id)
         if transcripts:
             stores = stores_under(Path(self._runtime.settings.home))
@@ -109,10 +109,10 @@ _CONVERSATIONS = (
 )
 
 
-async def _conversations(engine: BeliefEngine, user_id: str) -> list[str]:
+async def conversations_of(engine: BeliefEngine, user_id: str) -> list[str]:
     """The conversations the user's memory came from (each turn's job names its own)."""
     rows = await engine.db.direct.fetch(_CONVERSATIONS, {"u": user_id})
     return sorted(str(r["session_id"]) for r in rows)
 
 
-__all__ = ["ErasureVerbs"]
+__all__ = ["ErasureVerbs", "conversations_of"]

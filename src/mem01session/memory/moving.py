@@ -28,6 +28,8 @@ from ..engine.portable.importing import import_file
 from ..engine.portable.mem0 import convert as convert_mem0
 from ..engine.portable.report import ImportReport
 from ..errors import ConfigError
+from .erasing import conversations_of
+from .transcripts import read_conversations, stores_under, write_conversations
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -40,12 +42,16 @@ class PortableVerbs:
 
     _runtime: Runtime
 
-    async def export(self, user_ids: Sequence[str] | None = None) -> AsyncIterator[Record]:
+    async def export(
+        self, user_ids: Sequence[str] | None = None, *, transcripts: bool = False
+    ) -> AsyncIterator[Record]:
         """The memory document of ``user_ids`` (None: every user the database holds,
         erased ones as their tombstone), record by record, in constant memory: a header,
         then each user's memory (what they said, their beliefs with versions, sources and
-        near-duplicates, the ledger), then an end record. A user with no memory here is
-        refused with ``ConfigError`` before anything is yielded."""
+        near-duplicates, the ledger), then an end record. With ``transcripts``, each user's
+        conversations as well, item by item, from the transcript stores the library made
+        under the memory's home folder (:mod:`.transcripts`). A user with no memory here
+        is refused with ``ConfigError`` before anything is yielded."""
         engine = await self._runtime.engine()
         pool = engine.db.direct
         chosen = exporting.user_ids_of(user_ids) if user_ids is not None else None
@@ -56,16 +62,25 @@ class PortableVerbs:
         yield exporting.header(engine.embedder.name, engine.clock())
         users = records = 0
         ids = _each(chosen) if chosen is not None else exporting.all_user_ids(pool)
+        home = Path(self._runtime.settings.home)
+        stores = stores_under(home) if transcripts else []
         async for user_id in ids:
             users += 1
             async for record in exporting.export_user(pool, user_id):
                 records += 1
                 yield record
+            if stores:
+                said = await conversations_of(engine, user_id)
+                for record in read_conversations(stores, user_id, said):
+                    records += 1
+                    yield record
         yield exporting.end(users, records)
 
-    async def export_lines(self, user_ids: Sequence[str] | None = None) -> AsyncIterator[str]:
+    async def export_lines(
+        self, user_ids: Sequence[str] | None = None, *, transcripts: bool = False
+    ) -> AsyncIterator[str]:
         """:meth:`export`, each record as its line of JSON (without the newline)."""
-        async for record in self.export(user_ids):
+        async for record in self.export(user_ids, transcripts=transcripts):
             yield dumps(record)
 
     async def export_user(self, user_id: str) -> AsyncIterator[Record]:
@@ -93,9 +108,11 @@ class PortableVerbs:
         already has memory here is refused (:class:`~mem01session.errors.
         ImportConflictError`, the users before it stay imported), unless this same
         document was imported for them before: then it is skipped, so that importing
-        twice changes nothing. An erased user is refused until reinstated. ``users`` is
-        shown the document's users once it is checked, ``progress`` how many records were
-        written after each batch."""
+        twice changes nothing. An erased user is refused until reinstated. A document's
+        transcripts (``export(..., transcripts=True)``) go to the default transcript store
+        under the memory's home folder (``transcripts.sqlite``), each conversation it does
+        not hold yet. ``users`` is shown the document's users once it is checked,
+        ``progress`` how many records were written after each batch."""
         engine = await self._runtime.engine()
         file = Path(path)
         if source == "mem01session":
@@ -103,7 +120,11 @@ class PortableVerbs:
                 raise ConfigError(
                     "user_id names the user of mem0 memories; a document names its own"
                 )
-            return await import_file(engine.parts, file, users=users, progress=progress)
+            store = Path(self._runtime.settings.home) / "transcripts.sqlite"
+            return await import_file(
+                engine.parts, file, users=users, progress=progress,
+                transcripts=lambda records: write_conversations(store, records),
+            )  # fmt: skip
         if source != "mem0":
             raise ConfigError(f"source must be 'mem01session' or 'mem0', got {source!r:.40}")
         with tempfile.TemporaryDirectory(prefix="mem01-import-") as folder:

@@ -13,9 +13,12 @@ a session as ``inner``, elsewhere) is the application's to clean.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..engine.records import TranscriptsErased
 
@@ -116,4 +119,106 @@ def _has(conn: sqlite3.Connection, table: str) -> bool:
     return row is not None
 
 
-__all__ = ["erase_conversations", "stores_under"]
+def read_conversations(
+    stores: Iterable[Path], user_id: str, session_ids: Sequence[str]
+) -> Iterator[dict[str, Any]]:
+    """The items of the conversations ``session_ids`` (and the chats a SessionManager's
+    store says are ``user_id``'s) in each store, as a document's ``transcript`` records."""
+    for path in stores:
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error:
+            continue
+        try:
+            wanted = set(session_ids)
+            if _has(conn, CHATS):
+                owned = conn.execute(
+                    f"SELECT session_id FROM {CHATS} WHERE user_id = ?", (user_id,)
+                )
+                wanted |= {str(r[0]) for r in owned}
+            for session_id in sorted(wanted):
+                rows = conn.execute(
+                    f"SELECT message_data, created_at FROM {MESSAGES} WHERE session_id = ? "
+                    "ORDER BY id",
+                    (session_id,),
+                )
+                for data, created in rows:
+                    try:
+                        item = json.loads(data)
+                    except ValueError:
+                        continue
+                    if isinstance(item, dict):
+                        yield {
+                            "kind": "transcript",
+                            "user": user_id,
+                            "session": session_id,
+                            "item": item,
+                            "at": _utc(created),
+                        }
+        finally:
+            conn.close()
+
+
+def write_conversations(store: Path, records: Iterable[Mapping[str, Any]]) -> int:
+    """Write ``transcript`` records into ``store`` (made as the SDK's ``SQLiteSession``
+    makes it): the conversations it does not hold yet, in one transaction; how many items
+    it wrote."""
+    from ..private import private_file, private_folder
+
+    private_folder(store.parent)
+    conn = sqlite3.connect(private_file(store), timeout=30)
+    written = 0
+    try:
+        with conn:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {SESSIONS} (session_id TEXT PRIMARY KEY, "
+                "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+                "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"
+            )
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {MESSAGES} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "session_id TEXT NOT NULL, message_data TEXT NOT NULL, "
+                "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+                f"FOREIGN KEY (session_id) REFERENCES {SESSIONS} (session_id) ON DELETE CASCADE)"
+            )
+            held: dict[str, bool] = {}
+            for record in records:
+                session = str(record["session"])
+                if session not in held:
+                    row = conn.execute(
+                        f"SELECT 1 FROM {MESSAGES} WHERE session_id = ? LIMIT 1", (session,)
+                    ).fetchone()
+                    held[session] = row is not None
+                    if not held[session]:
+                        conn.execute(
+                            f"INSERT OR IGNORE INTO {SESSIONS} (session_id) VALUES (?)", (session,)
+                        )
+                if held[session]:
+                    continue
+                at = record["at"]
+                stamp = (
+                    at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+                    if isinstance(at, datetime)
+                    else str(at)
+                )
+                conn.execute(
+                    f"INSERT INTO {MESSAGES} (session_id, message_data, created_at) "
+                    "VALUES (?, ?, ?)",
+                    (session, json.dumps(record["item"]), stamp),
+                )
+                written += 1
+    finally:
+        conn.close()
+    return written
+
+
+def _utc(value: Any) -> str:
+    """A stored time (SQLite's ``CURRENT_TIMESTAMP`` text is UTC) as ISO 8601 with its zone."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        moment = datetime.now(UTC)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+__all__ = ["erase_conversations", "read_conversations", "stores_under", "write_conversations"]

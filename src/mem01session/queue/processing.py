@@ -130,9 +130,12 @@ class JobProcessor:
             await self.failures.fail(job, exc)
 
     async def _extract(self, turn: Turn, candidates: list[Candidate]) -> Extraction:
+        # The extractor's "now" is when the turn was said: "yesterday" is the day before
+        # that, however late the job runs (after an outage, or a backfill of old turns).
+        said = turn.observed_at
         try:
             async with asyncio.timeout(self.extract_timeout):
-                return await self.extractor.extract(turn, candidates, self.engine.clock())
+                return await self.extractor.extract(turn, candidates, said)
         except TimeoutError:
             raise TimeoutError(
                 f"the extraction did not finish within {self.extract_timeout:g} s "

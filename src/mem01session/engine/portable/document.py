@@ -8,7 +8,9 @@ line, each with a ``kind``, in the order an import needs:
 - per user: the ``user`` (its zone, when it was first seen, the erase tombstone if any),
   then its ``episode`` lines (what the user said, verbatim and dated, hidden or not), its
   ``belief`` lines (status, key, validity, version, links to successors, provenance rows
-  under ``sources``, near-duplicates under ``twins``), its ``event`` lines (the ledger);
+  under ``sources``, near-duplicates under ``twins``), its ``event`` lines (the ledger),
+  and, when the export was asked for them, its ``transcript`` lines (the items of the
+  user's conversations as the SDK stored them, dated);
 - ``end`` last, with how many users and records came before: a cut file is refused.
 
 Ids are the document's own (``ref``: 1, 2, ... per user for beliefs and episodes), so that
@@ -37,7 +39,7 @@ from ..ops import MAX_CONTENT_CHARS
 
 FORMAT = "mem01session"
 VERSION = 1
-KINDS = ("header", "user", "episode", "belief", "event", "end")
+KINDS = ("header", "user", "episode", "belief", "event", "transcript", "end")
 STATUSES = ("active", "superseded", "invalidated", "merged")
 ROLES = ("user", "assistant")
 OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT", "FORGET")
@@ -131,6 +133,16 @@ class _Fields:
             }
         elif kind == "belief":
             out |= self.belief()
+        elif kind == "transcript":
+            item = self.raw.get("item")
+            if not isinstance(item, dict):
+                raise self.fail("item", "must be an object (an SDK input item)")
+            out |= {
+                "user": self.user(),
+                "session": self.ident("session"),
+                "item": item,
+                "at": self.moment("at"),
+            }
         else:
             out |= self.event()
         return out
@@ -303,6 +315,7 @@ class UserPart:
     episodes: int = 0
     beliefs: int = 0
     events: int = 0
+    transcripts: int = 0
     erased: bool = False
     digest: str = ""  # of its lines, as written (see Checker)
 
@@ -326,7 +339,7 @@ class Checker:
         self.parts: list[UserPart] = []
         self._seen: set[str] = set()
         self._refs = _Refs()
-        self._stage = 0  # within a user: 0 episodes, 1 beliefs, 2 events
+        self._stage = 0  # within a user: 0 episodes, 1 beliefs, 2 events, 3 transcripts
         self._records = 0
         self._ended = False
         self._hash: Any = None
@@ -372,7 +385,7 @@ class Checker:
         part, refs = self.parts[-1], self._refs
         if part.erased:
             raise DocumentError(line, "an erased user's line holds nothing but the user")
-        stage = {"episode": 0, "belief": 1, "event": 2}[kind]
+        stage = {"episode": 0, "belief": 1, "event": 2, "transcript": 3}[kind]
         if stage < self._stage:
             raise DocumentError(line, f"a {kind} after the user's {_STAGES[self._stage]}s")
         self._stage = stage
@@ -392,6 +405,8 @@ class Checker:
                     refs.pending.append((line, name, record[name]))
             refs.pending += [(line, "twins", t) for t in record["twins"]]
             part.beliefs += 1
+        elif kind == "transcript":
+            part.transcripts += 1
         else:
             targets = record["related"] + ([record["belief"]] if record["belief"] else [])
             for target in targets:
@@ -423,7 +438,7 @@ class Checker:
         part.digest = self._hash.hexdigest()
 
 
-_STAGES = ("episode", "belief", "event")
+_STAGES = ("episode", "belief", "event", "transcript")
 
 
 def check_lines(lines: Iterable[tuple[int, int, bytes]]) -> tuple[Record, list[UserPart]]:

@@ -9,6 +9,7 @@ transaction (:mod:`.restore`). The file is never held in memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from ...errors import DocumentError
@@ -66,10 +67,14 @@ async def import_file(
     *,
     users: Callable[[list[UserPart]], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    transcripts: Callable[[Iterator[Record]], int] | None = None,
 ) -> ImportReport:
     """Import the document at ``path``: check it all, then write each user in a
     transaction of its own. ``users`` is shown the users once the file is checked;
-    ``progress`` is told how many records were written after each batch."""
+    ``progress`` is told how many records were written after each batch; ``transcripts``
+    writes a user's transcript records (after the user's memory, and again for a user
+    imported before: it writes only conversations the store does not hold yet) and says
+    how many items it wrote (None: they are left out)."""
     header, found = check_file(path)
     if users is not None:
         users(found)
@@ -86,5 +91,8 @@ async def import_file(
             source=header["source"],
             progress=progress,
         )
+        if transcripts is not None and part.transcripts:
+            said = (r for r in rest() if r["kind"] == "transcript")
+            restored = replace(restored, transcripts=transcripts(said))
         done.append(restored)
     return ImportReport(header["source"], tuple(done))

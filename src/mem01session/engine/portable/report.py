@@ -14,6 +14,8 @@ class Restored:
     beliefs: int
     events: int
     skipped: bool = False
+    transcripts: int = 0
+    """Items of the user's conversations written to the transcript store."""
     """The same document was imported for this user before: nothing changed."""
 
 

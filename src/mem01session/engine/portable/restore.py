@@ -217,6 +217,8 @@ class _Writer:
         batch: list[Record] = []
         kind = "episode"
         for record in lines():
+            if record["kind"] == "transcript":  # the memory's transcript store takes them
+                continue
             if record["kind"] != kind or len(batch) >= BATCH:
                 await self._flush(kind, batch)
                 batch, kind = [], record["kind"]
