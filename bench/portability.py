@@ -93,7 +93,7 @@ def fill(url: str, user: str, n: int) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in _FILL.split(";\n"):
             if statement.strip():
-                conn.execute(statement, {"u": user, "n": n})  # type: ignore[call-overload]
+                conn.execute(statement, {"u": user, "n": n})
 
 
 # The command as `mem01session` runs it, writing its peak resident memory (VmHWM, which
