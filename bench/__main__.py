@@ -22,6 +22,7 @@ from pathlib import Path
 from mem01session.tokens import default_token_counter
 
 from . import (
+    chat_load,
     cli_bench,
     e2e,
     e2e_report,
@@ -51,10 +52,11 @@ from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
     "latency", "episodes", "quality", "e2e", "backfill", "fusion", "embedders", "tokens",
-    "overhead", "write", "embedder", "load", "portability", "cli",
+    "overhead", "write", "embedder", "load", "portability", "chat", "cli",
 )  # fmt: skip
 CLI = "Command line"
 BACKFILL = "Backfill from the SDK's session store (LoCoMo)"
+CHAT = "The chat example under load"
 E2E_TITLES = {
     "rules": "End-to-end memory on real dialogue (LoCoMo)",
     "replay": "End-to-end with a model's beliefs (LoCoMo's observations replayed)",
@@ -208,6 +210,15 @@ async def _run(
                 portability.TITLE, command, f"Machine: {machine(server)}.",
                 f"{portability.table(runs)}\n\n{portability.note(args.records)}",
             )  # fmt: skip
+        if "chat" in which:
+            cr = await asyncio.to_thread(chat_load.run, server, args.chat_users, 10)
+            command = "python -m bench chat" + (
+                f" --chat-users {args.chat_users}" if args.chat_users != 50 else ""
+            )
+            sections[CHAT] = _section(
+                CHAT, command, f"Machine: {machine(server)}.",
+                f"{chat_load.table(cr)}\n\n{chat_load.note(cr)}",
+            )  # fmt: skip
         if "fusion" in which:
             t = time.perf_counter()
             fr = await fusion.run(server, emb, args.locomo)
@@ -356,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--records", type=int, default=100_000, help="portability: the big user's records"
     )
+    parser.add_argument("--chat-users", type=int, default=50, help="chat: simulated users")
     parser.add_argument("--skip-setup", action="store_true")
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--tests", action="store_true", help="cli: time pytest -m 'not slow'")

@@ -17,7 +17,7 @@ REPRODUCE = """## How to reproduce
 ```
 bash bench/run_all.sh            # = bash bench/setup_peers.sh && python -m bench all
 python -m bench latency|episodes|quality|e2e|backfill|fusion|embedders|tokens
-python -m bench overhead|write|embedder|load|portability|cli
+python -m bench overhead|write|embedder|load|portability|chat|cli
 python -m bench cli --tests --full-suite  # the command line, and the test suite's times
 python -m bench quality --locomo DIR   # a folder of LoCoMo-format JSON files
 python -m bench e2e --locomo DIR       # the same dialogues through the real Runner

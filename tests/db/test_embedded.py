@@ -125,3 +125,38 @@ def test_a_command_leaves_running_a_server_it_did_not_start(home: Path) -> None:
     finally:
         _run(home, "db", "stop")
     assert not (pg / "postmaster.pid").exists()
+
+
+_HOLD = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from mem01session.db.embedded import embedded_url\n"
+    "embedded_url(Path(sys.argv[1]))\n"
+    "print('ready', flush=True)\n"
+    "sys.stdin.read()\n"  # until the test closes it: then all exit at once
+)
+
+
+@pytest.mark.slow
+def test_processes_that_exit_together_stop_the_server_they_shared(home: Path) -> None:
+    """The workers of one application server stop together; the last of them stops the
+    embedded server (their releases are serialized, so one of them sees it is the last)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
+    holders = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HOLD, str(home)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for holder in holders:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    assert (home / "pg" / "postmaster.pid").exists()
+    for holder in holders:
+        assert holder.stdin is not None
+        holder.stdin.close()
+    assert [h.wait(timeout=120) for h in holders] == [0, 0, 0, 0]
+    assert not (home / "pg" / "postmaster.pid").exists()

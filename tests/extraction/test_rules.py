@@ -296,6 +296,13 @@ CASES: list[tuple[str, bool, list[Row]]] = [
         [(A, None, "favorite.color", "Favorite color is green")],
     ),
     ("I play tennis every week.", False, [(A, None, "activity.tennis", "Plays tennis")]),
+    (
+        "I keep bees on my roof.",
+        False,
+        [(A, None, "activity.keeping-bees", "Keeps bees on their roof")],
+    ),
+    ("We raise chickens.", False, [(A, None, "activity.keeping-chickens", "Keeps chickens")]),
+    ("I keep my promises.", False, []),
     # -- ignored: questions, hypotheticals, plans, other people, noise
     ("Where do I live?", False, []),
     ("do I pay rent?", False, []),

@@ -21,6 +21,7 @@ stopped otherwise (a reboot, a crash) is no longer kept: its old pid is dropped 
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import logging
@@ -139,6 +140,24 @@ def restart_if_stopped(home: Path) -> bool:
     return True
 
 
+def _release_under_lock(home: Path, server: Any) -> None:
+    """Let go of the server at exit under the same file lock as attaching: the wheel's
+    release (take this pid out of the handle file, stop the server if none is left) is a
+    read and a write of that file, and two processes exiting together (the workers of one
+    application server, stopped at once) each read the other's pid, so neither stopped
+    the server and it outlived them all."""
+    server_class = type(server)
+
+    def release() -> None:
+        with _file_lock(home / ".pg.lock"), server_class._lock:
+            prune_dead_handles(server.pgdata)
+        with _file_lock(home / ".pg.lock"):
+            server._cleanup()
+
+    atexit.unregister(server._cleanup)
+    atexit.register(release)
+
+
 def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: bool = True) -> str:
     """Start (or reuse) the embedded server under ``home`` and return a libpq URL for it.
 
@@ -160,6 +179,8 @@ def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: boo
                     prune_dead_handles(pgdata)
             attached = pgdata in server_class._instances
             server = get_server(pgdata, cleanup_mode="stop" if stop_on_exit else None)
+            if not attached:
+                _release_under_lock(home, server)
             keep_private(home)  # run as root, the wheel opened it to everyone for its user
             if attached and not _running(pgdata):  # it stopped since this process attached
                 with server_class._lock:

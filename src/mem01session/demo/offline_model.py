@@ -11,13 +11,21 @@ key.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model
 from agents.usage import Usage
-from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseCreatedEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseTextDeltaEvent,
+)
 
 from ..engine.parse import parse_block, parse_pending, parse_quotes
 from ..engine.render import OPEN
@@ -159,5 +167,38 @@ class OfflineAnswerModel(Model):
         )
         return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("OfflineAnswerModel answers with Runner.run, not streaming")
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        *args: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """The same answer, streamed a word at a time (``Runner.run_streamed``)."""
+        answer = await self.get_response(system_instructions, input, *args, **kwargs)
+        [message] = answer.output
+        assert isinstance(message, ResponseOutputMessage)
+        [part] = message.content
+        assert isinstance(part, ResponseOutputText)
+        done = Response(
+            id="offline-answer",
+            created_at=time.time(),
+            model="offline",
+            object="response",
+            output=[message],
+            parallel_tool_calls=False,
+            tool_choice="none",
+            tools=[],
+        )
+        started = done.model_copy(update={"output": [], "status": "in_progress"})
+        n = 0
+        yield ResponseCreatedEvent(type="response.created", response=started, sequence_number=n)
+        for word in re.findall(r"\S+\s*", part.text):
+            n += 1
+            yield ResponseTextDeltaEvent(
+                type="response.output_text.delta", item_id=message.id, output_index=0,
+                content_index=0, delta=word, logprobs=[], sequence_number=n,
+            )  # fmt: skip
+        yield ResponseCompletedEvent(
+            type="response.completed", response=done, sequence_number=n + 1
+        )

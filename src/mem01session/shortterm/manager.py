@@ -214,6 +214,13 @@ class SessionManager:
                 return None
             return self._session_for(record)
 
+    @staticmethod
+    def memory_user_id(platform: str, user_id: str) -> str:
+        """The user whose durable memory the chats of ``user_id`` on ``platform`` share
+        (``"platform:user_id"``): what to give ``Memory``'s verbs for that person (their
+        beliefs, a recall, a forget, an erase)."""
+        return SessionManager._key(platform, user_id, "-").memory_user_id
+
     def remove(self, platform: str, user_id: str, chat_id: str) -> bool:
         """Delete the chat's registry row and transcript; False if there was none."""
         key = self._key(platform, user_id, chat_id)

@@ -393,6 +393,18 @@ def _activity(m: re.Match[str]) -> list[Fact]:
     return [Fact(f"activity.{slug(x)}", f"{verb} {x}", value=x)]
 
 
+# Animals kept for what they give, not as pets: "I keep bees on my roof", "we raise hens".
+_KEPT = r"(?P<kept>(?i:bees|chickens|hens|ducks|geese|goats|sheep|pigs|cows|alpacas|quails))\b"
+_WHERE = r"(?P<where>\s+(?i:on|in|at|behind)\s+(?i:my|our|the)\s+[\w'\- ]{2,30}?)?"
+
+
+@_rule(rf"^{I_}\s+(?i:keep|raise|rear)\s+{_KEPT}{_WHERE}{END}")
+def _kept(m: re.Match[str]) -> list[Fact]:
+    kept = m["kept"].lower()
+    where = f" {third_person(m['where'].strip())}" if m["where"] else ""
+    return [Fact(f"activity.keeping-{kept}", f"Keeps {kept}{where}", value=kept)]
+
+
 @_rule(rf"^I\s+(?i:smoke|smoke\s+cigarettes){END}")
 def _smokes(m: re.Match[str]) -> list[Fact]:
     return [Fact("habit.smoking", "Smokes")]
