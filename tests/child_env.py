@@ -7,7 +7,11 @@ import concurrent.futures
 import os
 import select
 import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def pythonpath(root: Path | str) -> str:
@@ -51,3 +55,14 @@ def fork_exit_code(pid: int, timeout: float = 30) -> int:
             os.kill(pid, signal.SIGKILL)  # the reaper thread then collects it
             raise
     return os.waitstatus_to_exitcode(status)
+
+
+def wait_for(
+    condition: Callable[[], bool], child: subprocess.Popen[Any], timeout: float = 120
+) -> None:
+    """Until ``condition()`` holds (a state the test reads, such as rows in a table), while
+    ``child`` (the process expected to bring it about) is still running."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "the state waited for never came"

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +15,7 @@ import psycopg
 import pytest
 
 from mem01session.embeddings import HashingEmbedder
-from tests.child_env import pythonpath
+from tests.child_env import pythonpath, wait_for
 from tests.cli.test_inspector import ALICE, Seeded, env, failed, ok, seeded
 from tests.conftest import TEST_DIM
 from tests.pg import create_database, drop_database, with_database
@@ -118,10 +117,7 @@ def test_an_import_killed_midway_and_run_again_writes_every_user_exactly_once(
     command = [sys.executable, "-m", "mem01session", "import", str(document)]
     child = subprocess.Popen(command, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while _counts(other_db)[0] < 3:  # some users written (a wait on the database's state)
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline
+        wait_for(lambda: _counts(other_db)[0] >= 3, child)  # some users written
     finally:
         child.send_signal(signal.SIGKILL)
         child.communicate()

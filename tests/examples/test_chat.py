@@ -16,27 +16,22 @@ from bench.chat_load import ChatApp, drained, exactly_once, run_load
 
 from mem01session.embeddings import HashingEmbedder
 from tests.conftest import TEST_DIM
-from tests.pg import create_database, drop_database, with_database
 
 CHROMIUM = Path(os.environ.get("MEM01_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("MEM01_CHROMEDRIVER", "/usr/bin/chromedriver"))
 WAIT = 60.0
 
 
-@pytest.fixture(scope="module")
-def app(
-    pg_admin_url: str, template_db: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ChatApp]:
-    """The example, started once for this module's tests, on a database of its own."""
-    name = create_database(pg_admin_url, template=template_db)
-    running = ChatApp(with_database(pg_admin_url, name), tmp_path_factory.mktemp("chat"))
+@pytest.fixture
+def app(db_url: str, tmp_path: Path) -> Iterator[ChatApp]:
+    """The example as people run it: two server processes and a worker."""
+    running = ChatApp(db_url, tmp_path / "chat")
     running.env_extra = {"MEM01_EMBEDDING_MODEL": HashingEmbedder(TEST_DIM).name}
     running.start()
     try:
         yield running
     finally:
         running.stop()
-        drop_database(pg_admin_url, name)
 
 
 def say(app: ChatApp, user: str, chat: str, text: str) -> str:
@@ -56,8 +51,7 @@ def held(app: ChatApp, user: str) -> dict[str, Any]:
     return found
 
 
-@pytest.mark.slow
-def test_two_server_processes_share_one_memory_over_http(app: ChatApp) -> None:
+def two_server_processes_share_one_memory(app: ChatApp) -> None:
     assert say(app, "ana", "tab-1", "I keep bees on my roof.") == "Noted."
     # Each request may land on either process: a new conversation sees the first one's turn.
     for n in range(4):
@@ -68,8 +62,7 @@ def test_two_server_processes_share_one_memory_over_http(app: ChatApp) -> None:
     assert held(app, "ben")["beliefs"] == []  # another user sees nothing of it
 
 
-@pytest.mark.slow
-def test_a_client_that_leaves_mid_answer_does_not_break_the_app(app: ChatApp) -> None:
+def a_client_leaving_mid_answer_breaks_nothing(app: ChatApp) -> None:
     request = urllib.request.Request(
         app.url + "/api/chat",
         data=json.dumps({"chat": "t", "text": "Hi! How are you today?"}).encode(),
@@ -81,13 +74,7 @@ def test_a_client_that_leaves_mid_answer_does_not_break_the_app(app: ChatApp) ->
     assert "Oslo" in say(app, "cy", "u", "Where do I live?")
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason=f"no headless browser: {CHROMIUM} or {CHROMEDRIVER} is missing "
-    "(apt-get install -y chromium chromium-driver)",
-)
-def test_the_page_streams_remembers_across_tabs_and_forgets(
+def the_page_streams_remembers_across_tabs_and_forgets(
     app: ChatApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
@@ -141,12 +128,27 @@ async def _load_with_a_restart(app: ChatApp) -> Any:
     return await load
 
 
-@pytest.mark.slow
-def test_a_server_stopped_mid_load_and_started_again_keeps_every_answered_turn_once(
-    app: ChatApp,
-) -> None:
+def a_server_stopped_mid_load_keeps_every_answered_turn_once(app: ChatApp) -> None:
     load = asyncio.run(_load_with_a_restart(app))
     assert len(load.answered) >= 16  # the half before the stop, and what came after it
     drained(app.db_url)
     once, lost, twice = exactly_once(load, app.db_url)
     assert (once, lost, twice) == (len(load.answered), 0, 0)
+
+
+@pytest.mark.slow
+def test_the_example_as_people_run_it(
+    app: ChatApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One start of the app for every check (each start costs seconds): over HTTP, two
+    processes serve one memory and a client may leave mid-answer; a SIGTERM in the middle
+    of a load loses nothing; then the page itself, in chromium."""
+    two_server_processes_share_one_memory(app)
+    a_client_leaving_mid_answer_breaks_nothing(app)
+    a_server_stopped_mid_load_keeps_every_answered_turn_once(app)
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip(
+            f"the browser part: {CHROMIUM} or {CHROMEDRIVER} is missing "
+            "(apt-get install -y chromium chromium-driver); the HTTP parts passed"
+        )
+    the_page_streams_remembers_across_tabs_and_forgets(app, tmp_path, monkeypatch)

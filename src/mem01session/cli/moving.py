@@ -130,6 +130,8 @@ def import_(
         if done.transcripts:
             said += f"; {done.transcripts} transcript items"
         console().print(f"{done.user_id}: {said}", highlight=False)
+    for line in report.left_out:
+        console().print(f"left out {line}", highlight=False)
     console().print(
         f"imported {len(report.imported)} user(s), skipped {len(report.skipped)}", highlight=False
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -28,6 +29,7 @@ from ..engine.portable.importing import import_file
 from ..engine.portable.mem0 import convert as convert_mem0
 from ..engine.portable.report import ImportReport
 from ..errors import ConfigError
+from ..extraction.directives import directive
 from .erasing import conversations_of
 from .transcripts import read_conversations, stores_under, write_conversations
 
@@ -100,7 +102,8 @@ class PortableVerbs:
         """Import a document (``source="mem01session"``: one :meth:`export` wrote) or the
         JSON mem0's ``get_all`` returns (``source="mem0"``: each memory becomes a belief
         whose source is mem0, dated as mem0 dated it; ``user_id`` names the user for
-        memories that carry none).
+        memories that carry none; a memory addressed to the assistant, as the worker's
+        screen reads it, is left out and listed in the report's ``left_out``).
 
         The whole file is checked before anything is written
         (:class:`~mem01session.errors.DocumentError` names the first bad line); then each
@@ -129,8 +132,11 @@ class PortableVerbs:
             raise ConfigError(f"source must be 'mem01session' or 'mem0', got {source!r:.40}")
         with tempfile.TemporaryDirectory(prefix="mem01-import-") as folder:
             document = Path(folder) / "document.jsonl"
-            convert_mem0(file, document, user_id=user_id, now=engine.clock())
-            return await import_file(engine.parts, document, users=users, progress=progress)
+            left_out = convert_mem0(
+                file, document, user_id=user_id, now=engine.clock(), screen=directive
+            )
+            report = await import_file(engine.parts, document, users=users, progress=progress)
+            return replace(report, left_out=tuple(left_out))
 
 
 async def _each(user_ids: Sequence[str]) -> AsyncIterator[str]:

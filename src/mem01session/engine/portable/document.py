@@ -234,12 +234,17 @@ class _Fields:
             raise self.fail(name, "must not be blank")
         return value
 
-    def text(self, name: str, *, optional: bool = False, limit: int) -> Any:
+    def given(self, name: str, optional: bool) -> Any:
+        """The field's value; None for a missing optional one (a required one must be there)."""
         value = self.raw.get(name)
-        if value is None:
-            if optional:
-                return None
+        if value is None and not optional:
             raise self.fail(name, "missing")
+        return value
+
+    def text(self, name: str, *, optional: bool = False, limit: int) -> Any:
+        value = self.given(name, optional)
+        if value is None:
+            return None
         if not isinstance(value, str):
             raise self.fail(name, f"must be a string, got {type(value).__name__}")
         if "\x00" in value or not is_utf8(value):
@@ -251,11 +256,9 @@ class _Fields:
         return value
 
     def moment(self, name: str, *, optional: bool = False) -> Any:
-        value = self.raw.get(name)
+        value = self.given(name, optional)
         if value is None:
-            if optional:
-                return None
-            raise self.fail(name, "missing")
+            return None
         if not isinstance(value, str):
             raise self.fail(name, "must be an ISO 8601 time")
         try:

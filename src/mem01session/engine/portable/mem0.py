@@ -13,7 +13,7 @@ so no episodes come with them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,11 @@ from ..records import normalize_content
 from .document import FORMAT, VERSION, dumps
 
 EXTRACTOR = "mem0"
+# What the ledger's snapshot of a belief holds (beside its id): see engine.batch.snapshot.
+_SNAPSHOT = (
+    "content", "key", "status", "confidence", "version", "valid_from", "valid_to",
+    "superseded_by", "merged_into",
+)  # fmt: skip
 MAX_FILE_BYTES = 1 << 30
 
 
@@ -44,9 +49,19 @@ def memories_of(raw: object) -> list[Mapping[str, Any]]:
     return found
 
 
-def convert(source: Path, target: Path, *, user_id: str | None, now: datetime) -> int:
-    """Write the document of the mem0 memories in ``source`` to ``target``; how many
-    memories it holds. ``user_id``: the user of memories that name none."""
+def convert(
+    source: Path,
+    target: Path,
+    *,
+    user_id: str | None,
+    now: datetime,
+    screen: Callable[[str], str | None] | None = None,
+) -> list[str]:
+    """Write the document of the mem0 memories in ``source`` to ``target``. ``user_id``:
+    the user of memories that name none. ``screen``: what a memory's text addresses to an
+    assistant, if anything (mem0's memories were written by a model, as an extractor's
+    ops are, and pass the same screen): such a memory is left out. Returns what was left
+    out, one line each."""
     if user_id is not None:
         user_id = check_id("user_id", user_id)
     if not source.is_file():
@@ -59,8 +74,13 @@ def convert(source: Path, target: Path, *, user_id: str | None, now: datetime) -
         raise DocumentError(0, f"{source}: not JSON ({str(exc).split(':')[0]})") from None
     memories = memories_of(raw)
     users: dict[str, dict[str, dict[str, Any]]] = {}  # user -> normalized text -> belief
+    left_out: list[str] = []
     for index, memory in enumerate(memories):
         user, text, made, changed = _read(memory, index, user_id, now)
+        said = screen(text) if screen is not None else None
+        if said is not None:
+            left_out.append(f"memory {index} of {user!r}: addressed to the assistant ({said})")
+            continue
         beliefs = users.setdefault(user, {})
         source_row = {
             "session": _text(memory.get("run_id")),
@@ -100,7 +120,7 @@ def convert(source: Path, target: Path, *, user_id: str | None, now: datetime) -
                 out.write(dumps(_added(user, ref, belief)) + "\n")
             records += 2 * len(ordered)
         out.write(dumps({"kind": "end", "users": len(users), "records": records}) + "\n")
-    return len(memories)
+    return left_out
 
 
 def _read(
@@ -174,19 +194,8 @@ def _belief(user: str, ref: int, belief: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _added(user: str, ref: int, belief: Mapping[str, Any]) -> dict[str, Any]:
-    after = {
-        "id": ref,
-        "content": belief["content"],
-        "key": None,
-        "status": "active",
-        "confidence": 0.8,
-        "version": 1,
-        "valid_from": belief["made"].isoformat(),
-        "valid_to": None,
-        "superseded_by": None,
-        "merged_into": None,
-        "extractor": EXTRACTOR,
-    }
+    line = _belief(user, ref, belief)
+    after = {name: line[name] for name in _SNAPSHOT} | {"id": ref, "extractor": EXTRACTOR}
     return {
         "kind": "event",
         "user": user,

@@ -26,6 +26,8 @@ class ImportReport:
     source: str
     """Who wrote the document (``mem01session``, ``mem0``)."""
     users: tuple[Restored, ...]
+    left_out: tuple[str, ...] = ()
+    """What was not imported, and why (mem0 memories addressed to the assistant)."""
 
     @property
     def imported(self) -> tuple[Restored, ...]:
