@@ -160,3 +160,56 @@ def test_processes_that_exit_together_stop_the_server_they_shared(home: Path) ->
         holder.stdin.close()
     assert [h.wait(timeout=120) for h in holders] == [0, 0, 0, 0]
     assert not (home / "pg" / "postmaster.pid").exists()
+
+
+_OPEN_CLOSE_THEN_WAIT = (
+    "import asyncio, sys\n"
+    "from pathlib import Path\n"
+    "from mem01session.db import Database\n"
+    "async def main():\n"
+    "    db = await Database.open(home=Path(sys.argv[1]), embedding_model='m', embedding_dim=3)\n"
+    "    await db.close()\n"
+    "asyncio.run(main())\n"
+    "print('closed', flush=True)\n"
+    "sys.stdin.read()\n"  # alive, its exit handlers not run yet
+)
+
+
+@pytest.mark.slow
+def test_closing_the_last_database_lets_go_of_the_server_before_the_process_exits(
+    home: Path,
+) -> None:
+    """Some processes never run their exit handlers (the workers of ``uvicorn --workers``):
+    the server is let go of when the database closes, and the last holder stops it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MEM01_DATABASE_URL", "DATABASE_URL")}
+
+    def start(code: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", code, str(home)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    holder = start(_HOLD)  # another process using the server meanwhile
+    closer = start(_OPEN_CLOSE_THEN_WAIT)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        assert closer.stdout is not None and closer.stdout.readline().strip() == "closed"
+        assert (home / "pg" / "postmaster.pid").exists()  # the holder still uses it
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=120) == 0
+        assert not (home / "pg" / "postmaster.pid").exists()
+        alone = start(_OPEN_CLOSE_THEN_WAIT)  # alone: closing stops the server at once
+        assert alone.stdout is not None and alone.stdout.readline().strip() == "closed"
+        assert not (home / "pg" / "postmaster.pid").exists()
+        assert alone.stdin is not None
+        alone.stdin.close()
+        assert alone.wait(timeout=120) == 0
+    finally:
+        for process in (holder, closer):
+            if process.poll() is None:
+                process.kill()
+                process.wait()

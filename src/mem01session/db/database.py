@@ -23,7 +23,7 @@ from ..loops import CLOSE_ELSEWHERE_SECONDS, elsewhere, run_on
 from ..secrets.redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
-from .embedded import embedded_url, restart_if_stopped
+from .embedded import embedded_url, let_go, restart_if_stopped
 from .urls import sqlalchemy_url, with_connect_timeout
 from .vector_index import VALID_SQL, VectorIndex, ensure_vector_index, vector_index
 
@@ -40,6 +40,29 @@ class SchemaInfo:
     revision: str | None
     embedding_model: str | None
     embedding_dim: int
+
+
+LET_GO_SECONDS = 5.0
+"""How long a close waits for the embedded server to be let go of (stopped, when this was
+its last user): a server that stopped answering must not hold the close."""
+
+
+async def _let_go_within(home: Path, seconds: float) -> None:
+    """:func:`~.embedded.let_go` on a thread of its own, waited for at most ``seconds``
+    (past them it goes on alone, and ends with the process at the latest)."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            let_go(home)
+        except Exception as exc:  # the close goes on; the server stops at the next exit
+            log.warning("database: could not let go of the embedded server: %s", describe(exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="mem01-let-go", daemon=True).start()
+    if not await asyncio.to_thread(done.wait, seconds):
+        log.warning("database: the embedded server did not stop within %g s", seconds)
 
 
 class Database:
@@ -232,6 +255,7 @@ class Database:
         """Close both pools: every loop's engine (one whose loop runs on another thread is
         disposed of there) and the direct pool's idle connections."""
         with self._guard:
+            let_go_of = self._home if not self._closed else None
             self._closed = True
             engines, self._engines = self._engines, {}
             retired, self._retired = self._retired, []
@@ -248,6 +272,8 @@ class Database:
                 log.warning("database: could not close the pool of another loop: %s", exc)
         for engine in retired:
             await engine.dispose()
+        if let_go_of is not None:  # the embedded server's: the last user stops it
+            await _let_go_within(let_go_of, LET_GO_SECONDS)
 
     async def __aenter__(self) -> Database:
         return self

@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +140,31 @@ def restart_if_stopped(home: Path) -> bool:
     return True
 
 
+# This process's open handles on each home's server (:func:`embedded_url` calls not yet
+# matched by :func:`let_go`), and how it lets go of that server (see _release_under_lock).
+_held: dict[Path, int] = {}
+_releases: dict[Path, Callable[[], None]] = {}
+
+
+def let_go(home: Path) -> None:
+    """One user of the server under ``home`` in this process is done with it (a database
+    handle closed). When none is left, the process lets go of the server now, as it would
+    at exit: some processes never run their exit handlers (the workers ``uvicorn
+    --workers`` starts do not), and the last holder must stop the server all the same."""
+    home = home.expanduser().resolve()
+    if home not in _held:  # not a handle of embedded_url's (or let go of already)
+        return
+    left = _held[home] - 1
+    if left > 0:
+        _held[home] = left
+        return
+    _held.pop(home, None)
+    release = _releases.pop(home, None)
+    if release is not None:
+        atexit.unregister(release)
+        release()
+
+
 def _release_under_lock(home: Path, server: Any) -> None:
     """Let go of the server at exit under the same file lock as attaching: the wheel's
     release (take this pid out of the handle file, stop the server if none is left) is a
@@ -156,6 +181,7 @@ def _release_under_lock(home: Path, server: Any) -> None:
 
     atexit.unregister(server._cleanup)
     atexit.register(release)
+    _releases[home] = release
 
 
 def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: bool = True) -> str:
@@ -206,6 +232,7 @@ def embedded_url(home: Path, database: str = DATABASE_NAME, *, stop_on_exit: boo
                 f"See {pgdata / 'log'} for the server log."
             )
     url = with_connect_timeout(server.get_uri(database=quote(database)))
+    _held[home] = _held.get(home, 0) + 1
     log.info("using embedded PostgreSQL in %s (pid %s)", pgdata, os.getpid())
     return url
 
