@@ -174,6 +174,8 @@ def _release_under_lock(home: Path, server: Any) -> None:
     server_class = type(server)
 
     def release() -> None:
+        if not server.pgdata.is_dir():  # removed meanwhile (a scratch home): nothing to stop,
+            return  # and the lock file must not bring its folder back
         with _file_lock(home / ".pg.lock"), server_class._lock:
             prune_dead_handles(server.pgdata)
         with _file_lock(home / ".pg.lock"):
