@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ...errors import DocumentError
 from ..engine_parts import EngineParts
-from .document import Checker, Record, UserPart, parse
+from .document import Record, UserPart, check_lines, parse
 from .report import ImportReport
 from .restore import restore_user
 
@@ -38,13 +38,7 @@ def check_file(path: Path) -> tuple[Record, list[UserPart]]:
     names the first bad one)."""
     if not path.is_file():
         raise DocumentError(0, f"{path}: no such file")
-    checker = Checker()
-    for number, offset, raw in _lines(path):
-        if raw.strip():
-            checker.feed(parse(raw, number), number, offset, raw)
-    parts = checker.finish()
-    assert checker.header is not None
-    return checker.header, parts
+    return check_lines(_lines(path))
 
 
 def _user_records(path: Path, part: UserPart) -> tuple[Record, Callable[[], Iterator[Record]]]:
