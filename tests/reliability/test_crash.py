@@ -20,18 +20,19 @@ from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from tests.reliability.harness import KILL_PHASES, crash_campaign
 
-# Two campaigns of 5 kills (each covers every kill phase once) rather than one of 10, so
-# that the suite's workers share them. bench/soak.py runs the long variant (>= 50 kills).
+# One campaign of 5 kills, which covers every kill phase once: each kill costs a process
+# start (the SDK's import, seconds of CPU). bench/soak.py runs the long variant (>= 50
+# kills, other seeds).
 CI_KILLS = 5
+SEED = 20260513
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [20260513, 20261201])
 async def test_sigkill_at_random_points_loses_and_duplicates_nothing(
-    db_url: str, db: Database, embedder: HashingEmbedder, tmp_path: Path, seed: int
+    db_url: str, db: Database, embedder: HashingEmbedder, tmp_path: Path
 ) -> None:
     report = await crash_campaign(
-        db_url, db.sa_engine, embedder, tmp_path, kills=CI_KILLS, seed=seed
+        db_url, db.sa_engine, embedder, tmp_path, kills=CI_KILLS, seed=SEED
     )
     assert report.kills == CI_KILLS
     assert report.phases is not None and set(report.phases) == set(KILL_PHASES)
