@@ -99,8 +99,14 @@ def the_page_streams_remembers_across_tabs_and_forgets(
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".bot.done")) > before)
         return str(driver.find_elements(By.CSS_SELECTOR, ".bot.done")[-1].text)
 
+    # Read and clicked in the page, in one step each: the panel is drawn again whenever the
+    # memory answers, and an element found a moment before may be gone (stale) by then.
     def beliefs() -> list[str]:
-        return [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#beliefs li")]
+        return list(
+            driver.execute_script(
+                "return [...document.querySelectorAll('#beliefs li')].map(li => li.innerText)"
+            )
+        )
 
     try:
         driver.get(app.url)
@@ -108,7 +114,7 @@ def the_page_streams_remembers_across_tabs_and_forgets(
         driver.find_element(By.ID, "new-chat").click()  # a new conversation
         assert "bees" in ask("What do I keep on my roof?")
         wait.until(lambda d: any("Keeps bees" in b for b in beliefs()))
-        driver.find_element(By.CSS_SELECTOR, "#beliefs li button.forget").click()
+        driver.execute_script("document.querySelector('#beliefs li button.forget').click()")
         wait.until(lambda d: not any("Keeps bees" in b for b in beliefs()))
         driver.find_element(By.ID, "new-chat").click()
         assert "bees" not in ask("What do I keep on my roof?")
