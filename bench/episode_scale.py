@@ -51,7 +51,7 @@ OTHERS = 500
 OTHER_EPISODES = 20
 OVERLAP_K = 50
 WRITES = 40
-INDEX = "through the index (default)"
+INDEX = "as the library reads it (default)"
 EXACT = "every vector read (before)"
 MEM0 = "mem0 (raw messages, search)"
 VECTORS_READ = "the user's vectors read, the text bound kept"  # compared, not timed
@@ -128,6 +128,7 @@ class EpisodeScale:
     samples: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     quoted: dict[int, float] = field(default_factory=dict)  # episodes in the block, mean
     overlap: dict[int, float] = field(default_factory=dict)  # of the exact top OVERLAP_K
+    walks: dict[int, str] = field(default_factory=dict)  # how the user's vectors are read
     # Share of blocks alike: with the user's vectors read exactly (the same text bound), and
     # as before (every vector read, every match scored).
     same_block: dict[int, float] = field(default_factory=dict)
@@ -136,6 +137,7 @@ class EpisodeScale:
     rows: int = 0
     build_s: float = 0.0
     index_mb: float = 0.0
+    bits_mb: float = 0.0  # episodes_user_bits_idx
     table_mb: float = 0.0
     total_mb: float = 0.0  # the table with its TOAST and every index
     load_s: float = 0.0
@@ -159,26 +161,41 @@ def _build_index(url: str, emb: PrecomputedEmbedder, out: EpisodeScale) -> None:
         conn.execute("VACUUM (ANALYZE) memory_users")
         row = conn.execute(
             "SELECT pg_relation_size(%s::regclass), pg_relation_size('episodes'), "
-            "pg_total_relation_size('episodes'), count(*) FROM episodes",
+            "pg_total_relation_size('episodes'), "
+            "pg_relation_size('episodes_user_bits_idx'), count(*) FROM episodes",
             (index.name,),
         ).fetchone()
         assert row is not None
-        out.index_mb, out.table_mb, out.total_mb = (b / 2**20 for b in row[:3])
-        out.rows = int(row[3])
+        out.index_mb, out.table_mb, out.total_mb, out.bits_mb = (b / 2**20 for b in row[:4])
+        out.rows = int(row[4])
 
 
-def _overlap(url: str, emb: PrecomputedEmbedder, user: str, texts: Sequence[str]) -> float:
-    """The share of the exact nearest :data:`OVERLAP_K` episodes the index returns."""
+def _overlap(
+    url: str, emb: PrecomputedEmbedder, user: str, texts: Sequence[str], walk: str
+) -> float:
+    """The share of the exact nearest :data:`OVERLAP_K` episodes the user's ``walk`` (the
+    HNSW index, or the bits: :data:`candidates.BITS`) returns."""
     index = vector_index(emb.name, emb.dim)
     assert index is not None
     exact = (
         "SELECT id FROM episodes WHERE user_id = %(u)s AND embedding_model = %(m)s "
         "ORDER BY embedding <=> %(q)s::vector, id DESC LIMIT %(k)s"
     )
-    near = (
-        f"SELECT id FROM episodes e WHERE user_id = %(u)s AND embedding_model = "
-        f"{index.model_literal} ORDER BY {index.distance('e.embedding', '%(q)s')} LIMIT %(k)s"
-    )
+    if walk == candidates.BITS:
+        near = (
+            "SELECT r.id FROM (SELECT id FROM episodes WHERE user_id = %(u)s "
+            "AND embedding_model = %(m)s AND hidden_at IS NULL "
+            "ORDER BY embedding_bits <~> binary_quantize(%(q)s::vector), id DESC "
+            f"LIMIT {OVERLAP_K * candidates.BITS_FACTOR}) r JOIN episodes e "
+            "ON e.user_id = %(u)s AND e.id = r.id "
+            "ORDER BY e.embedding <=> %(q)s::vector, e.id DESC LIMIT %(k)s"
+        )
+    else:
+        near = (
+            f"SELECT id FROM episodes e WHERE user_id = %(u)s AND embedding_model = "
+            f"{index.model_literal} ORDER BY {index.distance('e.embedding', '%(q)s')} "
+            "LIMIT %(k)s"
+        )
     found = 0
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -245,16 +262,22 @@ async def run(
             mem0.close()
         mem0 = None
     out.load_s = time.perf_counter() - started
-    for n, user in users.items():
-        out.overlap[n] = _overlap(url, emb, user, texts[:40])
     db = await Database.open(url=url, embedding_model=emb.name, embedding_dim=emb.dim)
-    exact_up_to, min_share = candidates.EXACT_UP_TO, candidates.MIN_SHARE
+    exact_up_to, min_share, bits = (
+        candidates.EXACT_UP_TO, candidates.MIN_SHARE, candidates.BITS_FACTOR
+    )  # fmt: skip
     try:
         engine = BeliefEngine(db, emb, clock=lambda: NOW)
+        for n, user in users.items():
+            _, walk = await candidates._walk(engine.parts, user, emb.dim)
+            out.walks[n] = walk if isinstance(walk, str) else "HNSW"
+            sought = candidates.BITS if walk == candidates.BITS else "HNSW"
+            out.overlap[n] = _overlap(url, emb, user, texts[:40], sought)
 
         async def recall(variant: str, user: str, text: str) -> tuple[float, tuple[int, ...]]:
             candidates.EXACT_UP_TO = exact_up_to if variant != EXACT else 10**12
             candidates.MIN_SHARE = min_share if variant != VECTORS_READ else 2.0
+            candidates.BITS_FACTOR = bits if variant != VECTORS_READ else 0
             t = time.perf_counter()
             result = await engine.recall(user, RecallRequest(text))
             ms = (time.perf_counter() - t) * 1000.0
@@ -298,10 +321,12 @@ async def run(
         out.same_block = {n: sum(v) / len(v) for n, v in alike.items()}
         out.same_as_before = {n: sum(v) / len(v) for n, v in alike_before.items()}
         candidates.EXACT_UP_TO, candidates.MIN_SHARE = exact_up_to, min_share
+        candidates.BITS_FACTOR = bits
         for n, user in users.items():
             out.writes[n] = await _writes(engine, emb, user, seed=n)
     finally:
         candidates.EXACT_UP_TO, candidates.MIN_SHARE = exact_up_to, min_share
+        candidates.BITS_FACTOR = bits
         await db.close()
         if mem0 is not None:
             mem0.close()
@@ -327,15 +352,16 @@ def table(r: EpisodeScale) -> str:
             )
     rows += [
         "",
-        "| episodes of the user | share of the table | exact top 50 the index returns | "
+        "| episodes of the user | share of the table | vectors read by | exact top 50 found | "
         "blocks alike, vectors read | blocks alike, before | episodes in the block (mean) | "
         "write ms per episode p50 | p95 |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for n in r.scales:
         w50, w95, _ = percentiles(r.writes[n])
         rows.append(
-            f"| {n:,} | {n / r.rows:.1%} | {r.overlap[n]:.3f} | {r.same_block[n]:.3f} | "
+            f"| {n:,} | {n / r.rows:.1%} | {r.walks[n]} | {r.overlap[n]:.3f} | "
+            f"{r.same_block[n]:.3f} | "
             f"{r.same_as_before[n]:.3f} | {r.quoted[n]:.1f} | {w50:.2f} | {w95:.2f} |"
         )
     return "\n".join(rows)
@@ -353,20 +379,25 @@ def note(r: EpisodeScale) -> str:
         "query vector precomputed, wall time around the call in this process; a user past "
         f"{candidates.EXACT_UP_TO:,} episodes who holds at least {candidates.MIN_SHARE:.0%} "
         "of the table is read through the HNSW index over the episode vectors (iterative "
-        "scan, `ef_search` 100), the candidates re-ranked by exact distance, and the "
+        "scan, `ef_search` 100), one who holds less by the sign bits of their vectors "
+        "(`episodes_user_bits_idx`, read alone: the nearest "
+        f"{candidates.BITS_FACTOR}× the pool by Hamming distance), the candidates "
+        "re-ranked by exact distance either way, and the "
         f"full-text list scores at most {candidates.MAX_TEXT_MATCHES:,} of their episodes "
         "(the rarest words first); 'every vector read': the same with that bound lifted "
         "(every vector read, every match scored, as before). mem0: "
         "`Memory.search(q, user_id=..., limit=20)` in its own process over the same "
         "messages stored raw. The overlap: over 40 queries, the share of the exact nearest "
-        f"{OVERLAP_K} of the user's episodes that the index returns; blocks alike: recalls "
+        f"{OVERLAP_K} of the user's episodes that the way they are read (HNSW or bits) "
+        "returns; blocks alike: recalls "
         "whose block quotes the same episodes in the same order as the same recall's with the "
-        "user's vectors read exactly (the index's effect alone), and as before (the index's "
-        "and the text bound's). "
+        "user's vectors read exactly (the index's or the bits' effect alone), and as before "
+        "(that and the text bound's). "
         f"Writes: {WRITES} user messages per scale through `BeliefEngine.apply` (one episode "
         "each, its words counted, the index updated; vector precomputed). Index built after "
         f"the COPY in {r.build_s:.0f} s: {r.index_mb:.0f} MB beside the table's "
-        f"{r.table_mb:.0f} MB. Loading took {r.load_s:.0f} s. Failures: {failures}."
+        f"{r.table_mb:.0f} MB; the bits' index {r.bits_mb:.0f} MB. "
+        f"Loading took {r.load_s:.0f} s. Failures: {failures}."
     )
 
 

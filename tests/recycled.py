@@ -6,9 +6,10 @@ the WAL), some hundreds of times per run. A test's database is instead handed ba
 its worker's pool: nobody connected any more, the same schema as the template (tables,
 columns, constraints, indexes, triggers, functions, grants, settings: a fingerprint of
 the catalog), and the template's rows in the tables that have any. Then the tables the
-test wrote to are truncated (new, empty files, as in a fresh clone) and every sequence is
-set back; the next test of that worker gets it. Anything else (a test that created an
-index or a table, changed a grant or a row the template holds, left a prepared
+test wrote to are truncated (new, empty files, as in a fresh clone), every sequence is
+set back, and so is what the planner knows (statistics an ``ANALYZE`` gathered, the sizes
+a ``TRUNCATE`` resets); the next test of that worker gets it. Anything else (a test that
+created an index or a table, changed a grant or a row the template holds, left a prepared
 transaction or a connection that will not go) and the database is dropped, as before.
 """
 
@@ -84,6 +85,21 @@ SELECT c.oid::regclass::text, pg_relation_size(c.oid) > 0
  ORDER BY 1
 """
 
+RELATION_STATS = f"""
+SELECT n.nspname, c.relname, c.relpages, c.reltuples, c.relallvisible
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE {USER_SCHEMAS} AND c.relkind IN ('r', 'p', 'i', 'm', 't')
+"""
+
+COLUMN_STATS = f"""
+SELECT n.nspname, c.relname, a.attname, s.stainherit
+  FROM pg_statistic s
+  JOIN pg_class c ON c.oid = s.starelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_attribute a ON a.attrelid = s.starelid AND a.attnum = s.staattnum
+ WHERE {USER_SCHEMAS}
+"""
+
 SEQUENCES = """
 SELECT format('%I.%I', schemaname, sequencename), start_value, last_value
   FROM pg_sequences ORDER BY 1
@@ -101,6 +117,8 @@ class _Template:
     fingerprint: str
     rows: dict[str, str]  # table holding rows in the template -> digest of them
     sequences: dict[str, tuple[int, int | None]]  # -> start value, last value
+    relation_stats: set[tuple[str, str, int, float, int]]  # the planner's sizes
+    column_stats: int  # rows of pg_statistic (ANALYZE's)
 
 
 @dataclass
@@ -135,7 +153,9 @@ class Recycler:
                 tables = conn.execute(TABLES).fetchall()
                 rows = {t: _rows_digest(conn, t) for t, written in tables if written}
                 sequences = {s: (start, last) for s, start, last in conn.execute(SEQUENCES)}
-            self._state = _Template(str(fingerprint), rows, sequences)
+                relation_stats = set(conn.execute(RELATION_STATS).fetchall())
+                column_stats = len(conn.execute(COLUMN_STATS).fetchall())
+            self._state = _Template(str(fingerprint), rows, sequences, relation_stats, column_stats)
         return self._state
 
     def _reset(self, name: str) -> bool:
@@ -173,5 +193,25 @@ class Recycler:
                     conn.execute("SELECT setval(%s, %s, false)", (sequence, start))
                 else:
                     conn.execute("SELECT setval(%s, %s, true)", (sequence, last))
+            # What the planner knows of sizes and values (an ANALYZE the test ran, the
+            # index sizes a TRUNCATE resets) as in the template: plans as in a fresh clone.
+            analyzed = conn.execute(COLUMN_STATS).fetchall()
+            if analyzed and template.column_stats:
+                return False
+            for schema, relation, column, inherited in analyzed:
+                conn.execute(
+                    "SELECT pg_clear_attribute_stats(%s, %s, %s, %s)",
+                    (schema, relation, column, inherited),
+                )
+            now = set(conn.execute(RELATION_STATS).fetchall())
+            for schema, relation, pages, tuples, visible in template.relation_stats - now:
+                conn.execute(
+                    "SELECT pg_restore_relation_stats('schemaname', %s::text, 'relname', "
+                    "%s::text, 'relpages', %s::integer, 'reltuples', %s::real, "
+                    "'relallvisible', %s::integer)",
+                    (schema, relation, pages, tuples, visible),
+                )
+            if set(conn.execute(RELATION_STATS).fetchall()) != template.relation_stats:
+                return False
             conn.commit()
         return True

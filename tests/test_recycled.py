@@ -13,6 +13,12 @@ WRITE = (
     "INSERT INTO beliefs (user_id, content, norm_content) VALUES ('u1', 'Lives in Oslo', 'oslo')"
 )
 
+# The sizes of the beliefs table and its indexes, and the statistics of its columns.
+PLANNER_KNOWS = (
+    "SELECT relname, relpages, reltuples, (SELECT count(*) FROM pg_statistic s "
+    "WHERE s.starelid = c.oid) FROM pg_class c WHERE relname LIKE 'beliefs%' ORDER BY 1"
+)
+
 
 def names(admin_url: str) -> set[str]:
     with psycopg.connect(admin_url) as conn:
@@ -28,6 +34,10 @@ def test_a_database_handed_back_comes_back_empty_with_its_sequences_reset(
     with psycopg.connect(url) as conn:
         conn.execute(WRITE)
         [(first_id,)] = conn.execute("SELECT id FROM beliefs").fetchall()
+        fresh = conn.execute(PLANNER_KNOWS).fetchall()
+        conn.commit()
+        conn.execute("ANALYZE beliefs")
+        assert conn.execute(PLANNER_KNOWS).fetchall() != fresh
     left_open = psycopg.connect(url)  # a connection the test forgot: closed for it
     try:
         pool.give_back(name)
@@ -35,6 +45,7 @@ def test_a_database_handed_back_comes_back_empty_with_its_sequences_reset(
         with psycopg.connect(url) as conn:
             assert conn.execute("SELECT count(*) FROM beliefs").fetchone() == (0,)
             assert conn.execute("SELECT count(*) FROM memory_users").fetchone() == (0,)
+            assert conn.execute(PLANNER_KNOWS).fetchall() == fresh
             conn.execute(WRITE)
             assert conn.execute("SELECT id FROM beliefs").fetchone() == (first_id,)
             [(version,)] = conn.execute("SELECT version_num FROM alembic_version").fetchall()

@@ -25,7 +25,7 @@ from tests.citus.cluster import require_cluster
 from tests.reliability.harness import ROOT, check_invariants
 
 require_cluster()
-pytestmark = pytest.mark.citus
+pytestmark = [pytest.mark.citus, pytest.mark.slow]  # slow: starts writer processes
 
 PROCESSES = 4
 USERS = 200

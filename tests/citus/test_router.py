@@ -131,7 +131,9 @@ async def test_recall_of_one_user_runs_on_one_worker(
                 # A run's probe: also the words of the user's queued turns, on that worker.
                 _, progress = await engine.recall_probed(user, request, run_probe([job], set(), 3))
                 assert progress.said == ("I moved",) and progress.unfinished == {job}
-        assert len(seen) == 3 * (len(REQUESTS) + len(QUOTING))
+        # Each request: its belief statement; a quoting one, also the user's episode count
+        # (how their vectors are read) and the episode statement.
+        assert len(seen) == 3 * (len(REQUESTS) + 2 * len(QUOTING))
         assert sum("FROM episodes" in query for query, _ in seen) == 3 * len(QUOTING)
         assert sum("day AS MATERIALIZED" in query for query, _ in seen) == 3  # named_days
         for query, params in seen:

@@ -1,6 +1,7 @@
-"""A user with many episodes is read through the HNSW index over their model's vectors, and
-finds what the exact scan finds; the index is made where the database is opened with a
-model, and one left half-built is made again."""
+"""A user with many episodes is read through the HNSW index over their model's vectors (or,
+holding a small share of the table, by the bits of their vectors), and finds what the
+exact scan finds; the index is made where the database is opened with a model, and one
+left half-built is made again."""
 
 from __future__ import annotations
 
@@ -92,23 +93,53 @@ async def test_a_user_past_the_bound_is_read_through_the_index_and_finds_what_th
     assert quoted(walked) == quoted(exact)
 
 
-async def test_a_user_with_a_small_share_of_the_table_is_read_exactly(
+async def test_a_user_with_a_small_share_of_the_table_is_read_by_bits_and_finds_the_same(
     indexed: BeliefEngine, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Walking the index filtered by user visits some pool / share entries: a user past the
-    bound who holds little of the table is read exactly all the same."""
+    bound who holds little of the table has the bits of their vectors read instead, and the
+    nearest by bits re-ranked exactly."""
     await tell_all(indexed, "many")
     for n in range(10):
         await tell_all(indexed, f"other-{n}")
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("ANALYZE episodes")
+    request = RecallRequest("what do I keep on my roof?")
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 10**9)
+    exact = await indexed.recall("many", request)
     sent = statements_sent(indexed.db, monkeypatch)
-    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
-    result = await indexed.recall("many", RecallRequest("what do I keep on my roof?"))
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)  # 12 of 132: 9%
+    result = await indexed.recall("many", request)
     index = vector_index(indexed.embedder.name, indexed.embedder.dim)
     assert index is not None
     assert sent and not any(index.distance("e.embedding", "%(qvec)s") in s for s in sent)
-    assert quoted(result)[0] == "I keep bees on my roof in Lisbon"  # 12 of 132: 9%
+    assert any("embedding_bits <~>" in s for s in sent)
+    assert quoted(result)[0] == "I keep bees on my roof in Lisbon"
+    assert quoted(result) == quoted(exact)  # 12 episodes: all within the rough pool
+
+
+def test_the_bits_are_read_from_their_index_alone(db_url: str, embedder: HashingEmbedder) -> None:
+    """The rough list of a user read by bits is an index-only scan of
+    ``episodes_user_bits_idx``: no row of the table is fetched for it."""
+    statement = episode_candidates._statement("", True, False, episode_candidates.BITS)
+    vector = "[" + ",".join(["0.1"] * embedder.dim) + "]"
+    params = {
+        "user_id": "u", "model": embedder.name, "qvec": vector, "pool": 50, "rough": 400,
+        "query": "bees", "max_terms": 8, "common_share": 0.5, "common_min": 3,
+        "context_weight": 0.75, "max_matches": 1000,
+    }  # fmt: skip
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        [(plan,)] = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchall()
+
+    def nodes(node: dict[str, object]) -> list[dict[str, object]]:
+        below = node.get("Plans", [])
+        assert isinstance(below, list)
+        return [node, *(n for child in below for n in nodes(child))]
+
+    scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Index Name") == "episodes_user_bits_idx"]
+    assert "Index Only Scan" in [n["Node Type"] for n in scans]
 
 
 def test_the_index_serves_the_statement_a_large_user_gets(

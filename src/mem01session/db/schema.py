@@ -25,7 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, BIT, JSONB, TSVECTOR
 
 DEFAULT_EMBEDDING_DIM = 384  # all-MiniLM-L6-v2, the default embedder
 BELIEF_STATUSES = ("active", "superseded", "invalidated", "merged")
@@ -228,6 +228,11 @@ def build_metadata() -> MetaData:
         ),
         Column("hidden_at", DateTime(timezone=True), nullable=True),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+        Column(  # the sign bits of the vector: see episodes_user_bits_idx
+            "embedding_bits",
+            BIT(varying=True),
+            Computed("binary_quantize(embedding)", persisted=True),
+        ),
         PrimaryKeyConstraint("user_id", "id", name="episodes_pkey"),
         UniqueConstraint(
             "user_id", "job_id", "message", "passage", name="episodes_user_job_message_passage_key"
@@ -239,6 +244,14 @@ def build_metadata() -> MetaData:
         Index("episodes_user_said_idx", "user_id", "said_at"),
         Index("episodes_user_session_idx", "user_id", "session_id", "said_at"),
         Index("episodes_user_tsv_idx", "user_id", "tsv", postgresql_using="gin"),
+        # A user's bits read from the index alone (engine/episode_candidates.py).
+        Index(
+            "episodes_user_bits_idx",
+            "user_id",
+            "embedding_model",
+            postgresql_include=["id", "said_at", "embedding_bits"],
+            postgresql_where=text("hidden_at IS NULL"),
+        ),
     )
 
     Table(

@@ -2,8 +2,9 @@
 
 Like :mod:`.candidates` for beliefs, in one statement: the top vector candidates (among
 vectors of the embedder's model: the exact cosine distance over all the user's recallable
-episodes, or, for a user with a lifetime of them (see :func:`_many`), the nearest the
-model's HNSW index finds, :mod:`mem01session.db.vector_index`, re-ranked by exact
+episodes, or, for a user with a lifetime of them (see :func:`_walk`), the nearest the
+model's HNSW index finds, :mod:`mem01session.db.vector_index`, or the nearest by the sign
+bits of their vectors, read from an index by user alone; either re-ranked by exact
 distance) and the top full-text matches, each word weighed by its rarity among the user's
 recallable episodes (``episode_terms``, kept by the write path; a word held by at least
 half of them tells nothing and is left out; for a user with a lifetime of them, the
@@ -45,12 +46,23 @@ suggested, not what the user said)."""
 
 EXACT_UP_TO = 5000
 """A user's episodes up to which recall reads every vector and scores every full-text
-match (exact, and cheap enough); past it, see :func:`_many`."""
+match (exact, and cheap enough); past it, see :func:`_walk`."""
 
 MIN_SHARE = 0.1
-"""The least share of the table's episodes a user must hold for the index to be walked:
-the walk, filtered by user, visits some ``pool / share`` entries before it has the user's
-nearest, and below this share that costs more than reading the user's vectors."""
+"""The least share of the table's episodes a user must hold for the HNSW index to be
+walked: the walk, filtered by user, visits some ``pool / share`` entries before it has the
+user's nearest, and below this share that costs more than reading the user's bits."""
+
+BITS_FACTOR = 8
+"""Read by their bits (a user past :data:`EXACT_UP_TO` below :data:`MIN_SHARE`), this many
+times the pool are re-ranked by exact distance: the sign bits of a sentence vector order
+its neighbours roughly, and the exact nearest are nearly all among the first few hundred
+(``python -m bench episodes`` reports the share). 0: read every vector instead."""
+
+EXACT = "exact"
+BITS = "bits"
+Walk = str | VectorIndex
+"""How the vector candidates are found: :data:`EXACT`, :data:`BITS` or through an index."""
 
 MAX_TEXT_MATCHES = 500
 """Past :data:`EXACT_UP_TO`, the most episodes the full-text list scores: the query's
@@ -64,40 +76,56 @@ COUNT_SQL = "SELECT episodes FROM memory_users WHERE user_id = %(user_id)s"
 TABLE_SQL = "SELECT reltuples FROM pg_class WHERE oid = 'episodes'::regclass"
 
 
-async def _many(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, VectorIndex | None]:
-    """Whether the user holds more than :data:`EXACT_UP_TO` episodes, and then the index to
-    walk for their nearest (None: read exactly): the model's HNSW index, where the user
-    holds at least :data:`MIN_SHARE` of the table (on a cluster distributed by user, whose
-    coordinator does not count the shards' rows, always)."""
+async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]:
+    """Whether the user holds more than :data:`EXACT_UP_TO` episodes, and how their
+    nearest are found: every vector read while they are few; past that the model's HNSW
+    index where the user holds at least :data:`MIN_SHARE` of the table (on a cluster
+    distributed by user, whose coordinator does not count the shards' rows, always), else
+    their bits."""
     direct = parts.db.direct
     counted = await direct.fetch(COUNT_SQL, {"user_id": user_id})
     episodes = int(counted[0]["episodes"]) if counted else 0
     if episodes <= EXACT_UP_TO:
-        return False, None
+        return False, EXACT
+    rough: Walk = BITS if BITS_FACTOR > 0 else EXACT
     index = await parts.db.vector_index(parts.embedder.name, dim)
-    if index is None or direct.distributed:
+    if index is None:
+        return True, rough
+    if direct.distributed:
         return True, index
     rows = await direct.fetch(TABLE_SQL, {})
     table = float(rows[0]["reltuples"]) if rows else 0.0
     share = episodes / table if table > 0 else 1.0
-    return True, index if share >= MIN_SHARE else None
+    return True, index if share >= MIN_SHARE else rough
 
 
 @cache
 def _statement(
-    window: str, text: bool, days: bool, index: VectorIndex | None = None, routed: bool = False
+    window: str, text: bool, days: bool, walk: Walk = EXACT, routed: bool = False
 ) -> str:
     """The statement for a time window (retention, ``as_of``) and kind of query; ``days``:
-    the query names days (:mod:`.named_days`), whose episodes are a third list; ``index``:
-    the vector candidates come from it (the user has many episodes); ``routed``: on a
-    cluster distributed by user."""
+    the query names days (:mod:`.named_days`), whose episodes are a third list; ``walk``:
+    how the vector candidates are found (:func:`_walk`); ``routed``: on a cluster
+    distributed by user."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
-    if index is None:
+    if walk == EXACT:
         nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
     WHERE {where} AND e.embedding_model = %(model)s
     ORDER BY dist, e.id DESC LIMIT %(pool)s"""
+    elif walk == BITS:
+        # The inner list is read from episodes_user_bits_idx alone (it holds every column
+        # the list needs); only the rough nearest are fetched from the table.
+        nearest = f"""
+    SELECT x.id, x.embedding <=> q.v AS dist FROM (
+      SELECT e.id FROM episodes e, q
+      WHERE {where} AND e.embedding_model = %(model)s
+      ORDER BY e.embedding_bits <~> binary_quantize(q.v), e.id DESC LIMIT %(rough)s
+    ) r JOIN episodes x ON x.user_id = %(user_id)s AND x.id = r.id, q
+    ORDER BY dist, x.id DESC LIMIT %(pool)s"""
     else:
+        index = walk
+        assert isinstance(index, VectorIndex)
         # Ordered by the indexed expression against a parameter (what the index can take);
         # the outer ranking is by the exact distance.
         order = index.distance("e.embedding", "%(qvec)s")
@@ -227,10 +255,11 @@ async def fetch_episodes(
         )
     if days is not None:
         params.update(days_from=days.start, days_until=days.end)
-    many, index = await _many(parts, user_id, len(vector))
+    many, walk = await _walk(parts, user_id, len(vector))
     params["max_matches"] = MAX_TEXT_MATCHES if many else _UNBOUNDED
+    params["rough"] = pool * BITS_FACTOR
     routed = bool(parts.db.direct.distributed)
-    statement = _statement(window, text, days is not None, index, routed)
+    statement = _statement(window, text, days is not None, walk, routed)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
     out: list[EpisodeCandidate] = []
     for row in rows:
