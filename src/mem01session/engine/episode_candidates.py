@@ -115,12 +115,13 @@ def _statement(
     ORDER BY dist, e.id DESC LIMIT %(pool)s"""
     elif walk == BITS:
         # The inner list is read from episodes_user_bits_idx alone (it holds every column
-        # the list needs); only the rough nearest are fetched from the table.
+        # the list needs); only the rough nearest are fetched from the table. The query's
+        # bits are made once (q.b), not once per episode.
         nearest = f"""
     SELECT x.id, x.embedding <=> q.v AS dist FROM (
       SELECT e.id FROM episodes e, q
       WHERE {where} AND e.embedding_model = %(model)s
-      ORDER BY e.embedding_bits <~> binary_quantize(q.v), e.id DESC LIMIT %(rough)s
+      ORDER BY e.embedding_bits <~> q.b, e.id DESC LIMIT %(rough)s
     ) r JOIN episodes x ON x.user_id = %(user_id)s AND x.id = r.id, q
     ORDER BY dist, x.id DESC LIMIT %(pool)s"""
     else:
@@ -206,7 +207,9 @@ cand AS (
   WHERE t.id NOT IN (SELECT id FROM vec)
 )"""
     return f"""
-WITH q AS MATERIALIZED (SELECT CAST(%(qvec)s AS vector) AS v),
+WITH q AS MATERIALIZED (
+  SELECT v, binary_quantize(v)::bit varying AS b FROM (SELECT CAST(%(qvec)s AS vector) AS v) q
+),
 {vec.strip()},
 {txt.strip()},
 {cand.strip()}
