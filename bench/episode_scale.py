@@ -271,8 +271,9 @@ async def run(
         for n, user in users.items():
             _, walk = await candidates._walk(engine.parts, user, emb.dim)
             out.walks[n] = walk if isinstance(walk, str) else "HNSW"
-            sought = candidates.BITS if walk == candidates.BITS else "HNSW"
-            out.overlap[n] = _overlap(url, emb, user, texts[:40], sought)
+            # Read exactly, the exact nearest are found by definition.
+            exactly = walk == candidates.EXACT
+            out.overlap[n] = 1.0 if exactly else _overlap(url, emb, user, texts[:40], out.walks[n])
 
         async def recall(variant: str, user: str, text: str) -> tuple[float, tuple[int, ...]]:
             candidates.EXACT_UP_TO = exact_up_to if variant != EXACT else 10**12
