@@ -19,7 +19,7 @@ import pytest
 
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine, RecallRequest, Utterance
+from mem01session.engine import BeliefEngine, RecallRequest, Utterance, episode_candidates
 from mem01session.engine.ops import Op, Provenance
 from mem01session.queue import JobStore
 from mem01session.queue.progress import progress_probe, run_probe
@@ -131,9 +131,10 @@ async def test_recall_of_one_user_runs_on_one_worker(
                 # A run's probe: also the words of the user's queued turns, on that worker.
                 _, progress = await engine.recall_probed(user, request, run_probe([job], set(), 3))
                 assert progress.said == ("I moved",) and progress.unfinished == {job}
-        # Each request: its belief statement; a quoting one, also the user's episode count
-        # (how their vectors are read) and the episode statement.
-        assert len(seen) == 3 * (len(REQUESTS) + 2 * len(QUOTING))
+        # Each request: its belief statement; a quoting one, also the episode statement; and
+        # once for the user (how their vectors are read), their episode count.
+        assert len(seen) == 3 * (len(REQUESTS) + len(QUOTING)) + 1
+        assert sum(query == episode_candidates.COUNT_SQL for query, _ in seen) == 1
         assert sum("FROM episodes" in query for query, _ in seen) == 3 * len(QUOTING)
         assert sum("day AS MATERIALIZED" in query for query, _ in seen) == 3  # named_days
         for query, params in seen:

@@ -229,3 +229,37 @@ async def test_a_word_past_the_matches_bound_is_left_to_the_vectors_and_rarer_on
     assert await matched() == {"The bees swarmed in the garden today"}  # "garden": 7 > 3
     monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 7)  # a user with a few: no bound
     assert len(await matched()) == 7  # both words matched: every episode
+
+
+async def test_a_users_episode_count_is_read_once_then_each_recall_brings_it(
+    indexed: BeliefEngine, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How a user's vectors are read follows from their episode count: read by a statement
+    of its own for a user not recalled lately, then carried by each recall's statement."""
+    await tell_all(indexed, "counted")
+    sent: list[str] = []
+    fetch = indexed.db.direct.fetch
+
+    async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(statement)
+        return await fetch(statement, params, **kwargs)
+
+    monkeypatch.setattr(indexed.db.direct, "fetch", spy)
+    for _ in range(2):
+        await indexed.recall("counted", "what do I keep on my roof?")
+    assert sent.count(episode_candidates.COUNT_SQL) == 1
+    assert indexed.parts.episode_counts.get("counted") == len(SAID)
+    # Another process tells more: this one's next recall brings the new count along.
+    other = BeliefEngine(indexed.db, indexed.embedder, clock=clock)
+    await other.apply(
+        "counted", [], provenance=Provenance(session_id="chat", job_id=99, extractor="test"),
+        utterances=[Utterance(0, "user", "I also keep two goats")],
+    )  # fmt: skip
+    await indexed.recall("counted", "what do I keep on my roof?")
+    assert indexed.parts.episode_counts.get("counted") == len(SAID) + 1
+    assert sent.count(episode_candidates.COUNT_SQL) == 1
+    # Counted as a lifetime but nothing found (erased since, say): counted again next time.
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", -1)
+    for _ in range(2):
+        await indexed.recall("nobody", "what do I keep on my roof?")
+    assert sent.count(episode_candidates.COUNT_SQL) == 3

@@ -26,6 +26,7 @@ STATEMENTS = [
     "Vegetarian now.",
     "Thanks! I moved to Porto last week.",
     "Wow, I finally ran a marathon.",
+    "Thanks to my sister I adopted a cat.",
     "Researching adoption agencies, it's been a dream.",
     "It was Matt Patterson, he is so talented!",
     "My dog Rex is sick?! No, he is fine.",

@@ -12,6 +12,7 @@ holds one and adds nothing but the API.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +30,34 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class EpisodeCounts:
+    """How many episodes each user held when last read (as their last recall's statement
+    returned it), for the users this process recalled lately: how a user's vectors are
+    read follows from it (:mod:`.episode_candidates`), and a count one recall old chooses
+    as well as a fresh one would. At most :attr:`MAX_USERS`, the least recently read
+    forgotten first."""
+
+    MAX_USERS = 100_000
+
+    def __init__(self) -> None:
+        self._counts: OrderedDict[str, int] = OrderedDict()
+
+    def get(self, user_id: str) -> int | None:
+        count = self._counts.get(user_id)
+        if count is not None:
+            self._counts.move_to_end(user_id)
+        return count
+
+    def set(self, user_id: str, count: int) -> None:
+        self._counts[user_id] = count
+        self._counts.move_to_end(user_id)
+        if len(self._counts) > self.MAX_USERS:
+            self._counts.popitem(last=False)
+
+    def forget(self, user_id: str) -> None:
+        self._counts.pop(user_id, None)
+
+
 @dataclass(frozen=True)
 class EngineParts:
     """The engine's collaborators (see the module docstring)."""
@@ -39,6 +68,7 @@ class EngineParts:
     """The token counter the engine was given; None: the default, loaded on first use."""
     clock: Clock = utcnow
     episodes: EpisodePolicy = field(default_factory=EpisodePolicy)
+    episode_counts: EpisodeCounts = field(default_factory=EpisodeCounts)
 
     @property
     def token_counter(self) -> TokenCounter:

@@ -13,8 +13,10 @@ user's own words or, for
 less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
 candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
 repeated). When the query names days ("in June", "yesterday": :mod:`.named_days`), the
-episodes said in them are a third list, by similarity. Hidden episodes
-(a belief drawn from them was forgotten) and those past the retention never come back.
+episodes said in them are a third list, by similarity. Small talk the write path marked
+(:mod:`.small_talk`) is in neither of the first two lists: only in the days' (what was said
+then). Hidden episodes (a belief drawn from them was forgotten) and those past the
+retention never come back.
 It runs on the direct pool, beside the belief statement.
 """
 
@@ -81,10 +83,15 @@ async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]
     nearest are found: every vector read while they are few; past that the model's HNSW
     index where the user holds at least :data:`MIN_SHARE` of the table (on a cluster
     distributed by user, whose coordinator does not count the shards' rows, always), else
-    their bits."""
+    their bits. The count is the one the user's last recall in this process returned
+    (``parts.episode_counts``); read by a statement of its own only for a user not recalled
+    lately."""
     direct = parts.db.direct
-    counted = await direct.fetch(COUNT_SQL, {"user_id": user_id})
-    episodes = int(counted[0]["episodes"]) if counted else 0
+    episodes = parts.episode_counts.get(user_id)
+    if episodes is None:
+        counted = await direct.fetch(COUNT_SQL, {"user_id": user_id})
+        episodes = int(counted[0]["episodes"]) if counted else 0
+        parts.episode_counts.set(user_id, episodes)
     if episodes <= EXACT_UP_TO:
         return False, EXACT
     rough: Walk = BITS if BITS_FACTOR > 0 else EXACT
@@ -108,10 +115,12 @@ def _statement(
     how the vector candidates are found (:func:`_walk`); ``routed``: on a cluster
     distributed by user."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
+    # Small talk is left out of the vector and full-text lists (the days' list keeps it).
+    listed = f"{where} AND NOT e.small_talk"
     if walk == EXACT:
         nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {where} AND e.embedding_model = %(model)s
+    WHERE {listed} AND e.embedding_model = %(model)s
     ORDER BY dist, e.id DESC LIMIT %(pool)s"""
     elif walk == BITS:
         # The inner list is read from episodes_user_bits_idx alone (it holds every column
@@ -120,7 +129,7 @@ def _statement(
         nearest = f"""
     SELECT x.id, x.embedding <=> q.v AS dist FROM (
       SELECT e.id FROM episodes e, q
-      WHERE {where} AND e.embedding_model = %(model)s
+      WHERE {listed} AND e.embedding_model = %(model)s
       ORDER BY e.embedding_bits <~> q.b, e.id DESC LIMIT %(rough)s
     ) r JOIN episodes x ON x.user_id = %(user_id)s AND x.id = r.id, q
     ORDER BY dist, x.id DESC LIMIT %(pool)s"""
@@ -137,7 +146,7 @@ def _statement(
         user = "e.user_id" if routed else "(e.user_id || '')"
         nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {user} = %(user_id)s AND e.hidden_at IS NULL{window}
+    WHERE {user} = %(user_id)s AND e.hidden_at IS NULL{window} AND NOT e.small_talk
       AND e.embedding_model = {index.model_literal}
     ORDER BY {order} LIMIT %(pool)s"""
     vec = f"""
@@ -175,7 +184,7 @@ txt AS MATERIALIZED (
            (SELECT sum(CASE WHEN e.tsv @@ w.own THEN w.idf ELSE w.idf * %(context_weight)s END)
             FROM w WHERE e.tsv @@ w.q) / tq.total AS score
     FROM episodes e, tq
-    WHERE {where} AND e.tsv @@ tq.t
+    WHERE {listed} AND e.tsv @@ tq.t
     ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s
 )"""
     else:
@@ -215,7 +224,8 @@ WITH q AS MATERIALIZED (
 {cand.strip()}
 SELECT {_COLUMNS}, c.dist, c.vector_rank, c.text_rank, c.text_score, c.day_rank,
        ARRAY(SELECT s.belief_id FROM belief_sources s
-             WHERE s.user_id = %(user_id)s AND s.episode_id = e.id) AS belief_ids
+             WHERE s.user_id = %(user_id)s AND s.episode_id = e.id) AS belief_ids,
+       (SELECT u.episodes FROM memory_users u WHERE u.user_id = %(user_id)s) AS held
 FROM cand c JOIN episodes e ON e.user_id = %(user_id)s AND e.id = c.id"""
 
 
@@ -265,9 +275,13 @@ async def fetch_episodes(
     statement = _statement(window, text, days is not None, walk, routed)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
     out: list[EpisodeCandidate] = []
+    if rows and rows[0][-1] is not None:
+        parts.episode_counts.set(user_id, int(rows[0][-1]))
+    elif walk != EXACT:  # nothing found where a lifetime was counted: count again next time
+        parts.episode_counts.forget(user_id)
     for row in rows:
         (eid, user, session, job, message, passage, role, content, said_at, item_ref,
-         hidden_at, context, dist, vrank, trank, tscore, drank, belief_ids) = row  # fmt: skip
+         hidden_at, context, dist, vrank, trank, tscore, drank, belief_ids, _) = row  # fmt: skip
         episode = Episode(
             eid, user, session, job, message, passage, role, content, said_at, item_ref,
             hidden_at, tuple(belief_ids or ()), context,

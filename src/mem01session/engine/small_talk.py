@@ -3,8 +3,11 @@
 
 Much of what people say in a chat is greetings, thanks, praise of the other speaker and
 questions back. Such a passage is kept as an episode like any other (the record is
-verbatim), but recall ranks it down (:data:`~.scoring.SMALL_TALK_FACTOR`), so that it
-does not take a block's places that passages telling something need.
+verbatim), but the write path marks it (``episodes.small_talk``): its words are not counted
+in the user's word rarity, and recall's vector and full-text candidates leave it out, so
+that it takes neither a pool's places nor a block's that passages telling something need.
+A question naming days still finds it among what was said then, ranked down
+(:data:`~.scoring.SMALL_TALK_FACTOR`, as are episodes written before it was marked).
 
 A passage is small talk when none of its sentences states anything: each is a question,
 or opens (after a name being addressed) with words of reaction, greeting, thanks or
@@ -26,8 +29,8 @@ _WORD = re.compile(r"[A-Za-z']+")
 # A name addressed at the start of a sentence: "Caroline, ...", "Mel! ..." (its first word).
 _ADDRESSED = re.compile(r"^[A-Z][a-z]+,\s*")
 _REACTION = re.compile(
-    r"^(?:hey|hi|hello|hiya|(?:good )?(?:morning|evening|afternoon)|hmm+|thanks|thank you"
-    r"|thx|missed you|wow|whoa|aw+|ah+|oh+|ooh|cool|awesome|great"
+    r"^(?:hey|hi|hello|hiya|(?:good )?(?:morning|evening|afternoon)|hmm+"
+    r"|thanks(?! to\b)|thank you|thx|missed you|wow|whoa|aw+|ah+|oh+|ooh|cool|awesome|great"
     r"|nice|lovely|amazing|congrats|congratulations|glad|good luck|take care|bye|goodbye"
     r"|see you|see ya|talk (?:to you )?soon|later|yay|ha(?:ha)+|lol|omg|yep|yup|yeah|yes|nope"
     r"|no|nah|sure|ok|okay|right|totally|absolutely|definitely|exactly|indeed|agreed|same"
