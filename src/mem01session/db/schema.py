@@ -10,7 +10,6 @@ from __future__ import annotations
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
-    Boolean,
     CheckConstraint,
     Column,
     Computed,
@@ -234,9 +233,6 @@ def build_metadata() -> MetaData:
             BIT(varying=True),
             Computed("binary_quantize(embedding)", persisted=True),
         ),
-        # Marked by the write path (engine/small_talk.py): out of the word counts and of
-        # recall's vector and full-text candidates.
-        Column("small_talk", Boolean, nullable=False, server_default=text("false")),
         PrimaryKeyConstraint("user_id", "id", name="episodes_pkey"),
         UniqueConstraint(
             "user_id", "job_id", "message", "passage", name="episodes_user_job_message_passage_key"
@@ -254,7 +250,7 @@ def build_metadata() -> MetaData:
             "user_id",
             "embedding_model",
             postgresql_include=["id", "said_at", "embedding_bits"],
-            postgresql_where=text("hidden_at IS NULL AND NOT small_talk"),
+            postgresql_where=text("hidden_at IS NULL"),
         ),
     )
 

@@ -13,10 +13,8 @@ user's own words or, for
 less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
 candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
 repeated). When the query names days ("in June", "yesterday": :mod:`.named_days`), the
-episodes said in them are a third list, by similarity. Small talk the write path marked
-(:mod:`.small_talk`) is in neither of the first two lists: only in the days' (what was said
-then). Hidden episodes (a belief drawn from them was forgotten) and those past the
-retention never come back.
+episodes said in them are a third list, by similarity. Hidden episodes
+(a belief drawn from them was forgotten) and those past the retention never come back.
 It runs on the direct pool, beside the belief statement.
 """
 
@@ -115,12 +113,10 @@ def _statement(
     how the vector candidates are found (:func:`_walk`); ``routed``: on a cluster
     distributed by user."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
-    # Small talk is left out of the vector and full-text lists (the days' list keeps it).
-    listed = f"{where} AND NOT e.small_talk"
     if walk == EXACT:
         nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {listed} AND e.embedding_model = %(model)s
+    WHERE {where} AND e.embedding_model = %(model)s
     ORDER BY dist, e.id DESC LIMIT %(pool)s"""
     elif walk == BITS:
         # The inner list is read from episodes_user_bits_idx alone (it holds every column
@@ -129,7 +125,7 @@ def _statement(
         nearest = f"""
     SELECT x.id, x.embedding <=> q.v AS dist FROM (
       SELECT e.id FROM episodes e, q
-      WHERE {listed} AND e.embedding_model = %(model)s
+      WHERE {where} AND e.embedding_model = %(model)s
       ORDER BY e.embedding_bits <~> q.b, e.id DESC LIMIT %(rough)s
     ) r JOIN episodes x ON x.user_id = %(user_id)s AND x.id = r.id, q
     ORDER BY dist, x.id DESC LIMIT %(pool)s"""
@@ -146,7 +142,7 @@ def _statement(
         user = "e.user_id" if routed else "(e.user_id || '')"
         nearest = f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {user} = %(user_id)s AND e.hidden_at IS NULL{window} AND NOT e.small_talk
+    WHERE {user} = %(user_id)s AND e.hidden_at IS NULL{window}
       AND e.embedding_model = {index.model_literal}
     ORDER BY {order} LIMIT %(pool)s"""
     vec = f"""
@@ -184,7 +180,7 @@ txt AS MATERIALIZED (
            (SELECT sum(CASE WHEN e.tsv @@ w.own THEN w.idf ELSE w.idf * %(context_weight)s END)
             FROM w WHERE e.tsv @@ w.q) / tq.total AS score
     FROM episodes e, tq
-    WHERE {listed} AND e.tsv @@ tq.t
+    WHERE {where} AND e.tsv @@ tq.t
     ORDER BY 2 DESC, 1 DESC LIMIT %(pool)s) s
 )"""
     else:

@@ -9,9 +9,7 @@ message it answered as its context (searched by words, not embedded), embeds the
 the batch's statements, and
 :func:`insert` writes them in the transaction that applies the turn's ops, so that a turn
 is kept exactly once. The user's word counts (``episode_terms``, what recall's word rarity
-rests on) follow every episode that enters or leaves recall, in the same transaction. A
-passage of small talk (:mod:`.small_talk`) is marked as such: kept, but its words are not
-counted and recall's candidate lists leave it out (:mod:`.episode_candidates`).
+rests on) follow every episode that enters or leaves recall, in the same transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from ..errors import ConfigError
 from ..tokens import TokenCounter
 from . import terms
 from .passages import SPACE, passages, tail
-from .small_talk import is_small_talk
 from .tx import Tx
 
 
@@ -90,23 +87,20 @@ class Draft:
     content: str
     item_ref: str | None
     context: str | None = None
-    small_talk: bool = False  # see .small_talk: read with its context, as recall reads it
 
 
 def drafts(
     utterances: Sequence[Utterance], policy: EpisodePolicy, counter: TokenCounter
 ) -> list[Draft]:
     """The episode rows a turn's messages make under ``policy``; the first passage of a
-    message with a context keeps the context's end (:func:`tail`); each is marked small
-    talk or not."""
+    message with a context keeps the context's end (:func:`tail`)."""
     out: list[Draft] = []
     for u in utterances:
         if not policy.keeps(u.role):
             continue
         context = tail(u.context, counter) or None if u.context else None
         for index, body in enumerate(passages(u.text, counter)):
-            chat = is_small_talk(body, context)
-            out.append(Draft(u.message, index, u.role, body, u.item_ref, context, chat))
+            out.append(Draft(u.message, index, u.role, body, u.item_ref, context))
             context = None
     return out
 
@@ -116,15 +110,15 @@ _TERMS_DOWN = terms.count_down("episode_terms")
 _COUNT = "UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u"
 _INSERT = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
-    "content, context, said_at, embedding, embedding_model, created_at, small_talk) "
+    "content, context, said_at, embedding, embedding_model, created_at) "
     "SELECT :u, :session, :job, r.message, r.passage, r.item_ref, r.role, r.content, "
-    "r.context, :said, r.vec, :model, :now, r.chat "
+    "r.context, :said, r.vec, :model, :now "
     "FROM unnest(CAST(:messages AS smallint[]), CAST(:passages AS smallint[]), "
     "CAST(:refs AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
-    "CAST(:contexts AS text[]), CAST(:vecs AS vector[]), CAST(:chats AS boolean[])) "
-    "AS r(message, passage, item_ref, role, content, context, vec, chat) "
+    "CAST(:contexts AS text[]), CAST(:vecs AS vector[])) "
+    "AS r(message, passage, item_ref, role, content, context, vec) "
     "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
-    "RETURNING id, message, passage, role, content, context, small_talk"
+    "RETURNING id, message, passage, role, content, context"
 )
 
 
@@ -173,12 +167,11 @@ async def insert(
             "contents": [r.content for r in rows],
             "contexts": [r.context for r in rows],
             "vecs": BinaryVectors(vectors[r.content] for r in rows),
-            "chats": [r.small_talk for r in rows],
         },
     )
     written = [_stored(r) for r in result]
     added = len(written)
-    await _count(tx, user_id, result, up=True, users=False)
+    await _count(tx, user_id, [_words(r) for r in result], up=True, users=False)
     if len(written) < len(rows):  # the turn was kept before (its job failed, then retried)
         found = await tx.rows(
             "SELECT id, message, passage, role, content FROM episodes "
@@ -191,18 +184,16 @@ async def insert(
 
 _INSERT_MANY = (
     "INSERT INTO episodes (user_id, session_id, job_id, message, passage, item_ref, role, "
-    "content, context, said_at, embedding, embedding_model, created_at, small_talk) "
+    "content, context, said_at, embedding, embedding_model, created_at) "
     "SELECT r.u, r.session, r.job, r.message, r.passage, r.item_ref, r.role, r.content, "
-    "r.context, r.said, r.vec, :model, :now, r.chat "
+    "r.context, r.said, r.vec, :model, :now "
     "FROM unnest(CAST(:users AS text[]), CAST(:sessions AS text[]), CAST(:jobs AS bigint[]), "
     "CAST(:saids AS timestamptz[]), CAST(:messages AS smallint[]), "
     "CAST(:passages AS smallint[]), CAST(:refs AS text[]), CAST(:roles AS text[]), "
-    "CAST(:contents AS text[]), CAST(:contexts AS text[]), CAST(:vecs AS vector[]), "
-    "CAST(:chats AS boolean[])) "
-    "AS r(u, session, job, said, message, passage, item_ref, role, content, context, vec, "
-    "chat) "
+    "CAST(:contents AS text[]), CAST(:contexts AS text[]), CAST(:vecs AS vector[])) "
+    "AS r(u, session, job, said, message, passage, item_ref, role, content, context, vec) "
     "ON CONFLICT (user_id, job_id, message, passage) DO NOTHING "
-    "RETURNING user_id, job_id, id, message, passage, role, content, context, small_talk"
+    "RETURNING user_id, job_id, id, message, passage, role, content, context"
 )
 
 
@@ -242,17 +233,15 @@ async def insert_many(
             "contents": [d.content for _, d in rows],
             "contexts": [d.context for _, d in rows],
             "vecs": BinaryVectors(t.vectors[d.content] for t, d in rows),
-            "chats": [d.small_talk for _, d in rows],
         },
     )
     written: dict[tuple[str, int], list[Stored]] = {}
     for r in result:
         written.setdefault((str(r["user_id"]), int(r["job_id"])), []).append(_stored(r))
-    counted = [r for r in result if not r["small_talk"]]
-    if counted:
+    if result:
         await tx.run(
             terms.count_up_many("episode_terms"),
-            {"users": [r["user_id"] for r in counted], "texts": [_words(r) for r in counted]},
+            {"users": [r["user_id"] for r in result], "texts": [_words(r) for r in result]},
         )
     out = []
     for t in turns:
@@ -284,18 +273,15 @@ def _stored(row: Mapping[str, Any]) -> Stored:
 
 
 async def _count(
-    tx: Tx, user_id: str, rows: Sequence[Mapping[str, Any]], *, up: bool, users: bool = True
+    tx: Tx, user_id: str, contents: list[str], *, up: bool, users: bool = True
 ) -> None:
-    """Keep the user's episode word counts in step with episodes (``rows``: their content,
-    context and small_talk) entering (``up``) or leaving recall (and, with ``users``, the
-    user's episode count). Small talk's words are not counted."""
-    if not rows:
+    """Keep the user's episode word counts in step with episodes entering (``up``) or
+    leaving recall (and, with ``users``, the user's episode count)."""
+    if not contents:
         return
-    words = [_words(r) for r in rows if not r["small_talk"]]
-    if words:
-        await tx.run(_TERMS_UP if up else _TERMS_DOWN, {"u": user_id, "texts": words})
+    await tx.run(_TERMS_UP if up else _TERMS_DOWN, {"u": user_id, "texts": contents})
     if users:
-        await tx.run(_COUNT, {"u": user_id, "n": len(rows) if up else -len(rows)})
+        await tx.run(_COUNT, {"u": user_id, "n": len(contents) if up else -len(contents)})
 
 
 async def hide_sources_of(tx: Tx, user_id: str, belief_id: int, now: datetime) -> int:
@@ -305,22 +291,24 @@ async def hide_sources_of(tx: Tx, user_id: str, belief_id: int, now: datetime) -
         "UPDATE episodes e SET hidden_at = :now FROM belief_sources s "
         "WHERE e.user_id = :u AND s.user_id = :u AND s.belief_id = :b "
         "AND e.id = s.episode_id AND e.hidden_at IS NULL "
-        "RETURNING e.content, e.context, e.small_talk",
+        "RETURNING e.content, e.context",
         {"u": user_id, "b": belief_id, "now": now},
     )
-    await _count(tx, user_id, hidden, up=False)
-    return len(hidden)
+    contents = [_words(r) for r in hidden]
+    await _count(tx, user_id, contents, up=False)
+    return len(contents)
 
 
 async def prune(tx: Tx, user_id: str, oldest: datetime) -> int:
     """Delete the user's episodes said before ``oldest`` (retention); returns how many."""
     rows = await tx.rows(
         "DELETE FROM episodes WHERE user_id = :u AND said_at < :oldest "
-        "RETURNING content, context, hidden_at, small_talk",
+        "RETURNING content, context, hidden_at",
         {"u": user_id, "oldest": oldest},
     )
     # Hidden ones were counted out when they were hidden.
-    await _count(tx, user_id, [r for r in rows if r["hidden_at"] is None], up=False)
+    kept = [_words(r) for r in rows if r["hidden_at"] is None]
+    await _count(tx, user_id, kept, up=False)
     return len(rows)
 
 

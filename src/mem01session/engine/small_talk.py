@@ -3,11 +3,11 @@
 
 Much of what people say in a chat is greetings, thanks, praise of the other speaker and
 questions back. Such a passage is kept as an episode like any other (the record is
-verbatim), but the write path marks it (``episodes.small_talk``): its words are not counted
-in the user's word rarity, and recall's vector and full-text candidates leave it out, so
-that it takes neither a pool's places nor a block's that passages telling something need.
-A question naming days still finds it among what was said then, ranked down
-(:data:`~.scoring.SMALL_TALK_FACTOR`, as are episodes written before it was marked).
+verbatim), but recall ranks it down (:data:`~.scoring.SMALL_TALK_FACTOR`), so that it
+does not take a block's places that passages telling something need. It stays a candidate:
+left out of the candidates, the questions back that a fact answered ("Wow! Did you see that
+band?") were lost, and real dialogue's evidence in the block fell (tried with
+``python -m bench e2e``).
 
 A passage is small talk when none of its sentences states anything: each is a question,
 or opens (after a name being addressed) with words of reaction, greeting, thanks or

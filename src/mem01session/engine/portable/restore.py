@@ -28,7 +28,6 @@ from ...secrets.scan import redact_secrets
 from .. import near, terms
 from ..engine_parts import EngineParts
 from ..records import normalize_content
-from ..small_talk import is_small_talk
 from ..tx import Tx, transaction
 from ..users import lock_user
 from .document import Record, UserPart
@@ -69,17 +68,17 @@ _IDS = "SELECT nextval(CAST(:seq AS regclass)) AS id FROM generate_series(1, :n)
 _EPISODES = """
 INSERT INTO episodes (user_id, id, session_id, job_id, message, passage, item_ref, role,
                       content, context, said_at, hidden_at, created_at, embedding,
-                      embedding_model, small_talk)
+                      embedding_model)
 SELECT :u, r.id, r.session, r.job, r.message, r.passage, r.item_ref, r.role, r.content,
-       r.context, r.said, r.hidden, coalesce(r.created, r.said), r.vec, :model, r.chat
+       r.context, r.said, r.hidden, coalesce(r.created, r.said), r.vec, :model
 FROM unnest(CAST(:ids AS bigint[]), CAST(:sessions AS text[]), CAST(:jobs AS bigint[]),
             CAST(:messages AS smallint[]), CAST(:passages AS smallint[]),
             CAST(:refs AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]),
             CAST(:contexts AS text[]), CAST(:saids AS timestamptz[]),
             CAST(:hiddens AS timestamptz[]), CAST(:createds AS timestamptz[]),
-            CAST(:vecs AS vector[]), CAST(:chats AS boolean[]))
+            CAST(:vecs AS vector[]))
      AS r(id, session, job, message, passage, item_ref, role, content, context, said, hidden,
-          created, vec, chat)"""
+          created, vec)"""
 _BELIEFS = """
 INSERT INTO beliefs (user_id, id, content, norm_content, key, status, confidence, valid_from,
                      valid_to, created_at, updated_at, last_confirmed_at, version, embedding,
@@ -272,8 +271,6 @@ class _Writer:
         ids = await self._ids("episodes", len(batch))
         contents = [scrub(r["content"]) or "" for r in batch]
         contexts = [scrub(r["context"]) for r in batch]
-        # Marked as the write path marks them (not carried by the document: it is derived).
-        chats = [is_small_talk(c, x) for c, x in zip(contents, contexts, strict=True)]
         await self.tx.run(
             _EPISODES,
             {
@@ -292,19 +289,17 @@ class _Writer:
                 "hiddens": [r["hidden_at"] for r in batch],
                 "createds": [r["created_at"] for r in batch],
                 "vecs": await self._embed(contents),
-                "chats": chats,
             },
         )
         self.episode_ids |= {r["ref"]: i for r, i in zip(batch, ids, strict=True)}
-        visible = [
-            (c if x is None else f"{c}\n{x}", chat)
-            for r, c, x, chat in zip(batch, contents, contexts, chats, strict=True)
+        words = [
+            c if x is None else f"{c}\n{x}"
+            for r, c, x in zip(batch, contents, contexts, strict=True)
             if r["hidden_at"] is None
         ]
-        words = [w for w, chat in visible if not chat]  # small talk's words are not counted
         if words:
             await self.tx.run(_EPISODE_TERMS_UP, {"u": self.u, "texts": words})
-        self.visible += len(visible)
+        self.visible += len(words)
 
     async def _beliefs(self, batch: list[Record]) -> None:
         ids = await self._ids("beliefs", len(batch))
