@@ -161,6 +161,9 @@ class E2EResult:
     lifecycle: dict[str, dict[str, int]] = field(default_factory=dict)
     observations: int = 0  # LoCoMo's observations the replay can answer
     unplaced_observations: int = 0  # about one speaker, drawn from the other's turn
+    # Questions whose evidence names no turn an observation was drawn from: a belief the
+    # replay wrote points at their evidence for none of them.
+    unobserved_questions: int = 0
     # Turns the library takes for small talk, and how many of them LoCoMo observed a fact in.
     small_talk: tuple[int, int] = (0, 0)
 
@@ -493,6 +496,12 @@ async def _one_run(
     out = E2EResult(extractor=extractor, dialogues=len(dialogues))
     out.observations = sum(len(f) for d in dialogues for f in d.observed.values())
     out.unplaced_observations = sum(d.unplaced_observations for d in dialogues)
+    out.unobserved_questions = sum(
+        1
+        for d in dialogues
+        for q, _ in d.queries
+        if q.evidence and not q.evidence & d.observed.keys()
+    )
     out.small_talk = small_talk_turns(dialogues)
     out.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
     queries: list[Query] = [q for d in dialogues for q, _ in d.queries if q.evidence]

@@ -239,7 +239,9 @@ def _server(r: E2EResult) -> str:
         "a fact restating an active belief among the request's candidates ADDed with that "
         "belief's text, which the engine records as a confirmation) or as mem0's "
         '`{"memory": [...]}` (a fact restating one of its existing memories left out, as its '
-        "prompt asks)"
+        f"prompt asks); {r.unobserved_questions} of the {r.questions} questions name as their "
+        "evidence only turns no observation was drawn from, so no belief the replay writes "
+        "points at their evidence: only the quotes can hold it)"
     )
 
 
