@@ -8,7 +8,9 @@ and their one-record forms; :meth:`~MemoryVerbs.recall` (the block a model is sh
 Writes go to the engine directly, never through the queue: each takes the user's lock,
 passes the engine's validation (a statement that holds a secret, or is over 1,000
 characters, is refused with :class:`~mem01session.errors.InvalidOpError` saying why, and
-nothing changes) and lands in the ledger in one transaction, recorded with
+nothing changes; so is one :meth:`~MemoryVerbs.remember` or :meth:`~MemoryVerbs.correct`
+is given that reads as an instruction to the assistant, as every extractor's op and the
+agent's tools are screened) and lands in the ledger in one transaction, recorded with
 ``provenance`` (default: the verb's name as the author). Every verb but
 :meth:`~MemoryVerbs.erase`, :meth:`~MemoryVerbs.compact` and :meth:`~MemoryVerbs.reembed`
 answers within :data:`VERB_TIMEOUT_SECONDS` once the memory is open, or raises
@@ -41,6 +43,7 @@ from ..engine.records import (
 )
 from ..engine.validate import TargetNotFoundError
 from ..errors import InvalidOpError, Mem01MemoryError
+from ..extraction.directives import directive
 from ..queue import JobStore
 from ..queue.job_records import Job, JobCounts
 from .reader import MemoryReader
@@ -208,6 +211,7 @@ class MemoryVerbs:
         key that says something else is superseded by it: it keeps its text and ends now,
         in history, as when the extractor sees a fact change."""
         user_id = check_id("user_id", user_id)
+        _not_addressed("ADD", statement, key)
         op = Op("ADD", content=statement, key=key, reason=reason or "remembered on request")
         author = provenance or Provenance(extractor="remember")
 
@@ -236,6 +240,7 @@ class MemoryVerbs:
         belief already makes is refused with ``InvalidOpError``; a belief that is not an
         active one of the user's with ``BeliefNotFoundError``."""
         user_id = check_id("user_id", user_id)
+        _not_addressed("CORRECT", statement)
         why = reason or "corrected"
 
         async def write(engine: BeliefEngine, _: JobStore) -> ApplyResult:
@@ -322,6 +327,19 @@ async def _keyed_change(engine: BeliefEngine, user_id: str, op: Op) -> Op:
     if not same_key or any(b.says(op.content) for b in same_key):
         return op  # new key, or a restatement: the ADD confirms it
     return Op.supersede(same_key[0].id, op.content, key=op.key, reason=op.reason)
+
+
+def _not_addressed(op: str, statement: str, key: str | None = None) -> None:
+    """Refuse a statement that reads as an instruction to the assistant (the screen of
+    :mod:`~mem01session.extraction.directives`): stored, it would be read back to the model
+    in every later run as what the memory knows."""
+    why = directive(statement if isinstance(statement, str) else "")
+    why = why or (directive(key) if isinstance(key, str) else None)
+    if why is not None:
+        raise InvalidOpError(
+            0, op, f"the statement reads as an instruction to the assistant ({why}), not a "
+            "fact about the user; memory does not store one",
+        )  # fmt: skip
 
 
 __all__ = ["MAX_KEYED", "VERB_TIMEOUT_SECONDS", "MemoryVerbs"]
