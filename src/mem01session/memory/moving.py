@@ -106,7 +106,8 @@ class PortableVerbs:
         screen reads it, is left out and listed in the report's ``left_out``).
 
         The whole file is checked before anything is written
-        (:class:`~mem01session.errors.DocumentError` names the first bad line); then each
+        (:class:`~mem01session.errors.DocumentError` names the first bad line: a belief
+        that holds a secret, or whose text is addressed to the assistant, is one); then each
         user is written in one transaction, embedded with this memory's model. A user who
         already has memory here is refused (:class:`~mem01session.errors.
         ImportConflictError`, the users before it stay imported), unless this same
@@ -127,6 +128,7 @@ class PortableVerbs:
             return await import_file(
                 engine.parts, file, users=users, progress=progress,
                 transcripts=lambda records: write_conversations(store, records),
+                screen=directive,
             )  # fmt: skip
         if source != "mem0":
             raise ConfigError(f"source must be 'mem01session' or 'mem0', got {source!r:.40}")

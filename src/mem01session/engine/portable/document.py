@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -337,7 +337,8 @@ class Checker:
     events), every ref a line points at defined by that user's lines, and the end line's
     counts. Keeps the refs of one user at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, screen: Callable[[str], str | None] | None = None) -> None:
+        self.screen = screen  # what a belief's text addresses to the assistant, if anything
         self.header: Record | None = None
         self.parts: list[UserPart] = []
         self._seen: set[str] = set()
@@ -398,6 +399,12 @@ class Checker:
             part.episodes += 1
         elif kind == "belief":
             self._new(refs.beliefs, record["ref"], line, "belief")
+            if self.screen is not None and (said := self.screen(record["content"])):
+                raise DocumentError(
+                    line,
+                    f"content: reads as an instruction to the assistant ({said}), not a fact "
+                    "about the user; memory does not store one",
+                )
             for i, source in enumerate(record["sources"]):
                 if source["episode"] is not None and source["episode"] not in refs.episodes:
                     raise DocumentError(
@@ -444,10 +451,13 @@ class Checker:
 _STAGES = ("episode", "belief", "event", "transcript")
 
 
-def check_lines(lines: Iterable[tuple[int, int, bytes]]) -> tuple[Record, list[UserPart]]:
+def check_lines(
+    lines: Iterable[tuple[int, int, bytes]], screen: Callable[[str], str | None] | None = None
+) -> tuple[Record, list[UserPart]]:
     """Check a whole document, given as ``(line number, byte offset, raw line)``: its
-    header and its users (with where each one's lines are)."""
-    checker = Checker()
+    header and its users (with where each one's lines are). ``screen``: what a belief's
+    text addresses to the assistant (None: nothing); such a belief refuses the document."""
+    checker = Checker(screen)
     for number, offset, raw in lines:
         if not raw.strip():
             continue

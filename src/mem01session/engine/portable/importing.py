@@ -33,12 +33,14 @@ def _lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple
             offset += len(raw)
 
 
-def check_file(path: Path) -> tuple[Record, list[UserPart]]:
+def check_file(
+    path: Path, screen: Callable[[str], str | None] | None = None
+) -> tuple[Record, list[UserPart]]:
     """The document's header and its users, every line checked (:class:`DocumentError`
-    names the first bad one)."""
+    names the first bad one; ``screen``: see :func:`~.document.check_lines`)."""
     if not path.is_file():
         raise DocumentError(0, f"{path}: no such file")
-    return check_lines(_lines(path))
+    return check_lines(_lines(path), screen)
 
 
 def _user_records(path: Path, part: UserPart) -> tuple[Record, Callable[[], Iterator[Record]]]:
@@ -62,14 +64,16 @@ async def import_file(
     users: Callable[[list[UserPart]], None] | None = None,
     progress: Callable[[int], None] | None = None,
     transcripts: Callable[[Iterator[Record]], int] | None = None,
+    screen: Callable[[str], str | None] | None = None,
 ) -> ImportReport:
     """Import the document at ``path``: check it all, then write each user in a
     transaction of its own. ``users`` is shown the users once the file is checked;
     ``progress`` is told how many records were written after each batch; ``transcripts``
     writes a user's transcript records (after the user's memory, and again for a user
     imported before: it writes only conversations the store does not hold yet) and says
-    how many items it wrote (None: they are left out)."""
-    header, found = check_file(path)
+    how many items it wrote (None: they are left out). ``screen``: what a belief's text
+    addresses to the assistant; such a belief refuses the document."""
+    header, found = check_file(path, screen)
     if users is not None:
         users(found)
     same_model = header["embedding_model"] == parts.embedder.name
