@@ -199,6 +199,7 @@ def render_block(
         return EMPTY
     packing = _Packing(counter, header, used, tail)
     believed: set[int] = set()
+    drawn: dict[int, list[_Pick]] = {}  # belief id -> packed quotes drawn into it
     for item in _merged(ranked, episodes):
         if max_tokens - packing.used < _MIN_RECORD_TOKENS:
             break
@@ -209,8 +210,9 @@ def render_block(
                 packing.records.append(_Pick(item, line, cost))
                 packing.used += cost
                 believed.add(item.belief.id)
-                for pick in [q for q in packing.quotes if _drawn(q, {item.belief.id})]:
-                    packing.drop_quote(pick)  # the belief now says it
+                for pick in drawn.pop(item.belief.id, ()):
+                    if pick in packing.quotes:  # one drawn into two beliefs goes once
+                        packing.drop_quote(pick)  # the belief now says it
             continue
         episode = item.episode
         if believed.intersection(episode.belief_ids):
@@ -218,7 +220,10 @@ def render_block(
         line, cost = quote_line(counter, episode.content, episode.role, quote_note(item, style))
         day = day_line(episode.said_at.astimezone(style.zone).date())
         if line and packing.used + cost + packing.extra_for(day) <= max_tokens:
-            packing.add_quote(_Pick(item, line, cost, day))
+            pick = _Pick(item, line, cost, day)
+            packing.add_quote(pick)
+            for belief_id in episode.belief_ids:
+                drawn.setdefault(belief_id, []).append(pick)
     # Per-line counts are an estimate (BPE merges across joins); the exact count decides.
     while packing.records or packing.quotes:
         text = packing.text()
@@ -265,8 +270,3 @@ def _notes_only(counter: TokenCounter, notes: str, max_tokens: int, quoted: int)
     text = notes + FOOTER
     tokens = counter.count(text)
     return Block(text, tokens, (), (), quoted) if tokens <= max_tokens else EMPTY
-
-
-def _drawn(pick: _Pick, belief_ids: set[int]) -> bool:
-    item = pick.item
-    return isinstance(item, ScoredEpisode) and not belief_ids.isdisjoint(item.episode.belief_ids)
