@@ -263,3 +263,27 @@ async def test_a_users_episode_count_is_read_once_then_each_recall_brings_it(
     for _ in range(2):
         await indexed.recall("nobody", "what do I keep on my roof?")
     assert sent.count(episode_candidates.COUNT_SQL) == 3
+
+
+async def test_the_tables_size_is_read_once_for_a_run_of_lifetime_recalls(
+    indexed: BeliefEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a lifetime user is read through the index or by bits follows from their
+    share of the table; the table's size (the planner's estimate, which moves only when
+    it is analyzed) is read by one statement, not one per recall, until it is a minute old."""
+    await tell_all(indexed, "many")
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
+    sent: list[str] = []
+    fetch = indexed.db.direct.fetch
+
+    async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(statement)
+        return await fetch(statement, params, **kwargs)
+
+    monkeypatch.setattr(indexed.db.direct, "fetch", spy)
+    for _ in range(3):
+        assert quoted(await indexed.recall("many", "what do I keep on my roof?"))
+    assert sent.count(episode_candidates.TABLE_SQL) == 1
+    monkeypatch.setattr(indexed.parts.episodes_table, "TTL", -1.0)  # a minute later
+    await indexed.recall("many", "what do I keep on my roof?")
+    assert sent.count(episode_candidates.TABLE_SQL) == 2

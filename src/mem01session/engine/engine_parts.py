@@ -12,6 +12,7 @@ holds one and adds nothing but the API.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +59,27 @@ class EpisodeCounts:
         self._counts.pop(user_id, None)
 
 
+class TableEstimate:
+    """The planner's estimate of the episodes table's rows (``pg_class.reltuples``) as last
+    read: it moves only when the table is vacuumed or analyzed, and a user's share of it
+    (which decides how their vectors are read) needs no fresher one. Read again once
+    :attr:`TTL` seconds old."""
+
+    TTL = 60.0
+
+    def __init__(self) -> None:
+        self._rows: float | None = None
+        self._read_at = 0.0
+
+    def get(self) -> float | None:
+        if self._rows is None or time.monotonic() - self._read_at > self.TTL:
+            return None
+        return self._rows
+
+    def set(self, rows: float) -> None:
+        self._rows, self._read_at = rows, time.monotonic()
+
+
 @dataclass(frozen=True)
 class EngineParts:
     """The engine's collaborators (see the module docstring)."""
@@ -69,6 +91,7 @@ class EngineParts:
     clock: Clock = utcnow
     episodes: EpisodePolicy = field(default_factory=EpisodePolicy)
     episode_counts: EpisodeCounts = field(default_factory=EpisodeCounts)
+    episodes_table: TableEstimate = field(default_factory=TableEstimate)
 
     @property
     def token_counter(self) -> TokenCounter:

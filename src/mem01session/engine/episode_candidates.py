@@ -53,11 +53,12 @@ MIN_SHARE = 0.1
 walked: the walk, filtered by user, visits some ``pool / share`` entries before it has the
 user's nearest, and below this share that costs more than reading the user's bits."""
 
-BITS_FACTOR = 8
+BITS_FACTOR = 4
 """Read by their bits (a user past :data:`EXACT_UP_TO` below :data:`MIN_SHARE`), this many
 times the pool are re-ranked by exact distance: the sign bits of a sentence vector order
-its neighbours roughly, and the exact nearest are nearly all among the first few hundred
-(``python -m bench episodes`` reports the share). 0: read every vector instead."""
+its neighbours roughly, and the exact nearest are nearly all among the first couple of
+hundred (``python -m bench episodes`` reports the share found). 0: read every vector
+instead."""
 
 EXACT = "exact"
 BITS = "bits"
@@ -83,7 +84,8 @@ async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]
     distributed by user, whose coordinator does not count the shards' rows, always), else
     their bits. The count is the one the user's last recall in this process returned
     (``parts.episode_counts``); read by a statement of its own only for a user not recalled
-    lately."""
+    lately. The table's size is the planner's estimate, read at most once a minute
+    (``parts.episodes_table``)."""
     direct = parts.db.direct
     episodes = parts.episode_counts.get(user_id)
     if episodes is None:
@@ -98,8 +100,11 @@ async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]
         return True, rough
     if direct.distributed:
         return True, index
-    rows = await direct.fetch(TABLE_SQL, {})
-    table = float(rows[0]["reltuples"]) if rows else 0.0
+    table = parts.episodes_table.get()
+    if table is None:
+        rows = await direct.fetch(TABLE_SQL, {})
+        table = float(rows[0]["reltuples"]) if rows else 0.0
+        parts.episodes_table.set(table)
     share = episodes / table if table > 0 else 1.0
     return True, index if share >= MIN_SHARE else rough
 
