@@ -55,6 +55,15 @@ INDEX = "as the library reads it (default)"
 EXACT = "every vector read (before)"
 MEM0 = "mem0 (raw messages, search)"
 VECTORS_READ = "the user's vectors read, the text bound kept"  # compared, not timed
+DAYS = "as the library reads it (default)"
+DAYS_BEFORE = "each vector of those days read (before)"
+DAY_FORMS = (  # from a wide span to a narrow one, the messages said over two years
+    "what did I say about {o} since last year?",
+    "any tips on {o} from last summer?",
+    "what did I tell you about {o} in March?",
+    "what did I say about {o} yesterday?",
+)
+DAY_QUESTIONS = 40
 OPENERS = (
     "I spent the afternoon with", "Yesterday I finally tried", "My sister keeps talking about",
     "We argued for an hour about", "I think I am getting better at", "Last week I signed up for",
@@ -126,6 +135,7 @@ class EpisodeScale:
     rounds: int
     per_round: int
     samples: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    day_samples: dict[str, dict[int, list[float]]] = field(default_factory=dict)  # DAY_FORMS
     quoted: dict[int, float] = field(default_factory=dict)  # episodes in the block, mean
     overlap: dict[int, float] = field(default_factory=dict)  # of the exact top OVERLAP_K
     walks: dict[int, str] = field(default_factory=dict)  # how the user's vectors are read
@@ -323,6 +333,7 @@ async def run(
         out.same_as_before = {n: sum(v) / len(v) for n, v in alike_before.items()}
         candidates.EXACT_UP_TO, candidates.MIN_SHARE = exact_up_to, min_share
         candidates.BITS_FACTOR = bits
+        await _days_named(engine, emb, users, out)
         for n, user in users.items():
             out.writes[n] = await _writes(engine, emb, user, seed=n)
     finally:
@@ -332,6 +343,34 @@ async def run(
         if mem0 is not None:
             mem0.close()
     return out
+
+
+def day_questions(rng: random.Random, n: int) -> list[str]:
+    """``n`` questions naming days, each form of :data:`DAY_FORMS` in turn."""
+    return [DAY_FORMS[i % len(DAY_FORMS)].format(o=rng.choice(OBJECTS)) for i in range(n)]
+
+
+async def _days_named(
+    engine: BeliefEngine, emb: PrecomputedEmbedder, users: dict[int, str], out: EpisodeScale
+) -> None:
+    """Questions naming days, at each scale, as the library reads them and with every
+    vector of those days read (as before), the two taking turns."""
+    texts = day_questions(random.Random(5), DAY_QUESTIONS)
+    emb.prefill(texts)
+    span_exact = candidates.SPAN_EXACT_UP_TO
+    try:
+        for n, user in users.items():
+            for i, text in enumerate(texts[: len(DAY_FORMS)] + texts):
+                for variant in (DAYS, DAYS_BEFORE) if i % 2 else (DAYS_BEFORE, DAYS):
+                    before = variant == DAYS_BEFORE
+                    candidates.SPAN_EXACT_UP_TO = 10**12 if before else span_exact
+                    t = time.perf_counter()
+                    await engine.recall(user, RecallRequest(text))
+                    ms = (time.perf_counter() - t) * 1000.0
+                    if i >= len(DAY_FORMS):  # the first few warm the plans
+                        out.day_samples.setdefault(variant, {}).setdefault(n, []).append(ms)
+    finally:
+        candidates.SPAN_EXACT_UP_TO = span_exact
 
 
 def table(r: EpisodeScale) -> str:
@@ -365,6 +404,17 @@ def table(r: EpisodeScale) -> str:
             f"{r.same_block[n]:.3f} | "
             f"{r.same_as_before[n]:.3f} | {r.quoted[n]:.1f} | {w50:.2f} | {w95:.2f} |"
         )
+    rows += [
+        "",
+        "| episodes of the user | a question naming days | p50 ms | p95 ms | max ms |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for n in r.scales:
+        for variant in (DAYS, DAYS_BEFORE):
+            got = r.day_samples.get(variant, {}).get(n)
+            if got:
+                p50, p95, _ = percentiles(got)
+                rows.append(f"| {n:,} | {variant} | {p50:.2f} | {p95:.2f} | {max(got):.2f} |")
     return "\n".join(rows)
 
 
@@ -394,6 +444,13 @@ def note(r: EpisodeScale) -> str:
         "whose block quotes the same episodes in the same order as the same recall's with the "
         "user's vectors read exactly (the index's or the bits' effect alone), and as before "
         "(that and the text bound's). "
+        f"Questions naming days: {DAY_QUESTIONS} per scale, the forms "
+        f"{', '.join(repr(f.format(o='…')) for f in DAY_FORMS)} in turn (the messages said "
+        "over two years before the clock), each asked as the library reads it (the days' "
+        "episodes read exactly while the user said fewer than "
+        f"{candidates.SPAN_EXACT_UP_TO:,} in them, else by their bits) and with each vector "
+        "of those days read (before), the two taking turns, after one warm-up question "
+        "of each form. "
         f"Writes: {WRITES} user messages per scale through `BeliefEngine.apply` (one episode "
         "each, its words counted, the index updated; vector precomputed). Index built after "
         f"the COPY in {r.build_s:.0f} s: {r.index_mb:.0f} MB beside the table's "

@@ -13,7 +13,7 @@ import pytest
 
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
-from mem01session.engine import BeliefEngine, RecallRequest, Utterance
+from mem01session.engine import BeliefEngine, RecallRequest, Utterance, episode_candidates
 from mem01session.engine.ops import Op, Provenance
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -102,6 +102,27 @@ async def test_words_said_that_day_come_back_though_nothing_else_matches(
     assert "Bought new boots." not in await quotes(engine, uid, "weather", max_tokens=60)
     named = await quotes(engine, uid, "What did I say about the weather on June 10?", max_tokens=60)
     assert named[0] == "Bought new boots."
+
+
+@pytest.mark.parametrize("span_exact", [10**9, 1], ids=["few-that-day", "many-that-day"])
+async def test_a_lifetime_of_words_still_gives_those_of_the_days_named(
+    engine: BeliefEngine, uid: str, monkeypatch: pytest.MonkeyPatch, span_exact: int
+) -> None:
+    """For a user with a lifetime of episodes, the days' episodes are read exactly while
+    the user said few in those days, else by the bits of their vectors with the days a
+    condition (a year holds thousands): either way what was said then comes first."""
+    for job in range(1, 41):
+        await tell(engine, uid, f"Note {job}: the weather was grey.", job, AUGUST)
+    boots, coats = "Bought new boots.", "The shop sold out of raincoats."
+    await tell(engine, uid, boots, 99, JUNE)
+    await tell(engine, uid, coats, 100, JUNE + timedelta(hours=2))
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 10)  # 42 episodes: a lifetime
+    monkeypatch.setattr(episode_candidates, "SPAN_EXACT_UP_TO", span_exact)
+    named = await quotes(engine, uid, "What did I say about the weather on June 10?", max_tokens=60)
+    assert set(named[:2]) == {boots, coats}
+    ranks = await day_ranks(engine, uid, "the weather on June 10, 2023")
+    assert ranks[boots] > 0 and ranks[coats] > 0
+    assert all(rank == 0.0 for said, rank in ranks.items() if said not in (boots, coats))
 
 
 async def test_relative_days_count_from_the_reads_moment(engine: BeliefEngine, uid: str) -> None:

@@ -9,11 +9,12 @@ distance) and the top full-text matches, each word weighed by its rarity among t
 recallable episodes (``episode_terms``, kept by the write path; a word held by at least
 half of them tells nothing and is left out; for a user with a lifetime of them, the
 rarest are matched first, up to :data:`MAX_TEXT_MATCHES` episodes) and found in the
-user's own words or, for
-less (:data:`CONTEXT_WEIGHT`), only in the message they answered, with, for each
-candidate, the beliefs drawn from it (so that a quote whose belief is in the block is not
-repeated). When the query names days ("in June", "yesterday": :mod:`.named_days`), the
-episodes said in them are a third list, by similarity. Hidden episodes
+user's own words or, for less (:data:`CONTEXT_WEIGHT`), only in the message they
+answered, with, for each candidate, the beliefs drawn from it (so that a quote whose
+belief is in the block is not repeated). When the query names days ("in June",
+"yesterday": :mod:`.named_days`), the episodes said in them are a third list, by
+similarity (for a user with a lifetime of them who said many in those days, found by
+their bits: :func:`_days`). Hidden episodes
 (a belief drawn from them was forgotten) and those past the retention never come back.
 It runs on the direct pool, beside the belief statement.
 """
@@ -47,6 +48,11 @@ suggested, not what the user said)."""
 EXACT_UP_TO = 5000
 """A user's episodes up to which recall reads every vector and scores every full-text
 match (exact, and cheap enough); past it, see :func:`_walk`."""
+
+SPAN_EXACT_UP_TO = 2000
+"""For a user past :data:`EXACT_UP_TO`: the episodes said in the days a query names up to
+which those days' nearest are found by reading every one of their vectors; past it, they
+are found as the user's vectors are read (the index or the bits), the days a condition."""
 
 MIN_SHARE = 0.1
 """The least share of the table's episodes a user must hold for the HNSW index to be
@@ -109,6 +115,78 @@ async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]
     return True, index if share >= MIN_SHARE else rough
 
 
+def _nearest(walk: Walk, where: str, routed: bool, extra: str = "") -> str:
+    """The rows (id, exact distance) of the user's nearest episodes, the pool of them, found
+    as ``walk`` says; ``where``: the user's recallable episodes; ``extra``: a further
+    condition on ``e`` (the days a query names)."""
+    if walk == EXACT:
+        return f"""
+    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
+    WHERE {where}{extra} AND e.embedding_model = %(model)s
+    ORDER BY dist, e.id DESC LIMIT %(pool)s"""
+    if walk == BITS:
+        # The inner list is read from episodes_user_bits_idx alone (it holds every column
+        # the list needs); only the rough nearest are fetched from the table. The query's
+        # bits are made once (q.b), not once per episode.
+        return f"""
+    SELECT x.id, x.embedding <=> q.v AS dist FROM (
+      SELECT e.id FROM episodes e, q
+      WHERE {where}{extra} AND e.embedding_model = %(model)s
+      ORDER BY e.embedding_bits <~> q.b, e.id DESC LIMIT %(rough)s
+    ) r JOIN episodes x ON x.user_id = %(user_id)s AND x.id = r.id, q
+    ORDER BY dist, x.id DESC LIMIT %(pool)s"""
+    index = walk
+    assert isinstance(index, VectorIndex)
+    # Ordered by the indexed expression against a parameter (what the index can take);
+    # the outer ranking is by the exact distance.
+    order = index.distance("e.embedding", "%(qvec)s")
+    # Planned once for every user (generic plans), the statement would read the user's
+    # rows by the primary key and sort them: the user is matched in a form no B-tree
+    # serves, so that the walk of the index is the plan (on Citus, which plans each
+    # statement for its user and routes it by this equality, it stays as it is).
+    user = "e.user_id" if routed else "(e.user_id || '')"
+    mine = where.replace("e.user_id = %(user_id)s", f"{user} = %(user_id)s", 1)
+    return f"""
+    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
+    WHERE {mine}{extra} AND e.embedding_model = {index.model_literal}
+    ORDER BY {order} LIMIT %(pool)s"""
+
+
+def _days(walk: Walk, where: str, routed: bool) -> str:
+    """The CTEs of the days list: the user's nearest episodes said in the days a query
+    names. Read exactly where the user's vectors are; for a user with a lifetime of them,
+    exactly while they said fewer than :data:`SPAN_EXACT_UP_TO` messages in those days
+    (counted up to that from the index by user and time said), else as the user's vectors
+    are read, with the days a condition of the walk ("since last year" holds thousands of
+    a lifetime's messages; reading each of their vectors took hundreds of milliseconds)."""
+    span = " AND e.said_at >= %(days_from)s AND e.said_at < %(days_until)s"
+    if walk == EXACT:
+        return f"""
+day AS MATERIALIZED (
+  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank
+  FROM ({_nearest(walk, where, routed, span)}) s
+),"""
+    # In the walk, the days in a form no B-tree serves: with a generic plan the planner
+    # would otherwise read every episode of those days by time said and sort them.
+    walked = (
+        " AND e.said_at + interval '0 s' >= %(days_from)s"
+        " AND e.said_at + interval '0 s' < %(days_until)s"
+    )
+    return f"""
+span AS MATERIALIZED (
+  SELECT count(*) AS n FROM (
+    SELECT 1 FROM episodes e WHERE e.user_id = %(user_id)s{span} LIMIT %(span_exact)s) s
+),
+day AS MATERIALIZED (
+  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank FROM (
+    (SELECT d.id, d.dist FROM ({_nearest(EXACT, where, routed, span)}) d
+     WHERE (SELECT n FROM span) < %(span_exact)s)
+    UNION ALL
+    (SELECT d.id, d.dist FROM ({_nearest(BITS, where, routed, walked)}) d
+     WHERE (SELECT n FROM span) >= %(span_exact)s)) s
+),"""
+
+
 @cache
 def _statement(
     window: str, text: bool, days: bool, walk: Walk = EXACT, routed: bool = False
@@ -118,38 +196,7 @@ def _statement(
     how the vector candidates are found (:func:`_walk`); ``routed``: on a cluster
     distributed by user."""
     where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
-    if walk == EXACT:
-        nearest = f"""
-    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {where} AND e.embedding_model = %(model)s
-    ORDER BY dist, e.id DESC LIMIT %(pool)s"""
-    elif walk == BITS:
-        # The inner list is read from episodes_user_bits_idx alone (it holds every column
-        # the list needs); only the rough nearest are fetched from the table. The query's
-        # bits are made once (q.b), not once per episode.
-        nearest = f"""
-    SELECT x.id, x.embedding <=> q.v AS dist FROM (
-      SELECT e.id FROM episodes e, q
-      WHERE {where} AND e.embedding_model = %(model)s
-      ORDER BY e.embedding_bits <~> q.b, e.id DESC LIMIT %(rough)s
-    ) r JOIN episodes x ON x.user_id = %(user_id)s AND x.id = r.id, q
-    ORDER BY dist, x.id DESC LIMIT %(pool)s"""
-    else:
-        index = walk
-        assert isinstance(index, VectorIndex)
-        # Ordered by the indexed expression against a parameter (what the index can take);
-        # the outer ranking is by the exact distance.
-        order = index.distance("e.embedding", "%(qvec)s")
-        # Planned once for every user (generic plans), the statement would read the user's
-        # rows by the primary key and sort them: the user is matched in a form no B-tree
-        # serves, so that the walk of the index is the plan (on Citus, which plans each
-        # statement for its user and routes it by this equality, it stays as it is).
-        user = "e.user_id" if routed else "(e.user_id || '')"
-        nearest = f"""
-    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {user} = %(user_id)s AND e.hidden_at IS NULL{window}
-      AND e.embedding_model = {index.model_literal}
-    ORDER BY {order} LIMIT %(pool)s"""
+    nearest = _nearest(walk, where, routed)
     vec = f"""
 vec AS MATERIALIZED (
   SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank
@@ -192,14 +239,7 @@ txt AS MATERIALIZED (
         txt = """
 txt AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::bigint AS rnk WHERE false)"""
     if days:
-        cand = f"""
-day AS MATERIALIZED (
-  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank FROM (
-    SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {where} AND e.embedding_model = %(model)s
-      AND e.said_at >= %(days_from)s AND e.said_at < %(days_until)s
-    ORDER BY dist, e.id DESC LIMIT %(pool)s) s
-),
+        cand = f"""{_days(walk, where, routed).strip()}
 cand AS (
   SELECT i.id, coalesce(v.dist, d.dist) AS dist, v.vector_rank, t.rnk AS text_rank,
          t.score AS text_score, d.day_rank
@@ -272,6 +312,7 @@ async def fetch_episodes(
     many, walk = await _walk(parts, user_id, len(vector))
     params["max_matches"] = MAX_TEXT_MATCHES if many else _UNBOUNDED
     params["rough"] = pool * BITS_FACTOR
+    params["span_exact"] = SPAN_EXACT_UP_TO
     routed = bool(parts.db.direct.distributed)
     statement = _statement(window, text, days is not None, walk, routed)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
