@@ -350,6 +350,15 @@ def day_questions(rng: random.Random, n: int) -> list[str]:
     return [DAY_FORMS[i % len(DAY_FORMS)].format(o=rng.choice(OBJECTS)) for i in range(n)]
 
 
+def _exact_days(walk: candidates.Walk, where: str, routed: bool) -> str:
+    """The days list as a user's with few episodes gets it: every vector of those days
+    read (what a lifetime user got before)."""
+    return _library_days(candidates.EXACT, where, routed)
+
+
+_library_days = candidates._days
+
+
 async def _days_named(
     engine: BeliefEngine, emb: PrecomputedEmbedder, users: dict[int, str], out: EpisodeScale
 ) -> None:
@@ -357,20 +366,20 @@ async def _days_named(
     vector of those days read (as before), the two taking turns."""
     texts = day_questions(random.Random(5), DAY_QUESTIONS)
     emb.prefill(texts)
-    span_exact = candidates.SPAN_EXACT_UP_TO
     try:
         for n, user in users.items():
             for i, text in enumerate(texts[: len(DAY_FORMS)] + texts):
                 for variant in (DAYS, DAYS_BEFORE) if i % 2 else (DAYS_BEFORE, DAYS):
-                    before = variant == DAYS_BEFORE
-                    candidates.SPAN_EXACT_UP_TO = 10**12 if before else span_exact
+                    candidates._days = _exact_days if variant == DAYS_BEFORE else _library_days
+                    candidates._statement.cache_clear()
                     t = time.perf_counter()
                     await engine.recall(user, RecallRequest(text))
                     ms = (time.perf_counter() - t) * 1000.0
                     if i >= len(DAY_FORMS):  # the first few warm the plans
                         out.day_samples.setdefault(variant, {}).setdefault(n, []).append(ms)
     finally:
-        candidates.SPAN_EXACT_UP_TO = span_exact
+        candidates._days = _library_days
+        candidates._statement.cache_clear()
 
 
 def table(r: EpisodeScale) -> str:
@@ -446,11 +455,10 @@ def note(r: EpisodeScale) -> str:
         "(that and the text bound's). "
         f"Questions naming days: {DAY_QUESTIONS} per scale, the forms "
         f"{', '.join(repr(f.format(o='…')) for f in DAY_FORMS)} in turn (the messages said "
-        "over two years before the clock), each asked as the library reads it (the days' "
-        "episodes read exactly while the user said fewer than "
-        f"{candidates.SPAN_EXACT_UP_TO:,} in them, else by their bits) and with each vector "
-        "of those days read (before), the two taking turns, after one warm-up question "
-        "of each form. "
+        "over two years before the clock), each asked as the library reads it (for a user "
+        f"past {candidates.EXACT_UP_TO:,} episodes, the days' episodes found by their bits, "
+        "read as one range of the time said) and with each vector of those days read "
+        "(before), the two taking turns, after one warm-up question of each form. "
         f"Writes: {WRITES} user messages per scale through `BeliefEngine.apply` (one episode "
         "each, its words counted, the index updated; vector precomputed). Index built after "
         f"the COPY in {r.build_s:.0f} s: {r.index_mb:.0f} MB beside the table's "

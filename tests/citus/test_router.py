@@ -162,28 +162,21 @@ async def test_enqueue_and_claim_of_one_user_run_on_one_worker(db: Database, db_
     assert f"Task Count: {SHARDS}" in plan and "FOR UPDATE" not in find
 
 
-@pytest.mark.parametrize("span_exact", [10**9, 0], ids=["few-that-day", "many-that-day"])
 async def test_a_lifetime_users_question_naming_days_runs_on_one_worker(
-    db: Database,
-    db_url: str,
-    embedder: HashingEmbedder,
-    monkeypatch: pytest.MonkeyPatch,
-    span_exact: int,
+    db: Database, db_url: str, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """For a user past the exact bound, the days a question names are read exactly while
-    the user said few in them, else by their bits: either way on the user's worker alone,
-    and what was said that day is found."""
+    """For a user past the exact bound, the days a question names are read by their bits,
+    on the user's worker alone, and what was said that day is found."""
     engine = BeliefEngine(db, embedder, clock=TickingClock())
-    user = f"router-lifetime-{span_exact}"
+    user = "router-lifetime"
     await seed(engine, user)
     monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", 0)
-    monkeypatch.setattr(episode_candidates, "SPAN_EXACT_UP_TO", span_exact)
     request = replace(REQUESTS["named_days"], kinds="episodes", explain=True)
     await engine.recall(user, request)  # the user's count, read once
     with captured(db) as seen:
         result = await engine.recall(user, request)
     assert [e.signals["day_rank"] for e in result.episodes] == [1.0]
-    [(days, _)] = [(q, p) for q, p in seen if "day AS MATERIALIZED" in q]
-    assert "span AS MATERIALIZED" in days
+    [days] = [q for q, _ in seen if "day AS MATERIALIZED" in q]
+    assert "embedding_bits <~>" in days.split("day AS MATERIALIZED", 1)[1]
     for query, params in seen:
         assert_routed(db_url, query, params, worker_of(db_url, user))

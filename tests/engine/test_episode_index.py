@@ -118,15 +118,16 @@ async def test_a_user_with_a_small_share_of_the_table_is_read_by_bits_and_finds_
     assert quoted(result) == quoted(exact)  # 12 episodes: all within the rough pool
 
 
-def test_the_bits_are_read_from_their_index_alone(db_url: str, embedder: HashingEmbedder) -> None:
-    """The rough list of a user read by bits is an index-only scan of
-    ``episodes_user_bits_idx``: no row of the table is fetched for it."""
-    statement = episode_candidates._statement("", True, False, episode_candidates.BITS)
+def bits_scans(db_url: str, embedder: HashingEmbedder, days: bool) -> list[dict[str, object]]:
+    """The plan's scans of ``episodes_user_bits_idx`` for a user read by bits (the days a
+    query names: ``days``)."""
+    statement = episode_candidates._statement("", True, days, episode_candidates.BITS)
     vector = "[" + ",".join(["0.1"] * embedder.dim) + "]"
     params = {
         "user_id": "u", "model": embedder.name, "qvec": vector, "pool": 50, "rough": 400,
         "query": "bees", "max_terms": 8, "common_share": 0.5, "common_min": 3,
         "context_weight": 0.75, "max_matches": 1000,
+        "days_from": "2026-03-01T00:00:00Z", "days_until": "2026-04-01T00:00:00Z",
     }  # fmt: skip
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("SET enable_seqscan = off")
@@ -138,8 +139,24 @@ def test_the_bits_are_read_from_their_index_alone(db_url: str, embedder: Hashing
         assert isinstance(below, list)
         return [node, *(n for child in below for n in nodes(child))]
 
-    scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Index Name") == "episodes_user_bits_idx"]
+    return [n for n in nodes(plan[0]["Plan"]) if n.get("Index Name") == "episodes_user_bits_idx"]
+
+
+def test_the_bits_are_read_from_their_index_alone(db_url: str, embedder: HashingEmbedder) -> None:
+    """The rough list of a user read by bits is an index-only scan of
+    ``episodes_user_bits_idx``: no row of the table is fetched for it."""
+    scans = bits_scans(db_url, embedder, days=False)
     assert "Index Only Scan" in [n["Node Type"] for n in scans]
+
+
+def test_the_days_bits_are_read_as_one_range_of_the_time_said(
+    db_url: str, embedder: HashingEmbedder
+) -> None:
+    """A question naming days reads those days' bits alone: the index is keyed by the time
+    said, so the days are a range of it, not a filter over all of the user's bits."""
+    scans = bits_scans(db_url, embedder, days=True)
+    ranged = [n for n in scans if "said_at >=" in str(n.get("Index Cond", ""))]
+    assert ranged and all(n["Node Type"] == "Index Only Scan" for n in ranged)
 
 
 def test_the_index_serves_the_statement_a_large_user_gets(

@@ -249,7 +249,8 @@ def build_metadata() -> MetaData:
             "episodes_user_bits_idx",
             "user_id",
             "embedding_model",
-            postgresql_include=["id", "said_at", "embedding_bits"],
+            "said_at",  # a question naming days reads those days' bits as one range
+            postgresql_include=["id", "embedding_bits"],
             postgresql_where=text("hidden_at IS NULL"),
         ),
     )

@@ -49,11 +49,6 @@ EXACT_UP_TO = 5000
 """A user's episodes up to which recall reads every vector and scores every full-text
 match (exact, and cheap enough); past it, see :func:`_walk`."""
 
-SPAN_EXACT_UP_TO = 2000
-"""For a user past :data:`EXACT_UP_TO`: the episodes said in the days a query names up to
-which those days' nearest are found by reading every one of their vectors; past it, they
-are found as the user's vectors are read (the index or the bits), the days a condition."""
-
 MIN_SHARE = 0.1
 """The least share of the table's episodes a user must hold for the HNSW index to be
 walked: the walk, filtered by user, visits some ``pool / share`` entries before it has the
@@ -153,37 +148,17 @@ def _nearest(walk: Walk, where: str, routed: bool, extra: str = "") -> str:
 
 
 def _days(walk: Walk, where: str, routed: bool) -> str:
-    """The CTEs of the days list: the user's nearest episodes said in the days a query
+    """The CTE of the days list: the user's nearest episodes said in the days a query
     names. Read exactly where the user's vectors are; for a user with a lifetime of them,
-    exactly while they said fewer than :data:`SPAN_EXACT_UP_TO` messages in those days
-    (counted up to that from the index by user and time said), else as the user's vectors
-    are read, with the days a condition of the walk ("since last year" holds thousands of
-    a lifetime's messages; reading each of their vectors took hundreds of milliseconds)."""
+    by the bits of those days' vectors, read from ``episodes_user_bits_idx`` as one range
+    of the time said ("since last year" holds thousands of a lifetime's messages: reading
+    each of their vectors took hundreds of milliseconds), the nearest re-ranked exactly."""
     span = " AND e.said_at >= %(days_from)s AND e.said_at < %(days_until)s"
-    if walk == EXACT:
-        return f"""
+    nearest = _nearest(EXACT if walk == EXACT else BITS, where, routed, span)
+    return f"""
 day AS MATERIALIZED (
   SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank
-  FROM ({_nearest(walk, where, routed, span)}) s
-),"""
-    # In the walk, the days in a form no B-tree serves: with a generic plan the planner
-    # would otherwise read every episode of those days by time said and sort them.
-    walked = (
-        " AND e.said_at + interval '0 s' >= %(days_from)s"
-        " AND e.said_at + interval '0 s' < %(days_until)s"
-    )
-    return f"""
-span AS MATERIALIZED (
-  SELECT count(*) AS n FROM (
-    SELECT 1 FROM episodes e WHERE e.user_id = %(user_id)s{span} LIMIT %(span_exact)s) s
-),
-day AS MATERIALIZED (
-  SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank FROM (
-    (SELECT d.id, d.dist FROM ({_nearest(EXACT, where, routed, span)}) d
-     WHERE (SELECT n FROM span) < %(span_exact)s)
-    UNION ALL
-    (SELECT d.id, d.dist FROM ({_nearest(BITS, where, routed, walked)}) d
-     WHERE (SELECT n FROM span) >= %(span_exact)s)) s
+  FROM ({nearest}) s
 ),"""
 
 
@@ -312,7 +287,6 @@ async def fetch_episodes(
     many, walk = await _walk(parts, user_id, len(vector))
     params["max_matches"] = MAX_TEXT_MATCHES if many else _UNBOUNDED
     params["rough"] = pool * BITS_FACTOR
-    params["span_exact"] = SPAN_EXACT_UP_TO
     routed = bool(parts.db.direct.distributed)
     statement = _statement(window, text, days is not None, walk, routed)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
