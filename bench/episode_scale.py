@@ -350,10 +350,10 @@ def day_questions(rng: random.Random, n: int) -> list[str]:
     return [DAY_FORMS[i % len(DAY_FORMS)].format(o=rng.choice(OBJECTS)) for i in range(n)]
 
 
-def _exact_days(walk: candidates.Walk, where: str, routed: bool) -> str:
+def _exact_days(walk: candidates.Walk, window: str, routed: bool) -> str:
     """The days list as a user's with few episodes gets it: every vector of those days
     read (what a lifetime user got before)."""
-    return _library_days(candidates.EXACT, where, routed)
+    return _library_days(candidates.EXACT, window, routed)
 
 
 _library_days = candidates._days

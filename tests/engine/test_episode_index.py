@@ -59,16 +59,19 @@ async def indexed(
     await db.close()
 
 
-def statements_sent(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements sent through the direct pool from now on (then run as sent)."""
+def statements_sent(
+    db: Database, monkeypatch: pytest.MonkeyPatch, method: str = "fetch_tuples"
+) -> list[str]:
+    """The statements sent through the direct pool's ``method`` from now on (then run as
+    sent)."""
     sent: list[str] = []
-    fetch = db.direct.fetch_tuples
+    fetch = getattr(db.direct, method)
 
     async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
         sent.append(statement)
         return await fetch(statement, params, **kwargs)
 
-    monkeypatch.setattr(db.direct, "fetch_tuples", spy)
+    monkeypatch.setattr(db.direct, method, spy)
     return sent
 
 
@@ -254,14 +257,7 @@ async def test_a_users_episode_count_is_read_once_then_each_recall_brings_it(
     """How a user's vectors are read follows from their episode count: read by a statement
     of its own for a user not recalled lately, then carried by each recall's statement."""
     await tell_all(indexed, "counted")
-    sent: list[str] = []
-    fetch = indexed.db.direct.fetch
-
-    async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
-        sent.append(statement)
-        return await fetch(statement, params, **kwargs)
-
-    monkeypatch.setattr(indexed.db.direct, "fetch", spy)
+    sent = statements_sent(indexed.db, monkeypatch, "fetch")
     for _ in range(2):
         await indexed.recall("counted", "what do I keep on my roof?")
     assert sent.count(episode_candidates.COUNT_SQL) == 1
@@ -290,14 +286,7 @@ async def test_the_tables_size_is_read_once_for_a_run_of_lifetime_recalls(
     it is analyzed) is read by one statement, not one per recall, until it is a minute old."""
     await tell_all(indexed, "many")
     monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
-    sent: list[str] = []
-    fetch = indexed.db.direct.fetch
-
-    async def spy(statement, params, **kwargs):  # type: ignore[no-untyped-def]
-        sent.append(statement)
-        return await fetch(statement, params, **kwargs)
-
-    monkeypatch.setattr(indexed.db.direct, "fetch", spy)
+    sent = statements_sent(indexed.db, monkeypatch, "fetch")
     for _ in range(3):
         assert quoted(await indexed.recall("many", "what do I keep on my roof?"))
     assert sent.count(episode_candidates.TABLE_SQL) == 1

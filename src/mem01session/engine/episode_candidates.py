@@ -110,10 +110,17 @@ async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]
     return True, index if share >= MIN_SHARE else rough
 
 
-def _nearest(walk: Walk, where: str, routed: bool, extra: str = "") -> str:
-    """The rows (id, exact distance) of the user's nearest episodes, the pool of them, found
-    as ``walk`` says; ``where``: the user's recallable episodes; ``extra``: a further
-    condition on ``e`` (the days a query names)."""
+def _recallable(window: str, user: str = "e.user_id") -> str:
+    """The condition on ``e`` of the user's recallable episodes in the time ``window``
+    (``user``: how the user column is matched)."""
+    return f"{user} = %(user_id)s AND e.hidden_at IS NULL{window}"
+
+
+def _nearest(walk: Walk, window: str, routed: bool, extra: str = "") -> str:
+    """The rows (id, exact distance) of the user's nearest episodes in the time ``window``,
+    the pool of them, found as ``walk`` says; ``extra``: a further condition on ``e`` (the
+    days a query names)."""
+    where = _recallable(window)
     if walk == EXACT:
         return f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
@@ -140,21 +147,20 @@ def _nearest(walk: Walk, where: str, routed: bool, extra: str = "") -> str:
     # serves, so that the walk of the index is the plan (on Citus, which plans each
     # statement for its user and routes it by this equality, it stays as it is).
     user = "e.user_id" if routed else "(e.user_id || '')"
-    mine = where.replace("e.user_id = %(user_id)s", f"{user} = %(user_id)s", 1)
     return f"""
     SELECT e.id, e.embedding <=> q.v AS dist FROM episodes e, q
-    WHERE {mine}{extra} AND e.embedding_model = {index.model_literal}
+    WHERE {_recallable(window, user)}{extra} AND e.embedding_model = {index.model_literal}
     ORDER BY {order} LIMIT %(pool)s"""
 
 
-def _days(walk: Walk, where: str, routed: bool) -> str:
+def _days(walk: Walk, window: str, routed: bool) -> str:
     """The CTE of the days list: the user's nearest episodes said in the days a query
     names. Read exactly where the user's vectors are; for a user with a lifetime of them,
     by the bits of those days' vectors, read from ``episodes_user_bits_idx`` as one range
     of the time said ("since last year" holds thousands of a lifetime's messages: reading
     each of their vectors took hundreds of milliseconds), the nearest re-ranked exactly."""
     span = " AND e.said_at >= %(days_from)s AND e.said_at < %(days_until)s"
-    nearest = _nearest(EXACT if walk == EXACT else BITS, where, routed, span)
+    nearest = _nearest(EXACT if walk == EXACT else BITS, window, routed, span)
     return f"""
 day AS MATERIALIZED (
   SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank
@@ -170,8 +176,8 @@ def _statement(
     the query names days (:mod:`.named_days`), whose episodes are a third list; ``walk``:
     how the vector candidates are found (:func:`_walk`); ``routed``: on a cluster
     distributed by user."""
-    where = f"e.user_id = %(user_id)s AND e.hidden_at IS NULL{window}"
-    nearest = _nearest(walk, where, routed)
+    where = _recallable(window)
+    nearest = _nearest(walk, window, routed)
     vec = f"""
 vec AS MATERIALIZED (
   SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS vector_rank
@@ -214,7 +220,7 @@ txt AS MATERIALIZED (
         txt = """
 txt AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::bigint AS rnk WHERE false)"""
     if days:
-        cand = f"""{_days(walk, where, routed).strip()}
+        cand = f"""{_days(walk, window, routed).strip()}
 cand AS (
   SELECT i.id, coalesce(v.dist, d.dist) AS dist, v.vector_rank, t.rnk AS text_rank,
          t.score AS text_score, d.day_rank
