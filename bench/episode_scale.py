@@ -55,7 +55,7 @@ INDEX = "as the library reads it (default)"
 EXACT = "every vector read (before)"
 MEM0 = "mem0 (raw messages, search)"
 VECTORS_READ = "the user's vectors read, the text bound kept"  # compared, not timed
-DAYS = "as the library reads it (default)"
+DAYS = INDEX
 DAYS_BEFORE = "each vector of those days read (before)"
 DAY_FORMS = (  # from a wide span to a narrow one, the messages said over two years
     "what did I say about {o} since last year?",

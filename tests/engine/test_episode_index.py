@@ -19,7 +19,7 @@ from mem01session.engine import BeliefEngine, RecallRequest, episode_candidates
 from mem01session.engine.episodes import Utterance
 from mem01session.engine.ops import Provenance
 
-from .conftest import TickingClock
+from .conftest import START, TickingClock
 
 SAID = [
     "I keep bees on my roof in Lisbon",
@@ -124,7 +124,8 @@ async def test_a_user_with_a_small_share_of_the_table_is_read_by_bits_and_finds_
 def bits_scans(db_url: str, embedder: HashingEmbedder, days: bool) -> list[dict[str, object]]:
     """The plan's scans of ``episodes_user_bits_idx`` for a user read by bits (the days a
     query names: ``days``)."""
-    statement = episode_candidates._statement("", True, days, episode_candidates.BITS)
+    bits = episode_candidates.BITS
+    statement = episode_candidates._statement("", True, bits if days else None, bits)
     vector = "[" + ",".join(["0.1"] * embedder.dim) + "]"
     params = {
         "user_id": "u", "model": embedder.name, "qvec": vector, "pool": 50, "rough": 400,
@@ -170,7 +171,7 @@ def test_the_index_serves_the_statement_a_large_user_gets(
     here it is told to prefer it)."""
     index = vector_index(embedder.name, embedder.dim)
     assert index is not None
-    statement = episode_candidates._statement("", True, False, index)
+    statement = episode_candidates._statement("", True, None, index)
     vector = "[" + ",".join(["0.1"] * embedder.dim) + "]"
     params = {
         "user_id": "u", "model": embedder.name, "qvec": vector, "pool": 50, "query": "bees",
@@ -293,3 +294,24 @@ async def test_the_tables_size_is_read_once_for_a_run_of_lifetime_recalls(
     monkeypatch.setattr(indexed.parts.episodes_table, "TTL", -1.0)  # a minute later
     await indexed.recall("many", "what do I keep on my roof?")
     assert sent.count(episode_candidates.TABLE_SQL) == 2
+
+
+@pytest.mark.parametrize("bits_factor", [4, 0], ids=["bits", "bits-off"])
+async def test_a_lifetime_users_days_are_read_by_bits_unless_the_bits_are_off(
+    indexed: BeliefEngine, monkeypatch: pytest.MonkeyPatch, bits_factor: int
+) -> None:
+    """A lifetime user walked through the index has the days a question names read by
+    their bits, or, with the bits off (``BITS_FACTOR`` 0), every vector of those days:
+    either way what was said that day is found."""
+    await tell_all(indexed, "many")
+    monkeypatch.setattr(episode_candidates, "EXACT_UP_TO", len(SAID) - 1)
+    monkeypatch.setattr(episode_candidates, "MIN_SHARE", 0.0)  # the index, whatever the share
+    monkeypatch.setattr(episode_candidates, "BITS_FACTOR", bits_factor)
+    sent = statements_sent(indexed.db, monkeypatch)
+    request = RecallRequest(f"what do I keep on my roof on {START:%B} {START.day}?", explain=True)
+    result = await indexed.recall("many", request)
+    assert quoted(result)[0] == "I keep bees on my roof in Lisbon"
+    assert result.episodes[0].signals["day_rank"] > 0
+    [statement] = [s for s in sent if "day AS MATERIALIZED" in s]
+    days = statement.split("day AS MATERIALIZED", 1)[1].split("cand AS", 1)[0]
+    assert ("embedding_bits <~>" in days) == (bits_factor > 0)

@@ -13,8 +13,8 @@ user's own words or, for less (:data:`CONTEXT_WEIGHT`), only in the message they
 answered, with, for each candidate, the beliefs drawn from it (so that a quote whose
 belief is in the block is not repeated). When the query names days ("in June",
 "yesterday": :mod:`.named_days`), the episodes said in them are a third list, by
-similarity (for a user with a lifetime of them who said many in those days, found by
-their bits: :func:`_days`). Hidden episodes
+similarity (for a user with a lifetime of them, found by the bits of those days:
+:func:`_days`). Hidden episodes
 (a belief drawn from them was forgotten) and those past the retention never come back.
 It runs on the direct pool, beside the belief statement.
 """
@@ -55,8 +55,9 @@ walked: the walk, filtered by user, visits some ``pool / share`` entries before 
 user's nearest, and below this share that costs more than reading the user's bits."""
 
 BITS_FACTOR = 4
-"""Read by their bits (a user past :data:`EXACT_UP_TO` below :data:`MIN_SHARE`), this many
-times the pool are re-ranked by exact distance: the sign bits of a sentence vector order
+"""Read by their bits (a user past :data:`EXACT_UP_TO` below :data:`MIN_SHARE`, and the
+days a query names for any user past it), this many times the pool are re-ranked by exact
+distance: the sign bits of a sentence vector order
 its neighbours roughly, and the exact nearest are nearly all among the first couple of
 hundred (``python -m bench episodes`` reports the share found). 0: read every vector
 instead."""
@@ -95,7 +96,7 @@ async def _walk(parts: EngineParts, user_id: str, dim: int) -> tuple[bool, Walk]
         parts.episode_counts.set(user_id, episodes)
     if episodes <= EXACT_UP_TO:
         return False, EXACT
-    rough: Walk = BITS if BITS_FACTOR > 0 else EXACT
+    rough = _rough()
     index = await parts.db.vector_index(parts.embedder.name, dim)
     if index is None:
         return True, rough
@@ -153,14 +154,21 @@ def _nearest(walk: Walk, window: str, routed: bool, extra: str = "") -> str:
     ORDER BY {order} LIMIT %(pool)s"""
 
 
+def _rough() -> Walk:
+    """How a lifetime's vectors are read without the HNSW index: by their bits, or (with
+    :data:`BITS_FACTOR` 0) every one of them."""
+    return BITS if BITS_FACTOR > 0 else EXACT
+
+
 def _days(walk: Walk, window: str, routed: bool) -> str:
     """The CTE of the days list: the user's nearest episodes said in the days a query
-    names. Read exactly where the user's vectors are; for a user with a lifetime of them,
-    by the bits of those days' vectors, read from ``episodes_user_bits_idx`` as one range
-    of the time said ("since last year" holds thousands of a lifetime's messages: reading
-    each of their vectors took hundreds of milliseconds), the nearest re-ranked exactly."""
+    names, found as ``walk`` says: exactly where the user's vectors are read so; for a
+    user with a lifetime of them, by the bits of those days' vectors, read from
+    ``episodes_user_bits_idx`` as one range of the time said ("since last year" holds
+    thousands of a lifetime's messages: reading each of their vectors took hundreds of
+    milliseconds), the nearest re-ranked exactly."""
     span = " AND e.said_at >= %(days_from)s AND e.said_at < %(days_until)s"
-    nearest = _nearest(EXACT if walk == EXACT else BITS, window, routed, span)
+    nearest = _nearest(walk, window, routed, span)
     return f"""
 day AS MATERIALIZED (
   SELECT s.id, s.dist, row_number() OVER (ORDER BY s.dist, s.id DESC) AS day_rank
@@ -170,12 +178,12 @@ day AS MATERIALIZED (
 
 @cache
 def _statement(
-    window: str, text: bool, days: bool, walk: Walk = EXACT, routed: bool = False
+    window: str, text: bool, days: Walk | None, walk: Walk = EXACT, routed: bool = False
 ) -> str:
     """The statement for a time window (retention, ``as_of``) and kind of query; ``days``:
-    the query names days (:mod:`.named_days`), whose episodes are a third list; ``walk``:
-    how the vector candidates are found (:func:`_walk`); ``routed``: on a cluster
-    distributed by user."""
+    how the episodes of the days the query names (:mod:`.named_days`) are found, a third
+    list (None: it names none); ``walk``: how the vector candidates are found
+    (:func:`_walk`); ``routed``: on a cluster distributed by user."""
     where = _recallable(window)
     nearest = _nearest(walk, window, routed)
     vec = f"""
@@ -219,8 +227,8 @@ txt AS MATERIALIZED (
     else:
         txt = """
 txt AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::bigint AS rnk WHERE false)"""
-    if days:
-        cand = f"""{_days(walk, window, routed).strip()}
+    if days is not None:
+        cand = f"""{_days(days, window, routed).strip()}
 cand AS (
   SELECT i.id, coalesce(v.dist, d.dist) AS dist, v.vector_rank, t.rnk AS text_rank,
          t.score AS text_score, d.day_rank
@@ -294,7 +302,9 @@ async def fetch_episodes(
     params["max_matches"] = MAX_TEXT_MATCHES if many else _UNBOUNDED
     params["rough"] = pool * BITS_FACTOR
     routed = bool(parts.db.direct.distributed)
-    statement = _statement(window, text, days is not None, walk, routed)
+    # The days' episodes of a lifetime are read by their bits, whichever way the rest are.
+    day_walk = None if days is None else EXACT if walk == EXACT else _rough()
+    statement = _statement(window, text, day_walk, walk, routed)
     _, rows = await parts.db.direct.fetch_tuples(statement, params, binary=True)
     out: list[EpisodeCandidate] = []
     if rows and rows[0][-1] is not None:
