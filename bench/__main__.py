@@ -30,6 +30,7 @@ from . import (
     embedders,
     episode_scale,
     fusion,
+    haystack,
     latency,
     load,
     load_report,
@@ -51,12 +52,14 @@ from .common import (
 from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
-    "latency", "episodes", "quality", "e2e", "backfill", "fusion", "embedders", "tokens",
+    "latency", "episodes", "haystack", "quality", "e2e", "backfill", "fusion", "embedders",
+    "tokens",
     "overhead", "write", "embedder", "load", "portability", "chat", "cli",
 )  # fmt: skip
 CLI = "Command line"
 BACKFILL = "Backfill from the SDK's session store (LoCoMo)"
 CHAT = "The chat example under load"
+HAYSTACK = "Recall among a lifetime of older messages (LoCoMo)"
 E2E_TITLES = {
     "rules": "End-to-end memory on real dialogue (LoCoMo)",
     "replay": "End-to-end with a model's beliefs (LoCoMo's observations replayed)",
@@ -156,6 +159,14 @@ async def _run(
                 "Recall latency with episodes", "python -m bench episodes", facts,
                 f"{episode_scale.table(es)}\n\n{episode_scale.note(es)}",
             )  # fmt: skip
+        if "haystack" in which:
+            hs = await haystack.run(server, emb, args.locomo, args.older)
+            command = f"python -m bench haystack {LOCOMO}" + (
+                f" --haystack {args.haystack}" if tuple(args.older) != haystack.SIZES else ""
+            )
+            sections[HAYSTACK] = _section(
+                HAYSTACK, command, facts, f"{haystack.table(hs)}\n\n{haystack.note(hs)}"
+            )
         if "quality" in which:
             t = time.perf_counter()
             q = await quality.run(server, emb, args.locomo, log)
@@ -350,6 +361,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "answers, or the model OPENAI_BASE_URL / OPENAI_API_KEY / MEM01_LLM_MODEL name",
     )
     parser.add_argument("--scales", default="1000,10000,100000")
+    parser.add_argument(
+        "--haystack",
+        default=",".join(str(n) for n in haystack.SIZES),
+        help="haystack: older messages per user, comma-separated (each run beside none)",
+    )
     parser.add_argument("--peer-max", type=int, default=100000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=30)
@@ -375,13 +391,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1 (got {args.rounds})")
+    try:
+        args.older = [int(n) for n in args.haystack.split(",")]
+    except ValueError:
+        args.older = []
+    if not args.older or min(args.older) < 1:
+        parser.error(
+            f"--haystack takes positive whole numbers, comma-separated (got {args.haystack!r})"
+        )
     args.no_doc = args.no_doc or args.quick
     os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
     if args.extractor != "openai":
         for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             os.environ.pop(var, None)  # no benchmark calls a model API unless told to
     which = list(BENCHES) if args.which == "all" else [args.which]
-    for needs_locomo in ("quality", "e2e", "backfill", "fusion", "embedders"):
+    for needs_locomo in ("haystack", "quality", "e2e", "backfill", "fusion", "embedders"):
         if needs_locomo in which and not args.locomo.is_dir():
             print(
                 f"no LoCoMo folder at {args.locomo} (see How to reproduce in "

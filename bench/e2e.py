@@ -212,10 +212,14 @@ def recalled_ids(
 @dataclass
 class _Recalled:
     """Each question's recalled items per budget; the blocks' quotes per budget, and those
-    of them from a turn LoCoMo observed no fact in."""
+    of them from a turn LoCoMo observed no fact in, and those said before the dialogue;
+    each recall's wall time and this process's CPU time in it (ms)."""
 
     answers: dict[int, list[Answer]] = field(default_factory=lambda: {b: [] for b in BUDGETS})
     quotes: dict[int, list[int]] = field(default_factory=lambda: {b: [0, 0] for b in BUDGETS})
+    older: dict[int, int] = field(default_factory=lambda: dict.fromkeys(BUDGETS, 0))
+    wall_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
 
 
 async def _answers(
@@ -232,15 +236,21 @@ async def _answers(
             tokens = 0
             for user in users:
                 request = RecallRequest(question, max_tokens=budget, kinds=kinds)
+                wall, cpu = time.perf_counter(), time.process_time()
                 if fusion is None:
                     result = await engine.recall(user, request)
                 else:
                     result, _ = await read_block(engine.parts, user, request, fusion=fusion)
+                out.wall_ms.append((time.perf_counter() - wall) * 1000)
+                out.cpu_ms.append((time.process_time() - cpu) * 1000)
                 block += recalled_ids(result, user, provenance[user], turns)
                 tokens += result.tokens
                 said = [turns.get((user, e.episode.said_at)) for e in result.episodes]
                 out.quotes[budget][0] += len(said)
                 out.quotes[budget][1] += sum(1 for d in said if d not in dialogue.observed)
+                out.older[budget] += sum(
+                    1 for e in result.episodes if e.episode.said_at < dialogue.sessions[0].date
+                )
             out.answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
     return out
 

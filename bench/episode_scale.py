@@ -94,23 +94,48 @@ def messages(user: str, count: int, seed: int) -> list[Message]:
 
 
 def copy_episodes(url: str, emb: PrecomputedEmbedder, said_by: Sequence[Message]) -> None:
-    """COPY the messages as episodes, then recount the words and episodes of their users
-    as the write path keeps them."""
-    emb.prefill([text for _, text, _ in said_by])
-    users = sorted({user for user, _, _ in said_by})
+    """COPY the messages as episodes (one passage each, in chats of 20), then recount the
+    words and episodes of their users as the write path keeps them."""
+    copy_said(
+        url, emb,
+        [Said(user, f"chat-{i // 20}", i + 1, 0, text, None, when)
+         for i, (user, text, when) in enumerate(said_by)],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Said:
+    """One episode row as the write path makes it: a passage of a user message (its
+    ``passage`` index within the message) and the end of what that message answered."""
+
+    user: str
+    session_id: str
+    job_id: int
+    passage: int
+    content: str
+    context: str | None
+    said_at: Any
+
+
+def copy_said(url: str, emb: PrecomputedEmbedder, rows: Sequence[Said]) -> None:
+    """COPY ``rows`` as episodes (the vectors of their contents, named by the embedder's
+    model), then recount their users' words (``episode_terms``) and episodes as the write
+    path keeps them. The users must have no episodes yet."""
+    emb.prefill([r.content for r in rows])
+    users = sorted({r.user for r in rows})
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(
             "COPY episodes (user_id, session_id, job_id, message, passage, role, content, "
-            "said_at, embedding, embedding_model) FROM STDIN (FORMAT BINARY)"
+            "context, said_at, embedding, embedding_model) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(
-                ["text", "text", "int8", "int2", "int2", "text", "text", "timestamptz",
+                ["text", "text", "int8", "int2", "int2", "text", "text", "text", "timestamptz",
                  "bytea", "text"]
             )  # fmt: skip
-            for i, (user, text, when) in enumerate(said_by):
+            for r in rows:
                 copy.write_row(
-                    (user, f"chat-{i // 20}", i + 1, 0, 0, "user", text, when,
-                     vector_binary(emb.cache[text]), emb.name)
+                    (r.user, r.session_id, r.job_id, 0, r.passage, "user", r.content, r.context,
+                     r.said_at, vector_binary(emb.cache[r.content]), emb.name)
                 )  # fmt: skip
         cur.execute(
             "INSERT INTO episode_terms (user_id, lexeme, episodes) SELECT e.user_id, t.lexeme, "
