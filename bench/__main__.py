@@ -74,6 +74,7 @@ IMG = Path("docs/img")
 QUOTING = (Path("README.md"), Path("docs/concepts.md"), Path("docs/scale-out.md"))
 README_COST = "model-cost"  # the line on what the model path costs per turn
 LIFETIME = "lifetime"  # the line on what a user with years of messages costs
+HAYSTACK_LINE = "haystack"  # the line on what recall finds among years of messages
 
 
 def _setup_peers() -> None:
@@ -161,6 +162,7 @@ async def _run(
             )  # fmt: skip
         if "haystack" in which:
             hs = await haystack.run(server, emb, args.locomo, args.older)
+            readme[HAYSTACK_LINE] = functools.partial(haystack.summary, hs)
             command = f"python -m bench haystack {LOCOMO}" + (
                 f" --haystack {args.haystack}" if tuple(args.older) != haystack.SIZES else ""
             )

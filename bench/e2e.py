@@ -212,12 +212,14 @@ def recalled_ids(
 @dataclass
 class _Recalled:
     """Each question's recalled items per budget; the blocks' quotes per budget, and those
-    of them from a turn LoCoMo observed no fact in, and those said before the dialogue;
+    of them from a turn LoCoMo observed no fact in, those said before the dialogue (and of
+    those, small talk);
     each recall's wall time and this process's CPU time in it (ms)."""
 
     answers: dict[int, list[Answer]] = field(default_factory=lambda: {b: [] for b in BUDGETS})
     quotes: dict[int, list[int]] = field(default_factory=lambda: {b: [0, 0] for b in BUDGETS})
     older: dict[int, int] = field(default_factory=lambda: dict.fromkeys(BUDGETS, 0))
+    older_small_talk: dict[int, int] = field(default_factory=lambda: dict.fromkeys(BUDGETS, 0))
     wall_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
 
@@ -248,8 +250,11 @@ async def _answers(
                 said = [turns.get((user, e.episode.said_at)) for e in result.episodes]
                 out.quotes[budget][0] += len(said)
                 out.quotes[budget][1] += sum(1 for d in said if d not in dialogue.observed)
-                out.older[budget] += sum(
-                    1 for e in result.episodes if e.episode.said_at < dialogue.sessions[0].date
+                older = [e.episode for e in result.episodes
+                         if e.episode.said_at < dialogue.sessions[0].date]  # fmt: skip
+                out.older[budget] += len(older)
+                out.older_small_talk[budget] += sum(
+                    1 for e in older if is_small_talk(e.content, e.context)
                 )
             out.answers[budget].append(Answer(ranked=(), block=block, block_tokens=tokens))
     return out

@@ -29,6 +29,8 @@ python -m bench all --embedder hashing # every system on feature-hashing vectors
 python -m bench load --quick           # a smoke run at small sizes; writes nothing
 python -m bench load --rounds 3        # each machine state three times (two by default)
 python -m bench backfill --locomo DIR  # the dialogues kept in SQLiteSession, backfilled
+python -m bench haystack --locomo DIR  # the dialogues after 10,000 and 100,000 older
+                                       # messages per user (a TV show's scripts, from npm)
 python -m bench portability            # export and import of a user with 100,000 of each
 ```
 

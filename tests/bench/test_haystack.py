@@ -13,14 +13,18 @@ from pathlib import Path
 import pytest
 from bench.common import PrecomputedEmbedder
 from bench.haystack import (
+    BUDGET,
     JOB_IDS,
     PACKAGE,
     PER_DAY,
     VERSION,
     CorpusError,
+    Haystack,
     Line,
+    Run,
     haystack,
     read_lines,
+    summary,
     tarball,
     vectors,
 )
@@ -136,3 +140,16 @@ def test_the_lines_vectors_are_kept_for_the_next_run(tmp_path: Path) -> None:
     third = _Counting()
     vectors(PrecomputedEmbedder(third), ["e f", "a b", "c d"], tmp_path)
     assert third.computed == []  # every vector computed before is kept
+
+
+def test_the_quoted_line_names_the_largest_haystack_against_none() -> None:
+    r = Haystack((10_000, 100_000))
+    r.runs = {
+        0: Run(in_block={BUDGET: 0.907}),
+        10_000: Run(in_block={BUDGET: 0.74}),
+        100_000: Run(in_block={BUDGET: 0.633}),
+    }
+    line = summary(r, "benchmarks.md")
+    assert "Among 100,000 older messages per user" in line
+    assert f"in the {BUDGET}-token block for 63% of them, against 91% with none" in line
+    assert "(benchmarks.md#recall-among-a-lifetime-of-older-messages-locomo)" in line
