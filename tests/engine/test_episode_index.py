@@ -6,6 +6,7 @@ left half-built is made again."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 
 import psycopg
@@ -161,6 +162,46 @@ def test_the_days_bits_are_read_as_one_range_of_the_time_said(
     scans = bits_scans(db_url, embedder, days=True)
     ranged = [n for n in scans if "said_at >=" in str(n.get("Index Cond", ""))]
     assert ranged and all(n["Node Type"] == "Index Only Scan" for n in ranged)
+
+
+def test_each_candidates_row_is_fetched_by_its_key_even_planned_on_an_empty_table(
+    db_url: str,
+) -> None:
+    """The statement's generic plan, made while the table is new and empty (the direct
+    pool plans once per connection and keeps the plan), reads each candidate's row by its
+    key. Joined freely, such a plan drove the join from all of the user's episodes and read
+    the candidates again for each: several times slower once the user held hundreds, until
+    autovacuum analyzed the table."""
+    statement = episode_candidates._statement("", True, None, episode_candidates.EXACT)
+    names: list[str] = []
+
+    def numbered(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    generic = re.sub(r"%\((\w+)\)s", numbered, statement)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        # A new database: the table never analyzed (a planner's guess at its size).
+        [(analyzed,)] = conn.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = 'episodes'::regclass"
+        ).fetchall()
+        assert analyzed < 0
+        [(plan,)] = conn.execute(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {generic}").fetchall()
+
+    def pairs(node: dict[str, object]) -> list[tuple[dict[str, object], dict[str, object]]]:
+        below = node.get("Plans", [])
+        assert isinstance(below, list)
+        return [(node, child) for child in below] + [p for c in below for p in pairs(c)]
+
+    rows = [
+        (parent["Node Type"], child["Node Type"], str(child.get("Index Cond")))
+        for parent, child in pairs(plan[0]["Plan"])
+        if child.get("Relation Name") == "episodes" and child.get("Alias") == "x"
+    ]
+    assert len(rows) == 1
+    parent, scan, cond = rows[0]
+    assert (parent, scan) == ("Limit", "Index Scan") and "id = " in cond
 
 
 def test_the_index_serves_the_statement_a_large_user_gets(

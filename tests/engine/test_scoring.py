@@ -149,6 +149,17 @@ def test_with_few_of_one_kind_both_are_ranked_raw() -> None:
     assert sorted(b.vector_rank for b in ranked_beliefs) == [1, 2]
 
 
+def test_equal_matches_keep_their_statements_order_whatever_order_the_rows_came_in() -> None:
+    # Three passages covering the query's words alike: the statement ranked them (by
+    # recency, ids descending); its rows may come back in any order, as its plan has them.
+    beliefs = [found(belief(1), 0.5, text_rank=1)]
+    episodes = [found(said(100 + i), 0.3, text_rank=rank) for i, rank in ((1, 3), (2, 2), (3, 1))]
+    for rows in (episodes, episodes[::-1], [episodes[1], episodes[2], episodes[0]]):
+        _, ranked = rank_jointly(beliefs, rows)
+        by_id = {e.episode.id: e.text_rank for e in ranked}
+        assert by_id == {103: 2, 102: 3, 101: 4}
+
+
 def test_a_quote_next_to_nothing_like_the_question_is_not_packed() -> None:
     thanks = found(said(1, "Thanks, that's all for today."), 0.016)
     kept = relevant([found(said(2, "I live in Lisbon."), 0.62), thanks])

@@ -256,7 +256,13 @@ SELECT {_COLUMNS}, c.dist, c.vector_rank, c.text_rank, c.text_score, c.day_rank,
        ARRAY(SELECT s.belief_id FROM belief_sources s
              WHERE s.user_id = %(user_id)s AND s.episode_id = e.id) AS belief_ids,
        (SELECT u.episodes FROM memory_users u WHERE u.user_id = %(user_id)s) AS held
-FROM cand c JOIN episodes e ON e.user_id = %(user_id)s AND e.id = c.id"""
+FROM cand c CROSS JOIN LATERAL (
+  -- Each candidate's row by its key: LIMIT keeps the planner from making this a join it
+  -- may drive from all of the user's episodes, re-reading the candidates for each, as a
+  -- plan made while the table was new and empty did (the direct pool keeps its plans).
+  SELECT {_COLUMNS.replace("e.", "x.")} FROM episodes x
+  WHERE x.user_id = %(user_id)s AND x.id = c.id LIMIT 1
+) e"""
 
 
 async def fetch_episodes(

@@ -247,12 +247,15 @@ def rank_jointly(
         raw = both[i].vector_similarity or 0.0
         return raw - shift if i < n else raw
 
+    # Ties keep each statement's own order (its rank: the later said first), never the
+    # order its rows happened to come in, which follows its plan.
     vector = sorted(
-        (i for i, c in enumerate(both) if c.vector_rank is not None), key=lambda i: -similarity(i)
+        (i for i, c in enumerate(both) if c.vector_rank is not None),
+        key=lambda i: (-similarity(i), both[i].vector_rank),
     )
     text = sorted(
         (i for i, c in enumerate(both) if c.text_rank is not None),
-        key=lambda i: -(both[i].text_score or 0.0),
+        key=lambda i: (-(both[i].text_score or 0.0), both[i].text_rank),
     )
     vranks = {i: r for r, i in enumerate(vector, start=1)}
     tranks = {i: r for r, i in enumerate(text, start=1)}
