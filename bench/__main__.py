@@ -53,8 +53,7 @@ from .peer_client import HERE, PEERS_PYTHON
 
 BENCHES = (
     "latency", "episodes", "haystack", "quality", "e2e", "backfill", "fusion", "embedders",
-    "tokens",
-    "overhead", "write", "embedder", "load", "portability", "chat", "cli",
+    "tokens", "overhead", "write", "embedder", "load", "portability", "chat", "cli",
 )  # fmt: skip
 CLI = "Command line"
 BACKFILL = "Backfill from the SDK's session store (LoCoMo)"

@@ -211,10 +211,9 @@ def recalled_ids(
 
 @dataclass
 class _Recalled:
-    """Each question's recalled items per budget; the blocks' quotes per budget, and those
-    of them from a turn LoCoMo observed no fact in, those said before the dialogue (and of
-    those, small talk);
-    each recall's wall time and this process's CPU time in it (ms)."""
+    """Each question's recalled items per budget; the blocks' quotes per budget, those of
+    them from a turn LoCoMo observed no fact in, and those said before the dialogue (and of
+    those, small talk); each recall's wall time and this process's CPU time in it (ms)."""
 
     answers: dict[int, list[Answer]] = field(default_factory=lambda: {b: [] for b in BUDGETS})
     quotes: dict[int, list[int]] = field(default_factory=lambda: {b: [0, 0] for b in BUDGETS})

@@ -34,10 +34,11 @@ from .engine_parts import EngineParts
 from .records import Episode
 from .scoring import EpisodeCandidate
 
-_COLUMNS = (
-    "e.id, e.user_id, e.session_id, e.job_id, e.message, e.passage, e.role, e.content, "
-    "e.said_at, e.item_ref, e.hidden_at, e.context"
+_FIELDS = (
+    "id, user_id, session_id, job_id, message, passage, role, content, said_at, item_ref, "
+    "hidden_at, context"
 )
+_COLUMNS = ", ".join(f"e.{name}" for name in _FIELDS.split(", "))
 CONTEXT_WEIGHT = 0.75
 """What a query word found only in an episode's context (the message it answered) counts
 for, against one in the user's own words: less, so that of two passages matching alike
@@ -260,7 +261,7 @@ FROM cand c CROSS JOIN LATERAL (
   -- Each candidate's row by its key: LIMIT keeps the planner from making this a join it
   -- may drive from all of the user's episodes, re-reading the candidates for each, as a
   -- plan made while the table was new and empty did (the direct pool keeps its plans).
-  SELECT {_COLUMNS.replace("e.", "x.")} FROM episodes x
+  SELECT {_FIELDS} FROM episodes x
   WHERE x.user_id = %(user_id)s AND x.id = c.id LIMIT 1
 ) e"""
 
