@@ -185,13 +185,12 @@ class Run:
     wall_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
     ingest_s_per_turn: float = 0.0
-    load_s: float = 0.0  # the older messages COPY'd, counted and analysed
-    episodes: int = 0  # per user, after the dialogue
 
 
 @dataclass
 class Haystack:
-    sizes: tuple[int, ...]
+    """The run's figures: the scripts' lines, and one :class:`Run` per haystack size."""
+
     dialogues: int = 0
     questions: int = 0
     lines: int = 0  # spoken lines in the scripts
@@ -210,7 +209,6 @@ async def _one(
     memory = await open_memory(url, emb, clock=clock)
     run = Run()
     try:
-        started = time.perf_counter()
         if size:
             older = [
                 s
@@ -224,7 +222,6 @@ async def _one(
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("VACUUM ANALYZE episodes")
                 conn.execute("VACUUM ANALYZE episode_terms")
-        run.load_s = time.perf_counter() - started
         result = e2e.E2EResult()
         result.turns = sum(len(s.turns) for d in dialogues for s in d.sessions)
         started = time.perf_counter()
@@ -252,9 +249,6 @@ async def _one(
         run.quotes = {b: (q[0], q[1]) for b, q in quotes.items()}
     finally:
         await memory.aclose()
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT coalesce(avg(episodes), 0) FROM memory_users").fetchone()
-        run.episodes = round(float(row[0])) if row else 0
     queries = [q for d in dialogues for q, _ in d.queries]
     for b in e2e.BUDGETS:
         summary = summarize(queries, run.answers[b])
@@ -272,7 +266,7 @@ async def run(
     set_tracing_disabled(True)
     dialogues = e2e.stripped(load_dialogues(folder))
     lines = read_lines(tarball())
-    out = Haystack(tuple(sizes), dialogues=len(dialogues), lines=len(lines))
+    out = Haystack(dialogues=len(dialogues), lines=len(lines))
     out.distinct = len({line.text for line in lines})
     out.small_talk = sum(is_small_talk(x.text, x.before) for x in lines) / max(len(lines), 1)
     out.questions = sum(1 for d in dialogues for q, _ in d.queries if q.evidence)

@@ -143,7 +143,7 @@ def test_the_lines_vectors_are_kept_for_the_next_run(tmp_path: Path) -> None:
 
 
 def test_the_quoted_line_names_the_largest_haystack_against_none() -> None:
-    r = Haystack((10_000, 100_000))
+    r = Haystack()
     r.runs = {
         0: Run(in_block={BUDGET: 0.907}),
         10_000: Run(in_block={BUDGET: 0.74}),
