@@ -20,6 +20,7 @@ from mem01session.engine import BeliefEngine, RecallRequest, episode_candidates
 from mem01session.engine.episodes import Utterance
 from mem01session.engine.ops import Provenance
 
+from ..pg import create_database, drop_database, with_database
 from .conftest import START, TickingClock
 
 SAID = [
@@ -165,7 +166,7 @@ def test_the_days_bits_are_read_as_one_range_of_the_time_said(
 
 
 def test_each_candidates_row_is_fetched_by_its_key_even_planned_on_an_empty_table(
-    db_url: str,
+    pg_admin_url: str, template_db: str
 ) -> None:
     """The statement's generic plan, made while the table is new and empty (the direct
     pool plans once per connection and keeps the plan), reads each candidate's row by its
@@ -181,13 +182,16 @@ def test_each_candidates_row_is_fetched_by_its_key_even_planned_on_an_empty_tabl
         return f"${names.index(match[1]) + 1}"
 
     generic = re.sub(r"%\((\w+)\)s", numbered, statement)
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        # A new database: the table never analyzed (a planner's guess at its size).
-        [(analyzed,)] = conn.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = 'episodes'::regclass"
-        ).fetchall()
-        assert analyzed < 0
-        [(plan,)] = conn.execute(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {generic}").fetchall()
+    name = create_database(pg_admin_url, template=template_db)  # new: never analyzed
+    try:
+        with psycopg.connect(with_database(pg_admin_url, name), autocommit=True) as conn:
+            [(analyzed,)] = conn.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = 'episodes'::regclass"
+            ).fetchall()
+            assert analyzed < 0  # the planner guesses the table's size
+            [(plan,)] = conn.execute(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {generic}").fetchall()
+    finally:
+        drop_database(pg_admin_url, name)
 
     def pairs(node: dict[str, object]) -> list[tuple[dict[str, object], dict[str, object]]]:
         below = node.get("Plans", [])
