@@ -35,9 +35,10 @@ import psycopg
 
 from mem01session.db import Database, migrate
 from mem01session.db.vector_index import vector_index
+from mem01session.embeddings import Vector
 from mem01session.engine import BeliefEngine, RecallRequest
 from mem01session.engine import episode_candidates as candidates
-from mem01session.engine.episodes import Utterance
+from mem01session.engine.episodes import Utterance, contextual
 from mem01session.engine.ops import Provenance
 
 from .common import PrecomputedEmbedder, Server, percentiles, scratch, vector_binary
@@ -118,10 +119,11 @@ class Said:
 
 
 def copy_said(url: str, emb: PrecomputedEmbedder, rows: Sequence[Said]) -> None:
-    """COPY ``rows`` as episodes (the vectors of their contents, named by the embedder's
-    model), then recount their users' words (``episode_terms``) and episodes as the write
-    path keeps them. The users must have no episodes yet."""
-    emb.prefill([r.content for r in rows])
+    """COPY ``rows`` as episodes (their vectors made as the write path makes them, of their
+    words and context, named by the embedder's model), then recount their users' words
+    (``episode_terms``) and episodes as the write path keeps them. The users must have no
+    episodes yet."""
+    emb.prefill([*(r.content for r in rows), *(r.context for r in rows if r.context)])
     users = sorted({r.user for r in rows})
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(
@@ -135,7 +137,7 @@ def copy_said(url: str, emb: PrecomputedEmbedder, rows: Sequence[Said]) -> None:
             for r in rows:
                 copy.write_row(
                     (r.user, r.session_id, r.job_id, 0, r.passage, "user", r.content, r.context,
-                     r.said_at, vector_binary(emb.cache[r.content]), emb.name)
+                     r.said_at, vector_binary(_vector(emb, r)), emb.name)
                 )  # fmt: skip
         cur.execute(
             "INSERT INTO episode_terms (user_id, lexeme, episodes) SELECT e.user_id, t.lexeme, "
@@ -150,6 +152,11 @@ def copy_said(url: str, emb: PrecomputedEmbedder, rows: Sequence[Said]) -> None:
             (users,),
         )
         conn.commit()
+
+
+def _vector(emb: PrecomputedEmbedder, row: Said) -> Vector:
+    context = emb.cache[row.context] if row.context else None
+    return contextual(emb.cache[row.content], context)
 
 
 @dataclass

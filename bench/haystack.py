@@ -36,6 +36,7 @@ import psycopg
 from agents import set_tracing_disabled
 
 from mem01session.engine.episodes import EpisodePolicy, Utterance, drafts
+from mem01session.engine.passages import tail
 from mem01session.engine.small_talk import is_small_talk
 from mem01session.tokens import default_token_counter
 
@@ -270,7 +271,10 @@ async def run(
     out.distinct = len({line.text for line in lines})
     out.small_talk = sum(is_small_talk(x.text, x.before) for x in lines) / max(len(lines), 1)
     out.questions = sum(1 for d in dialogues for q, _ in d.queries if q.evidence)
-    vectors(emb, [line.text for line in lines])
+    # The lines as said and as answered (an episode's vector takes a share of its context's).
+    counter = default_token_counter()
+    contexts = [tail(x.before, counter) for x in lines if x.before]
+    vectors(emb, [*(line.text for line in lines), *contexts])
     texts = [t.text for d in dialogues for s in d.sessions for t in s.turns]
     await emb.aprefill(texts + [q for d in dialogues for _, q in d.queries])
     for size in (0, *sizes):

@@ -238,7 +238,7 @@ def test_recall_explain_lists_quotes_and_fits_80_columns(
     assert re.match(r"\s*\d+\. #\d+ Has a cat", belief)
     assert "said in the days asked about" not in out
     dated = ok("recall", "--user", "carol", "which cat came on March 2?", "--explain")
-    assert "said in the days asked about (rank 1)" in " ".join(dated.split())
+    assert re.search(r"said in the days asked about \(rank \d\)", " ".join(dated.split()))
 
 
 def test_episodes_list_shows_what_each_message_answered(

@@ -2,12 +2,14 @@
 
 "Lisbon." means nothing alone; after "Where do you live now?" it answers a later "Where
 do I live?". The end of the message before is kept with the first passage of the user's
-message and indexed for full-text recall at a lower weight than the user's own words;
-the vector and the quote stay the user's words alone.
+message and indexed for full-text recall at a lower weight than the user's own words; the
+passage's vector is its words' plus a share of the context's, however it was written
+(a turn, a re-embedding); the quote stays the user's words alone.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine, EpisodePolicy, RecallRequest, Utterance
 from mem01session.engine.episode_candidates import CONTEXT_WEIGHT
-from mem01session.engine.episodes import drafts
+from mem01session.engine.episodes import CONTEXT_SHARE, contextual, drafts
 from mem01session.engine.lines import SHORT_QUOTE_CHARS
 from mem01session.engine.ops import Op, Provenance
 from mem01session.engine.parse import parse_quotes
@@ -142,6 +144,7 @@ def test_the_docs_state_what_the_code_keeps_and_weighs() -> None:
     assert f"up to {CONTEXT_TOKENS} tokens" in readme
     assert CONTEXT_WEIGHT == 0.75 and readme.count("counts for three quarters") == 1
     assert "each counting for three quarters of one the user said" in readme
+    assert CONTEXT_SHARE == 0.5 and "its vector is its words' plus half of its context's" in readme
     assert f"one of at most {SHORT_QUOTE_CHARS} characters, which alone says nothing" in readme
 
 
@@ -162,3 +165,57 @@ async def test_a_short_quote_shows_the_question_it_answered(engine: BeliefEngine
     assert quotes["Yes (mostly)."] == 'answering "Do you cook <every> day?"'
     cited = await engine.recall(uid, RecallRequest("kids", kinds="episodes", provenance="brief"))
     assert '- "Two." (answering "How many kids do you have?"; in conv-1)' in cited.text
+
+
+def test_a_vector_is_the_words_plus_a_share_of_what_they_answered() -> None:
+    words, context = [3.0, 0.0], [0.0, 2.0]  # any length: each counts at unit length
+    assert contextual(words, None) == words
+    mixed = contextual(words, context)
+    norm = math.hypot(1.0, CONTEXT_SHARE)
+    assert mixed == pytest.approx([1.0 / norm, CONTEXT_SHARE / norm])
+    assert math.hypot(*mixed) == pytest.approx(1.0)
+    assert mixed[0] > mixed[1] > 0  # nearer the words than what they answered
+    assert contextual(words, [0.0, 0.0]) == words  # no direction to add
+    assert contextual([0.0, 0.0], context) == [0.0, 0.0]
+
+
+async def _stored_vectors(engine: BeliefEngine, user_id: str) -> dict[str, list[float]]:
+    async with engine.db.sa_engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT content, embedding::text FROM episodes WHERE user_id = :u"),
+            {"u": user_id},
+        )
+        return {str(r[0]): [float(x) for x in str(r[1]).strip("[]").split(",")] for r in rows}
+
+
+@on_module_loop
+async def test_a_turns_episodes_are_stored_with_the_vector_of_what_they_answered(
+    engine: BeliefEngine, embedder: HashingEmbedder, uid: str
+) -> None:
+    await answer(engine, uid, "Lisbon, since May.", "Where do you live now?", job=1)
+    await answer(engine, uid, "My cat is called Pip.", None, job=2)
+    stored = await _stored_vectors(engine, uid)
+    lisbon, question, cat = await embedder.embed(
+        ["Lisbon, since May.", "Where do you live now?", "My cat is called Pip."]
+    )
+    assert stored["Lisbon, since May."] == pytest.approx(contextual(lisbon, question), abs=1e-6)
+    assert stored["Lisbon, since May."] != pytest.approx(lisbon, abs=1e-3)
+    assert stored["My cat is called Pip."] == pytest.approx(cat, abs=1e-6)
+
+
+@on_module_loop
+async def test_reembedding_makes_the_vectors_a_turn_would(
+    engine: BeliefEngine, module_db: Database, uid: str
+) -> None:
+    await answer(engine, uid, "Lisbon, since May.", "Where do you live now?", job=1)
+    await answer(engine, uid, "My cat is called Pip.", None, job=2)
+    assert engine.embedder.dim != 32
+    after = BeliefEngine(module_db, HashingEmbedder(32))  # the model changed
+    report = await after.reembed(user_id=uid)
+    assert (report.found, report.converted) == (2, 2)
+    stored = await _stored_vectors(after, uid)
+    lisbon, question, cat = await after.embedder.embed(
+        ["Lisbon, since May.", "Where do you live now?", "My cat is called Pip."]
+    )
+    assert stored["Lisbon, since May."] == pytest.approx(contextual(lisbon, question), abs=1e-6)
+    assert stored["My cat is called Pip."] == pytest.approx(cat, abs=1e-6)

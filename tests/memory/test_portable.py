@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from agents import Agent, Runner, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
+from sqlalchemy import text
 
 from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database
@@ -103,6 +104,32 @@ async def test_a_user_exported_and_imported_elsewhere_exports_the_same_document(
     assert "Lives in SF" in block and "2,400" in block
     assert [e.op for e in await elsewhere.history("alice")][-1] == "IMPORT"
     assert await elsewhere.beliefs("bob") == []
+
+
+async def _episode_vectors(memory: Memory, user_id: str) -> dict[tuple[str, str | None], str]:
+    engine = await memory.engine()
+    async with engine.db.sa_engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT content, context, embedding::text FROM episodes WHERE user_id = :u"),
+            {"u": user_id},
+        )
+        return {(str(r[0]), r[1]): str(r[2]) for r in rows}
+
+
+async def test_imported_episodes_get_the_vectors_the_turns_gave_them(
+    memory: Memory, elsewhere: Memory, make_session: Any, tmp_path: Path,
+) -> None:  # fmt: skip
+    chat = make_session("mon", "alice")
+    await say(chat, "I live in NYC")
+    await say(chat, "Since May, with my sister.")  # after the reply: it has a context
+    await write(memory, tmp_path / "alice.jsonl", ["alice"])
+    await elsewhere.import_file(tmp_path / "alice.jsonl")
+    here, there = (
+        await _episode_vectors(memory, "alice"),
+        await _episode_vectors(elsewhere, "alice"),
+    )
+    assert ("Since May, with my sister.", "Noted.") in here
+    assert there == here
 
 
 async def test_importing_the_same_document_twice_changes_nothing(

@@ -134,9 +134,10 @@ class BeliefEngine:
         return self.db.direct.distributed is False
 
     def episode_texts(self, utterances: Sequence[Utterance]) -> list[str]:
-        """The passages :meth:`apply` would keep of these messages, as embedded."""
+        """The texts :meth:`apply` would embed for the episodes of these messages: the
+        passages it keeps, and the contexts their vectors take a share of."""
         drafts = episodes.drafts(utterances, self.episode_policy, self.token_counter)
-        return [d.content for d in drafts]
+        return episodes.embedded(drafts)
 
     async def correct(
         self,

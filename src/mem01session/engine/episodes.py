@@ -5,8 +5,8 @@ screened for secrets), dated by when the turn was said. :class:`EpisodePolicy` s
 messages are kept (the user's, every message, or none) and for how long. The worker hands
 the turn's messages to the engine as :class:`Utterance` objects; the engine splits each
 into passages (:mod:`.passages`), the first of a user's message keeping the end of the
-message it answered as its context (searched by words, not embedded), embeds them with
-the batch's statements, and
+message it answered as its context (searched by its words, and a share of its vector's,
+:func:`contextual`), embeds them with the batch's statements, and
 :func:`insert` writes them in the transaction that applies the turn's ops, so that a turn
 is kept exactly once. The user's word counts (``episode_terms``, what recall's word rarity
 rests on) follow every episode that enters or leaves recall, in the same transaction.
@@ -14,6 +14,7 @@ rests on) follow every episode that enters or leaves recall, in the same transac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from typing import Any, Literal
 
 from ..config import EPISODE_KEEPS, EpisodeKeep
 from ..db.vectors import BinaryVector, BinaryVectors
+from ..embeddings import Vector
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 from . import terms
@@ -105,6 +107,45 @@ def drafts(
     return out
 
 
+CONTEXT_SHARE = 0.5
+"""The weight of what a passage answered in its vector, against the passage's own words
+(1). "Lisbon." alone is near nothing; after "Where do you live now?" it is near a question
+about a home. Among a lifetime of other messages, a reply's own words are near many
+lines shaped like a question; what it answered tells them apart. Chosen on LoCoMo
+conversation 26 (``python -m bench e2e``, ``python -m bench haystack``): see
+docs/benchmarks.md."""
+
+
+def contextual(words: Vector, context: Vector | None) -> Vector:
+    """A passage's vector: its words' plus :data:`CONTEXT_SHARE` of its context's, each at
+    unit length, the sum at unit length; its words' alone when it has no context."""
+    if context is None:
+        return words
+    w, c = _norm(words), _norm(context)
+    if not w or not c:  # a zero vector has no direction to add
+        return list(words)
+    total = [x / w + CONTEXT_SHARE * y / c for x, y in zip(words, context, strict=True)]
+    n = _norm(total)
+    return [x / n for x in total] if n else list(words)
+
+
+def _norm(v: Sequence[float]) -> float:
+    return math.sqrt(math.fsum(x * x for x in v))
+
+
+def embedded(rows: Sequence[Draft]) -> list[str]:
+    """The texts the vectors of ``rows`` are made of (:func:`vector_of`), each once."""
+    return list(
+        dict.fromkeys([*(d.content for d in rows), *(d.context for d in rows if d.context)])
+    )
+
+
+def vector_of(draft: Draft, vectors: Mapping[str, Vector]) -> Vector:
+    """The vector ``draft`` is stored with, from the vectors of :func:`embedded` texts."""
+    context = vectors[draft.context] if draft.context else None
+    return contextual(vectors[draft.content], context)
+
+
 _TERMS_UP = terms.count_up("episode_terms")
 _TERMS_DOWN = terms.count_down("episode_terms")
 _COUNT = "UPDATE memory_users SET episodes = greatest(0, episodes + :n) WHERE user_id = :u"
@@ -141,16 +182,18 @@ async def insert(
     session_id: str,
     job_id: int,
     said_at: datetime,
-    vectors: Mapping[str, BinaryVector],
+    vectors: Sequence[BinaryVector],
     model: str,
     now: datetime,
 ) -> tuple[list[Stored], int]:
-    """Write the turn's episodes (one statement; a row already there, kept when the turn's
-    job failed before, is left alone) and count their words; returns the turn's episodes,
+    """Write the turn's episodes with their ``vectors`` (one per row, :func:`vector_of`; one
+    statement; a row already there, kept when the turn's job failed before, is left alone)
+    and count their words; returns the turn's episodes,
     in turn order, and how many of them are new (the caller adds them to the user's
     count, :func:`~.users.bump_version`)."""
     if not rows:
         return [], 0
+    _check_vectors(len(rows), vectors)
     result = await tx.rows(
         _INSERT,
         {
@@ -166,7 +209,7 @@ async def insert(
             "roles": [r.role for r in rows],
             "contents": [r.content for r in rows],
             "contexts": [r.context for r in rows],
-            "vecs": BinaryVectors(vectors[r.content] for r in rows),
+            "vecs": BinaryVectors(vectors),
         },
     )
     written = [_stored(r) for r in result]
@@ -180,6 +223,11 @@ async def insert(
         )
         written = [_stored(r) for r in found]
     return sorted(written, key=lambda s: (s.message, s.passage)), added
+
+
+def _check_vectors(rows: int, vectors: Sequence[BinaryVector]) -> None:
+    if len(vectors) != rows:  # unnest would pad the shorter array with NULLs
+        raise ValueError(f"{len(vectors)} vectors for {rows} episodes")
 
 
 _INSERT_MANY = (
@@ -206,7 +254,7 @@ class TurnEpisodes:
     job_id: int
     said_at: datetime
     drafts: Sequence[Draft]
-    vectors: Mapping[str, BinaryVector]  # content -> its vector
+    vectors: Sequence[BinaryVector]  # one per draft (vector_of)
 
 
 async def insert_many(
@@ -217,6 +265,8 @@ async def insert_many(
     rows = [(t, d) for t in turns for d in t.drafts]
     if not rows:
         return [([], 0) for _ in turns]
+    for t in turns:
+        _check_vectors(len(t.drafts), t.vectors)
     result = await tx.rows(
         _INSERT_MANY,
         {
@@ -232,7 +282,7 @@ async def insert_many(
             "roles": [d.role for _, d in rows],
             "contents": [d.content for _, d in rows],
             "contexts": [d.context for _, d in rows],
-            "vecs": BinaryVectors(t.vectors[d.content] for t, d in rows),
+            "vecs": BinaryVectors(v for t in turns for v in t.vectors),
         },
     )
     written: dict[tuple[str, int], list[Stored]] = {}

@@ -98,7 +98,7 @@ def _turn(b: Prepared, now: datetime) -> episodes.TurnEpisodes:
     p = b.provenance
     assert p.job_id is not None and p.session_id  # checked by prepare()
     return episodes.TurnEpisodes(
-        b.user_id, p.session_id, p.job_id, said_at(b, now), b.drafts, b.vectors
+        b.user_id, p.session_id, p.job_id, said_at(b, now), b.drafts, b.episode_vectors
     )
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..checks import check_id, check_positive_int
-from . import near
+from ..embeddings import Vector
+from . import episodes, near
 from .engine_parts import EngineParts
 from .records import ReembedReport
 from .row_mapping import vector_literal
@@ -28,7 +29,7 @@ _SCOPE = (
 )
 _COUNT = " UNION ALL ".join(f"SELECT count(*) AS n FROM {t} WHERE {_SCOPE}" for t in TABLES)
 _BATCH = """
-SELECT user_id, id, content, embedding_model FROM {table}
+SELECT user_id, id, content, {context} AS context, embedding_model FROM {table}
 WHERE {scope} AND (user_id, id) > (%(after_user)s, %(after_id)s)
 ORDER BY user_id, id LIMIT %(limit)s"""
 _WRITE = """
@@ -65,7 +66,8 @@ async def reembed(
     found = await count_other_model(parts, user)
     converted = skipped = 0
     for table in TABLES:
-        batch = _BATCH.format(table=table, scope=_SCOPE)
+        context = "context" if table == "episodes" else "NULL::text"
+        batch = _BATCH.format(table=table, scope=_SCOPE, context=context)
         write = _WRITE.format(table=table)
         after: tuple[str, int] = ("", 0)
         while True:
@@ -82,7 +84,7 @@ async def reembed(
             if not rows:
                 break
             after = (rows[-1]["user_id"], int(rows[-1]["id"]))
-            vectors = await parts.embedder.embed([r["content"] for r in rows])
+            vectors = await _vectors(parts, rows)
             params = {
                 "model": model,
                 "users": [r["user_id"] for r in rows],
@@ -100,6 +102,21 @@ async def reembed(
             if progress is not None:
                 progress(len(rows))
     return ReembedReport(model, found, converted, skipped)
+
+
+async def _vectors(parts: EngineParts, rows: list[Row]) -> list[Vector]:
+    """The rows' new vectors: a belief's of its statement, an episode's of its words and
+    the message it answered (:func:`.episodes.contextual`), as the write path makes them."""
+    texts = list(dict.fromkeys([*(r["content"] for r in rows),
+                                *(r["context"] for r in rows if r["context"])]))  # fmt: skip
+    made = await parts.embedder.embed(texts)
+    if len(made) != len(texts):
+        raise RuntimeError(f"embedder returned {len(made)} vectors for {len(texts)} texts")
+    found = dict(zip(texts, made, strict=True))
+    return [
+        episodes.contextual(found[r["content"]], found[r["context"]] if r["context"] else None)
+        for r in rows
+    ]
 
 
 async def _write(sql: str, params: dict[str, Any], relink: bool, tx: Tx) -> list[Row]:

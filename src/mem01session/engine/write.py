@@ -133,7 +133,8 @@ class Prepared:
     provenance: Provenance
     checked: tuple[CheckedOp, ...]
     drafts: tuple[episodes.Draft, ...]
-    vectors: Mapping[str, BinaryVector]  # statement or passage -> its vector
+    vectors: Mapping[str, BinaryVector]  # statement -> its vector
+    episode_vectors: tuple[BinaryVector, ...] = ()  # one per draft (episodes.vector_of)
     record_as: str | None = None
 
 
@@ -157,16 +158,22 @@ async def prepare(
         raise ConfigError(
             "episodes need the turn's job and conversation (provenance.job_id, session_id)"
         )
-    statements = (c.content for c in checked if c.content and c.kind != "INVALIDATE")
-    texts = list(dict.fromkeys([*statements, *(d.content for d in drafts)]))
+    statements = list(
+        dict.fromkeys(c.content for c in checked if c.content and c.kind != "INVALIDATE")
+    )
+    texts = list(dict.fromkeys([*statements, *episodes.embedded(drafts)]))
     known = vectors or {}
     missing = [t for t in texts if t not in known]
     computed = await parts.embedder.embed(missing) if missing else []
     if len(computed) != len(missing):
         raise RuntimeError(f"embedder returned {len(computed)} vectors for {len(missing)} texts")
-    found = dict(zip(missing, computed, strict=True))
-    params = {t: BinaryVector(found[t] if t in found else known[t]) for t in texts}
-    return Prepared(user_id, provenance, tuple(checked), tuple(drafts), params, record_as)
+    found = {
+        **{t: known[t] for t in texts if t in known},
+        **dict(zip(missing, computed, strict=True)),
+    }
+    params = {t: BinaryVector(found[t]) for t in statements}
+    quoted = tuple(BinaryVector(episodes.vector_of(d, found)) for d in drafts)
+    return Prepared(user_id, provenance, tuple(checked), tuple(drafts), params, quoted, record_as)
 
 
 async def _apply(
@@ -274,7 +281,7 @@ async def _store_episodes(
         session_id=provenance.session_id,
         job_id=provenance.job_id,
         said_at=said_at(p, now),
-        vectors=p.vectors,
+        vectors=p.episode_vectors,
         model=parts.embedder.name,
         now=now,
     )
