@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
@@ -77,8 +78,22 @@ def create_database(admin_url: str, *, shards: int = SHARDS) -> str:
             "SELECT citus_set_coordinator_host(%s, %s)", (coordinator.host, coordinator.port)
         )
         for worker in workers:
-            conn.execute("SELECT citus_add_node(%s, %s)", (worker.host, worker.port))
+            _add_node(conn, worker)
     return name
+
+
+def _add_node(conn: psycopg.Connection[Any], worker: Node, attempts: int = 3) -> None:
+    """``citus_add_node``, again when the coordinator's connection to the worker failed
+    ("failure on connection marked as essential"): with databases made and dropped by the
+    dozen it now and then does, at setup, before any code under test ran. The call is one
+    transaction; a failed one added nothing."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("SELECT citus_add_node(%s, %s)", (worker.host, worker.port))
+            return
+        except psycopg.errors.InternalError as exc:
+            if "marked as essential" not in str(exc) or attempt == attempts - 1:
+                raise
 
 
 def drop_database(admin_url: str, name: str) -> None:
