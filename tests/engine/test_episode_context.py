@@ -188,14 +188,15 @@ async def _stored_vectors(engine: BeliefEngine, user_id: str) -> dict[str, list[
         return {str(r[0]): [float(x) for x in str(r[1]).strip("[]").split(",")] for r in rows}
 
 
-@on_module_loop
-async def test_a_turns_episodes_are_stored_with_the_vector_of_what_they_answered(
-    engine: BeliefEngine, embedder: HashingEmbedder, uid: str
-) -> None:
-    await answer(engine, uid, "Lisbon, since May.", "Where do you live now?", job=1)
-    await answer(engine, uid, "My cat is called Pip.", None, job=2)
-    stored = await _stored_vectors(engine, uid)
-    lisbon, question, cat = await embedder.embed(
+async def _two_answers(engine: BeliefEngine, user_id: str) -> None:
+    await answer(engine, user_id, "Lisbon, since May.", "Where do you live now?", job=1)
+    await answer(engine, user_id, "My cat is called Pip.", None, job=2)
+
+
+async def _assert_vectors_of_two_answers(engine: BeliefEngine, user_id: str) -> None:
+    """The answer after a question holds a share of it; the one after nothing, its words."""
+    stored = await _stored_vectors(engine, user_id)
+    lisbon, question, cat = await engine.embedder.embed(
         ["Lisbon, since May.", "Where do you live now?", "My cat is called Pip."]
     )
     assert stored["Lisbon, since May."] == pytest.approx(contextual(lisbon, question), abs=1e-6)
@@ -204,18 +205,20 @@ async def test_a_turns_episodes_are_stored_with_the_vector_of_what_they_answered
 
 
 @on_module_loop
+async def test_a_turns_episodes_are_stored_with_the_vector_of_what_they_answered(
+    engine: BeliefEngine, uid: str
+) -> None:
+    await _two_answers(engine, uid)
+    await _assert_vectors_of_two_answers(engine, uid)
+
+
+@on_module_loop
 async def test_reembedding_makes_the_vectors_a_turn_would(
     engine: BeliefEngine, module_db: Database, uid: str
 ) -> None:
-    await answer(engine, uid, "Lisbon, since May.", "Where do you live now?", job=1)
-    await answer(engine, uid, "My cat is called Pip.", None, job=2)
+    await _two_answers(engine, uid)
     assert engine.embedder.dim != 32
     after = BeliefEngine(module_db, HashingEmbedder(32))  # the model changed
     report = await after.reembed(user_id=uid)
     assert (report.found, report.converted) == (2, 2)
-    stored = await _stored_vectors(after, uid)
-    lisbon, question, cat = await after.embedder.embed(
-        ["Lisbon, since May.", "Where do you live now?", "My cat is called Pip."]
-    )
-    assert stored["Lisbon, since May."] == pytest.approx(contextual(lisbon, question), abs=1e-6)
-    assert stored["My cat is called Pip."] == pytest.approx(cat, abs=1e-6)
+    await _assert_vectors_of_two_answers(after, uid)

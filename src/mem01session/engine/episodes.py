@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..config import EPISODE_KEEPS, EpisodeKeep
 from ..db.vectors import BinaryVector, BinaryVectors
-from ..embeddings import Vector
+from ..embeddings import Embedder, Vector
 from ..errors import ConfigError
 from ..tokens import TokenCounter
 from . import terms
@@ -144,6 +144,17 @@ def vector_of(draft: Draft, vectors: Mapping[str, Vector]) -> Vector:
     """The vector ``draft`` is stored with, from the vectors of :func:`embedded` texts."""
     context = vectors[draft.context] if draft.context else None
     return contextual(vectors[draft.content], context)
+
+
+async def embed_said(embedder: Embedder, said: Sequence[tuple[str, str | None]]) -> list[Vector]:
+    """The vectors of passages given as (words, context), made as a turn's are
+    (:func:`contextual`), in one call of ``embedder``."""
+    texts = list(dict.fromkeys([*(w for w, _ in said), *(c for _, c in said if c)]))
+    made = await embedder.embed(texts)
+    if len(made) != len(texts):
+        raise RuntimeError(f"embedder returned {len(made)} vectors for {len(texts)} texts")
+    found = dict(zip(texts, made, strict=True))
+    return [contextual(found[w], found[c] if c else None) for w, c in said]
 
 
 _TERMS_UP = terms.count_up("episode_terms")

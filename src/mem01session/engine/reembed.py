@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..checks import check_id, check_positive_int
-from ..embeddings import Vector
 from . import episodes, near
 from .engine_parts import EngineParts
 from .records import ReembedReport
@@ -84,7 +83,10 @@ async def reembed(
             if not rows:
                 break
             after = (rows[-1]["user_id"], int(rows[-1]["id"]))
-            vectors = await _vectors(parts, rows)
+            # A belief has no context: its vector is its statement's.
+            vectors = await episodes.embed_said(
+                parts.embedder, [(r["content"], r["context"]) for r in rows]
+            )
             params = {
                 "model": model,
                 "users": [r["user_id"] for r in rows],
@@ -102,21 +104,6 @@ async def reembed(
             if progress is not None:
                 progress(len(rows))
     return ReembedReport(model, found, converted, skipped)
-
-
-async def _vectors(parts: EngineParts, rows: list[Row]) -> list[Vector]:
-    """The rows' new vectors: a belief's of its statement, an episode's of its words and
-    the message it answered (:func:`.episodes.contextual`), as the write path makes them."""
-    texts = list(dict.fromkeys([*(r["content"] for r in rows),
-                                *(r["context"] for r in rows if r["context"])]))  # fmt: skip
-    made = await parts.embedder.embed(texts)
-    if len(made) != len(texts):
-        raise RuntimeError(f"embedder returned {len(made)} vectors for {len(texts)} texts")
-    found = dict(zip(texts, made, strict=True))
-    return [
-        episodes.contextual(found[r["content"]], found[r["context"]] if r["context"] else None)
-        for r in rows
-    ]
 
 
 async def _write(sql: str, params: dict[str, Any], relink: bool, tx: Tx) -> list[Row]:

@@ -266,26 +266,13 @@ class _Writer:
             raise RuntimeError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
         return BinaryVectors(BinaryVector(v) for v in vectors)
 
-    async def _embed_episodes(
-        self, contents: Sequence[str], contexts: Sequence[str | None]
-    ) -> BinaryVectors:
-        """The episodes' vectors as the write path makes them: of their words and the
-        message they answered (:func:`~..episodes.contextual`)."""
-        texts = list(dict.fromkeys([*contents, *(x for x in contexts if x)]))
-        vectors = await self.parts.embedder.embed(texts)
-        if len(vectors) != len(texts):
-            raise RuntimeError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
-        found = dict(zip(texts, vectors, strict=True))
-        return BinaryVectors(
-            BinaryVector(episodes.contextual(found[c], found[x] if x else None))
-            for c, x in zip(contents, contexts, strict=True)
-        )
-
     async def _episodes(self, batch: list[Record]) -> None:
         await self._turns([(r["turn"], r["session"], r["said_at"]) for r in batch])
         ids = await self._ids("episodes", len(batch))
         contents = [scrub(r["content"]) or "" for r in batch]
         contexts = [scrub(r["context"]) for r in batch]
+        said = list(zip(contents, contexts, strict=True))
+        vectors = await episodes.embed_said(self.parts.embedder, said)
         await self.tx.run(
             _EPISODES,
             {
@@ -303,7 +290,7 @@ class _Writer:
                 "saids": [r["said_at"] for r in batch],
                 "hiddens": [r["hidden_at"] for r in batch],
                 "createds": [r["created_at"] for r in batch],
-                "vecs": await self._embed_episodes(contents, contexts),
+                "vecs": BinaryVectors(BinaryVector(v) for v in vectors),
             },
         )
         self.episode_ids |= {r["ref"]: i for r, i in zip(batch, ids, strict=True)}
