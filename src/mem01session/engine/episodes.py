@@ -111,9 +111,10 @@ CONTEXT_SHARE = 0.5
 """The weight of what a passage answered in its vector, against the passage's own words
 (1). "Lisbon." alone is near nothing; after "Where do you live now?" it is near a question
 about a home. Among a lifetime of other messages, a reply's own words are near many
-lines shaped like a question; what it answered tells them apart. Chosen on LoCoMo
-conversation 26 (``python -m bench e2e``, ``python -m bench haystack``): see
-docs/benchmarks.md."""
+lines shaped like a question; what it answered tells them apart. Chosen among shares from
+0.3 to 1.0 on LoCoMo conversation 26 (0.5 to 0.7 came within a question or two of each
+other; more cost the offline rules' block at 400 tokens); what it gives is in
+docs/benchmarks.md (``python -m bench e2e``, ``python -m bench haystack``)."""
 
 
 def contextual(words: Vector, context: Vector | None) -> Vector:
