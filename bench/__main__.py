@@ -166,8 +166,9 @@ async def _run(
                 f" --haystack {args.haystack}" if tuple(args.older) != haystack.SIZES else ""
             )
             sections[HAYSTACK] = _section(
-                HAYSTACK, command, facts, f"{haystack.table(hs)}\n\n{haystack.note(hs)}"
-            )
+                HAYSTACK, command, facts,
+                f"{haystack.table(hs)}\n\n{haystack.note(hs)}\n\n{haystack.losses(hs)}",
+            )  # fmt: skip
         if "quality" in which:
             t = time.perf_counter()
             q = await quality.run(server, emb, args.locomo, log)

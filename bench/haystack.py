@@ -24,6 +24,7 @@ import io
 import json
 import os
 import re
+import statistics
 import tarfile
 import time
 import urllib.request
@@ -31,20 +32,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from agents import set_tracing_disabled
 
+from mem01session.engine.candidates import pool_for
 from mem01session.engine.episodes import EpisodePolicy, Utterance, drafts
 from mem01session.engine.passages import tail
 from mem01session.engine.small_talk import is_small_talk
 from mem01session.tokens import default_token_counter
 
 from . import e2e
-from .common import PrecomputedEmbedder, Server, open_memory, percentiles
+from .common import PrecomputedEmbedder, Server, open_memory, percentiles, vector_text
 from .episode_scale import Said, copy_said
 from .locomo import Dialogue, instants, load_dialogues
-from .metrics import Answer, summarize
+from .metrics import Answer, hit, summarize
 from .quality import SettableClock
 
 PACKAGE = "the-office"
@@ -186,6 +189,8 @@ class Run:
     wall_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
     ingest_s_per_turn: float = 0.0
+    ranks: list[int | None] = field(default_factory=list)  # see evidence_ranks()
+    found: list[bool] = field(default_factory=list)  # each question's evidence, @BUDGET
 
 
 @dataclass
@@ -248,13 +253,58 @@ async def _one(
             run.wall_ms += got.wall_ms
             run.cpu_ms += got.cpu_ms
         run.quotes = {b: (q[0], q[1]) for b, q in quotes.items()}
+        run.ranks = await evidence_ranks(url, emb, dialogues)
     finally:
         await memory.aclose()
     queries = [q for d in dialogues for q, _ in d.queries]
     for b in e2e.BUDGETS:
         summary = summarize(queries, run.answers[b])
         run.in_block[b], run.tokens[b] = summary.in_block, summary.mean_tokens
+    run.found = [
+        hit(a.block, q.evidence) for q, a in zip(queries, run.answers[BUDGET], strict=True)
+    ]
     return run
+
+
+def rank_said(conn: psycopg.Connection[Any], user: str, vector: str, at: datetime) -> int | None:
+    """Where what ``user`` said at ``at`` ranks by vector similarity to ``vector`` (a
+    pgvector literal) among all their messages: 1 + how many are nearer than its nearest
+    passage (exact, with the stored vectors: no index); None when nothing was said then."""
+    row = conn.execute(
+        """
+        SELECT (SELECT count(*) + 1 FROM episodes
+                 WHERE user_id = %(u)s AND embedding <=> %(q)s::vector < nearest)
+          FROM (SELECT min(embedding <=> %(q)s::vector) AS nearest FROM episodes
+                 WHERE user_id = %(u)s AND said_at = %(at)s) AS evidence
+         WHERE nearest IS NOT NULL
+        """,
+        {"u": user, "q": vector, "at": at},
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def evidence_ranks(
+    url: str, emb: PrecomputedEmbedder, dialogues: Sequence[Dialogue]
+) -> list[int | None]:
+    """For each question (in the order of the answers), where its evidence ranks by vector
+    similarity to the question among all the messages of the user who said it
+    (:func:`rank_said`; the best of its turns); None when no user message holds it."""
+    ranks: list[int | None] = []
+    with psycopg.connect(url) as conn:
+        for d in dialogues:
+            said: dict[str, list[tuple[str, datetime]]] = {}
+            for (user, at), dia in instants(d).items():
+                said.setdefault(dia, []).append((user, at))
+            for query, text in d.queries:
+                vector = vector_text((await emb.embed([text]))[0])
+                found = [
+                    r
+                    for dia in query.evidence
+                    for user, at in said.get(dia, ())
+                    if (r := rank_said(conn, user, vector, at)) is not None
+                ]
+                ranks.append(min(found, default=None))
+    return ranks
 
 
 async def run(
@@ -302,6 +352,40 @@ def table(r: Haystack) -> str:
             f"| {run.tokens[BUDGET]:.0f} "
             f"| {p50:.2f} / {p95:.2f} | {cpu:.2f} | {run.ingest_s_per_turn:.4f} |"
         )
+    return "\n".join(lines)
+
+
+def losses(r: Haystack) -> str:
+    """Where the evidence the older messages cost went: how near the question its passage
+    still is, against the vector list's pool."""
+    none = r.runs.get(0)
+    if none is None:
+        return ""
+    pool = pool_for(BUDGET)
+    lines = [
+        f"For the questions the older messages cost at {BUDGET} tokens (their evidence in "
+        "the block without them, not with them): the rank of the evidence's passage by "
+        "vector similarity to the question among all its user's messages (exact, with the "
+        "stored vectors), without and with the older messages; and how many lie past the "
+        f"{pool} nearest, the vector list's pool at {BUDGET} tokens (out of its reach: "
+        "only the question's words can still find them).",
+        "",
+        f"| older messages / user | questions whose evidence the block @{BUDGET} lost "
+        "| their evidence's rank by vector similarity, median: without → with the older "
+        f"messages | of them, evidence past the {pool} nearest |",
+        "|---:|---:|---:|---:|",
+    ]
+    for size, run in r.runs.items():
+        if not size:
+            continue
+        lost = [i for i, (before, now) in enumerate(zip(none.found, run.found, strict=True))
+                if before and not now]  # fmt: skip
+        was = [x for i in lost if (x := none.ranks[i]) is not None]
+        now = [x for i in lost if (x := run.ranks[i]) is not None]
+        past = sum(1 for x in now if x > pool)
+        median = (f"{statistics.median(was):,.0f} → {statistics.median(now):,.0f}"
+                  if was and now else "—")  # fmt: skip
+        lines.append(f"| {size:,} | {len(lost)} | {median} | {past} |")
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""The haystack benchmark's pure parts: the scripts read from a made-up package tarball, the
-older messages made of them, their vectors kept between runs (no server, no network)."""
+"""The haystack benchmark's parts: the scripts read from a made-up package tarball, the
+older messages made of them, their vectors kept between runs (no network); where the
+evidence ranks among a user's messages (on the test server)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import tarfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
-from bench.common import PrecomputedEmbedder
+from bench.common import PrecomputedEmbedder, vector_text
+from bench.episode_scale import Said, copy_said
 from bench.haystack import (
     BUDGET,
     JOB_IDS,
@@ -23,6 +26,8 @@ from bench.haystack import (
     Line,
     Run,
     haystack,
+    losses,
+    rank_said,
     read_lines,
     summary,
     tarball,
@@ -30,6 +35,7 @@ from bench.haystack import (
 )
 
 from mem01session.embeddings import HashingEmbedder, Vector
+from tests.conftest import TEST_DIM
 
 UNTIL = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -153,3 +159,41 @@ def test_the_quoted_line_names_the_largest_haystack_against_none() -> None:
     assert "Among 100,000 older messages per user" in line
     assert f"in the {BUDGET}-token block for 63% of them, against 91% with none" in line
     assert "(benchmarks.md#recall-among-a-lifetime-of-older-messages-locomo)" in line
+
+
+def test_the_evidence_rank_counts_the_users_nearer_messages(db_url: str) -> None:
+    emb = PrecomputedEmbedder(HashingEmbedder(TEST_DIM))
+    lines = ["my sister paints lakes", "we ate pasta at noon", "the printer jammed again"]
+    said = [
+        Said("u", "older", n, 0, text, None, UNTIL + timedelta(minutes=n))
+        for n, text in enumerate(lines)
+    ]
+    said.append(Said("v", "older", 9, 0, lines[1], None, UNTIL))  # another user's
+    copy_said(db_url, emb, said)
+    question = emb.inner.embed_one("my sister paints lakes")
+    with psycopg.connect(db_url) as conn:
+        assert rank_said(conn, "u", vector_text(question), UNTIL) == 1
+        nearer = sorted(lines, key=lambda t: _distance(question, emb.cache[t]))
+        at = UNTIL + timedelta(minutes=1)
+        assert rank_said(conn, "u", vector_text(question), at) == nearer.index(lines[1]) + 1
+        assert rank_said(conn, "u", vector_text(question), UNTIL - timedelta(days=1)) is None
+        assert rank_said(conn, "v", vector_text(question), UNTIL) == 1  # its only message
+
+
+def _distance(a: Vector, b: Vector) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+    return 1.0 - dot / norm
+
+
+def test_the_losses_table_follows_the_questions_the_older_messages_cost() -> None:
+    r = Haystack()
+    r.runs = {
+        0: Run(found=[True, True, True, False], ranks=[3, 10, 1, None]),
+        100_000: Run(found=[False, True, False, False], ranks=[900, 40, 2_000, None]),
+    }
+    table = losses(r)
+    # questions 1 and 3 were lost; their ranks went from 3 and 1 to 900 and 2,000
+    assert "| 100,000 | 2 | 2 → 1,450 | 2 |" in table
+    assert f"the vector list's pool at {BUDGET} tokens" in table
+    assert losses(Haystack()) == ""
