@@ -212,7 +212,7 @@ def _build_index(url: str, emb: PrecomputedEmbedder, out: EpisodeScale) -> None:
         out.rows = int(row[4])
 
 
-def _overlap(
+def exact_found(
     url: str, emb: PrecomputedEmbedder, user: str, texts: Sequence[str], walk: str
 ) -> float:
     """The share of the exact nearest :data:`OVERLAP_K` episodes the user's ``walk`` (the
@@ -315,7 +315,9 @@ async def run(
             out.walks[n] = walk if isinstance(walk, str) else "HNSW"
             # Read exactly, the exact nearest are found by definition.
             exactly = walk == candidates.EXACT
-            out.overlap[n] = 1.0 if exactly else _overlap(url, emb, user, texts[:40], out.walks[n])
+            out.overlap[n] = (
+                1.0 if exactly else exact_found(url, emb, user, texts[:40], out.walks[n])
+            )
 
         async def recall(variant: str, user: str, text: str) -> tuple[float, tuple[int, ...]]:
             candidates.EXACT_UP_TO = exact_up_to if variant != EXACT else 10**12

@@ -45,7 +45,7 @@ from mem01session.tokens import default_token_counter
 
 from . import e2e
 from .common import PrecomputedEmbedder, Server, open_memory, percentiles, vector_text
-from .episode_scale import Said, copy_said
+from .episode_scale import OVERLAP_K, Said, copy_said, exact_found
 from .locomo import Dialogue, instants, load_dialogues
 from .metrics import Answer, hit, summarize
 from .quality import SettableClock
@@ -191,6 +191,7 @@ class Run:
     ingest_s_per_turn: float = 0.0
     ranks: list[int | None] = field(default_factory=list)  # see evidence_ranks()
     found: list[bool] = field(default_factory=list)  # each question's evidence, @BUDGET
+    overlap: float | None = None  # exact nearest the HNSW walk finds (None: read exactly)
 
 
 @dataclass
@@ -254,6 +255,12 @@ async def _one(
             run.cpu_ms += got.cpu_ms
         run.quotes = {b: (q[0], q[1]) for b, q in quotes.items()}
         run.ranks = await evidence_ranks(url, emb, dialogues)
+        if size:  # each user holds most of the table: recall walks the HNSW index
+            asked = [text for d in dialogues for _, text in d.queries]
+            users = [d.user_id(s) for d in dialogues for s in d.speakers]
+            run.overlap = statistics.fmean(
+                exact_found(url, emb, user, asked, "hnsw") for user in users
+            )
     finally:
         await memory.aclose()
     queries = [q for d in dialogues for q, _ in d.queries]
@@ -368,12 +375,16 @@ def losses(r: Haystack) -> str:
         "vector similarity to the question among all its user's messages (exact, with the "
         "stored vectors), without and with the older messages; and how many lie past the "
         f"{pool} nearest, the vector list's pool at {BUDGET} tokens (out of its reach: "
-        "only the question's words can still find them).",
+        "only the question's words can still find them). Beside them, the share of the "
+        f"exact {OVERLAP_K} nearest that the HNSW walk recall takes among these messages "
+        "finds (every question, both users; `bench episodes` measures it on made-up "
+        "messages).",
         "",
         f"| older messages / user | questions whose evidence the block @{BUDGET} lost "
         "| their evidence's rank by vector similarity, median: without → with the older "
-        f"messages | of them, evidence past the {pool} nearest |",
-        "|---:|---:|---:|---:|",
+        f"messages | of them, evidence past the {pool} nearest "
+        f"| exact {OVERLAP_K} nearest the HNSW walk finds |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for size, run in r.runs.items():
         if not size:
@@ -385,7 +396,8 @@ def losses(r: Haystack) -> str:
         past = sum(1 for x in now if x > pool)
         median = (f"{statistics.median(was):,.0f} → {statistics.median(now):,.0f}"
                   if was and now else "—")  # fmt: skip
-        lines.append(f"| {size:,} | {len(lost)} | {median} | {past} |")
+        found = "—" if run.overlap is None else f"{run.overlap:.3f}"
+        lines.append(f"| {size:,} | {len(lost)} | {median} | {past} | {found} |")
     return "\n".join(lines)
 
 

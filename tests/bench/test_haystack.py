@@ -190,10 +190,12 @@ def test_the_losses_table_follows_the_questions_the_older_messages_cost() -> Non
     r = Haystack()
     r.runs = {
         0: Run(found=[True, True, True, False], ranks=[3, 10, 1, None]),
-        100_000: Run(found=[False, True, False, False], ranks=[900, 40, 2_000, None]),
+        100_000: Run(
+            found=[False, True, False, False], ranks=[900, 40, 2_000, None], overlap=0.9051
+        ),
     }
     table = losses(r)
     # questions 1 and 3 were lost; their ranks went from 3 and 1 to 900 and 2,000
-    assert "| 100,000 | 2 | 2 → 1,450 | 2 |" in table
+    assert "| 100,000 | 2 | 2 → 1,450 | 2 | 0.905 |" in table
     assert f"the vector list's pool at {BUDGET} tokens" in table
     assert losses(Haystack()) == ""
