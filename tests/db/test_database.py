@@ -37,6 +37,16 @@ async def test_another_embedder_opens_the_same_database(db_url: str) -> None:
     await db.close()
 
 
+async def test_a_url_in_sqlalchemys_form_opens_like_libpqs(db_url: str) -> None:
+    # The form SQLAlchemy and Alembic take; the direct pool's libpq refused it mid-run.
+    db = await Database.open(url=db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        assert await db.direct.fetch("SELECT 1 AS one", {}) == [{"one": 1}]
+        assert db.url.startswith("postgresql://")
+    finally:
+        await db.close()
+
+
 async def test_unreachable_server_is_a_clean_error() -> None:
     from mem01session.errors import DatabaseError
 

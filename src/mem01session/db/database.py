@@ -24,7 +24,7 @@ from ..secrets.redaction import redact_dsn
 from . import migrate
 from .direct import DirectPool
 from .embedded import embedded_url, let_go, restart_if_stopped
-from .urls import sqlalchemy_url, with_connect_timeout
+from .urls import libpq_url, sqlalchemy_url, with_connect_timeout
 from .vector_index import VALID_SQL, VectorIndex, ensure_vector_index, vector_index
 
 log = get_logger(__name__)
@@ -180,7 +180,9 @@ class Database:
             if auto_migrate is None:
                 auto_migrate = True
         else:
-            url = with_connect_timeout(url)
+            # SQLAlchemy's form (postgresql+psycopg://) is read as libpq's: the direct pool
+            # hands the URL to libpq, which takes no driver in the scheme.
+            url = with_connect_timeout(libpq_url(url))
         await asyncio.to_thread(
             prepare_schema,
             url,
