@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from mem01session.db import migrate
 from mem01session.db.vector_index import VectorIndex
+from mem01session.errors import DatabaseError
 
 TABLES = {
     "beliefs",
@@ -303,3 +306,32 @@ def test_revision_0013_lets_the_ledger_record_imports_and_undoing_it_deletes_tho
     with psycopg.connect(empty_db_url) as conn:
         ops = [r[0] for r in conn.execute("SELECT op FROM belief_events ORDER BY id")]
     assert ops == ["ADD"]
+
+
+def test_a_role_that_may_not_create_the_extensions_is_told_what_to_do(
+    pg_admin_url: str, empty_db_url: str
+) -> None:
+    role = f"r_{uuid.uuid4().hex[:10]}"
+    name = urlsplit(empty_db_url).path.lstrip("/")
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'REVOKE CREATE ON DATABASE "{name}" FROM PUBLIC')
+    as_role = urlunsplit(urlsplit(empty_db_url)._replace(netloc=f"{role}@"))
+    try:
+        with pytest.raises(DatabaseError, match=r"GRANT CREATE ON SCHEMA public TO it"):
+            migrate.upgrade(as_role)
+        with psycopg.connect(empty_db_url, autocommit=True) as conn:
+            conn.execute(f'GRANT CREATE ON SCHEMA public TO "{role}"')
+        with pytest.raises(DatabaseError, match="grant this role CREATE on the database"):
+            migrate.upgrade(as_role)
+        assert migrate.current(empty_db_url) is None  # nothing was made
+    finally:
+        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            conn.execute(f'DROP ROLE "{role}"')  # its grant went with the database
+
+
+def test_a_server_without_pgvector_is_told_where_to_get_it() -> None:
+    failure = 'NotSupportedError: extension "vector" is not available'
+    assert "install pgvector on the PostgreSQL server" in migrate._setup_hint(failure)
+    assert migrate._setup_hint("OperationalError: connection refused") == ""

@@ -144,7 +144,39 @@ def _connect(url: str) -> Iterator[Connection]:
     finally:
         engine.dispose()
     if failure is not None:  # outside the except block: the driver's error is no context
-        raise DatabaseError(f"database error: {failure}")
+        raise DatabaseError(f"database error: {failure}{_setup_hint(failure)}")
+
+
+def _setup_hint(failure: str) -> str:
+    """What to do when the first migration lacks something the server must give it: the
+    extensions it creates, or the right to create them or its tables."""
+    if 'extension "' in failure and "is not available" in failure:
+        return (
+            "; install pgvector on the PostgreSQL server (https://github.com/pgvector/pgvector), "
+            "or leave MEM01_DATABASE_URL unset to use the embedded server, which has it"
+        )
+    if "permission denied to create extension" in failure:
+        return (
+            "; grant this role CREATE on the database, or have a superuser run CREATE EXTENSION "
+            "vector; CREATE EXTENSION btree_gin; in it once, then upgrade again"
+        )
+    if "permission denied for schema" in failure:
+        return (
+            "; the role needs CREATE on the schema (GRANT CREATE ON SCHEMA public TO it, or make "
+            "it the database's owner; PostgreSQL 15+ no longer grants that to every role)"
+        )
+    return ""
+    if "is not available" in failure:
+        return (
+            "; install pgvector on the PostgreSQL server (https://github.com/pgvector/pgvector), "
+            "or leave MEM01_DATABASE_URL unset to use the embedded server, which has it"
+        )
+    if "permission denied to create extension" in failure:
+        return (
+            "; grant this role CREATE on the database, or have a superuser run CREATE EXTENSION "
+            "vector; CREATE EXTENSION btree_gin; in it once, then upgrade again"
+        )
+    return ""
 
 
 @contextmanager
