@@ -332,4 +332,5 @@ def stop_keeping(home: Path) -> ServerStatus:
         if not pids:
             # Attach and let go at once: the wheel stops a server whose last handle goes.
             get_server(status.pgdata, cleanup_mode="stop").cleanup()
+            keep_private(home)  # attaching, as root, opened it to everyone for its user
     return server_status(home)
