@@ -147,3 +147,45 @@ def test_a_documented_command_exists_with_its_options(words: list[str]) -> None:
     assert result.exit_code == 0, (words, result.output)
     for option in (w.split("=")[0] for w in words if w.startswith("--")):
         assert option in result.output, (words, option)
+
+
+def _frame_lines() -> set[str]:
+    """Every fixed line the block is written with (its header, its sections' headings)."""
+    from mem01session.engine.frame import HEADER, PENDING_HEADER
+    from mem01session.engine.render import QUOTES_HEADER
+
+    return {*HEADER.splitlines(), QUOTES_HEADER.strip(), PENDING_HEADER.strip()}
+
+
+def _fenced(page: Path) -> list[str]:
+    """The page's code blocks without a language, as written."""
+    found: list[str] = []
+    lines: list[str] | None = None
+    opened = ""
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            if lines is None:
+                lines, opened = [], line
+                continue
+            if opened == "```":
+                found.append("\n".join(lines))
+            lines = None
+        elif lines is not None:
+            lines.append(line)
+    return found
+
+
+def test_a_block_shown_in_the_docs_is_written_as_the_library_writes_it() -> None:
+    framed = _frame_lines()
+    shown = [b for page in PAGES for b in _fenced(page) if "</memory>" in b]
+    assert shown  # the concepts page shows some
+    for block in shown:
+        for line in block.splitlines():
+            # A line that is neither a record, a quote nor a date is one of the frame's.
+            if line and not line.startswith(("- ", "</memory>")) and not line[0].isdigit():
+                assert line in framed, f"a block in the docs says {line!r}"
+
+
+def test_a_code_fence_in_the_docs_is_never_empty() -> None:
+    for page in PAGES:
+        assert "```\n```" not in page.read_text(), page.name
