@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,25 @@ async def test_postgres_down_fail_open_and_strict(memories: MemoryFactory) -> No
         await strict.add_items(turn("I live in Bonn"))
     # transcript first: the turn is kept even though memory failed
     assert any("Bonn" in json.dumps(i) for i in await strict.get_items())
+
+
+async def test_a_database_that_is_down_is_warned_about_once_for_everything_it_fails(
+    memories: MemoryFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agents.memory import SQLiteSession
+
+    from mem01session.embeddings import HashingEmbedder
+
+    dead = Database("postgresql://nobody@127.0.0.1:1/none", embedded=False)
+    memory = memories(engine=BeliefEngine(dead, HashingEmbedder(64)), extractor=ScriptedExtractor())
+    session = Mem01Session("c", "hal", inner=SQLiteSession("c"), memory=memory)
+    with caplog.at_level(logging.INFO, logger="mem01session"):
+        await say(session, "I live in Berlin", answer="Nice.")  # recall, then enqueue, fail
+        assert await session.flush_memory(timeout=1) is False
+    said = [r for r in caplog.records if "continues without it" in r.getMessage()]
+    warned = [r.getMessage() for r in said if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and warned[0].startswith("memory recall failed"), warned
+    assert any("enqueue failed" in r.getMessage() for r in said)  # still said, quietly
 
 
 async def test_clear_memory_erases_and_keeps_transcript(

@@ -132,11 +132,12 @@ class DurableTier:
                     if self.failures.strict
                     else "kept and sent with the next one"
                 )
-                message = f"enqueue {self._gave_up(limit)}; the turn is {kept}"
+                message, cause = f"enqueue {self._gave_up(limit)}; the turn is {kept}", None
             else:
-                message = f"enqueue failed: {describe(exc)}"
+                cause = describe(exc)
+                message = f"enqueue failed: {cause}"
             before = f"{recall_failure}; then " if recall_failure is not None else ""
-            self.failures.record(before + message, "enqueue")
+            self.failures.record(before + message, "enqueue", cause)
         else:
             self.failures.recovered(mark, "enqueue")
 
@@ -257,9 +258,10 @@ class DurableTier:
         except Exception as exc:
             cut_short = within is not None and within.expired
             if not cut_short or self._read is None:
-                what = self._gave_up(limit) if cut_short else f"failed: {describe(exc)}"
+                cause = None if cut_short else describe(exc)
+                what = self._gave_up(limit) if cause is None else f"failed: {cause}"
                 without = "; this run answered without memory" if during_run else ""
-                self.failures.record(f"recall {what}{without}", "recall")
+                self.failures.record(f"recall {what}{without}", "recall", cause)
                 self._recall_failure = self.failures.last_error if during_run else None
                 return None
             result = self._read  # the read after the wait was cut short: the one before
