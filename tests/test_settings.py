@@ -50,3 +50,15 @@ def test_a_field_of_the_wrong_kind_is_refused_by_name_without_its_value(
     with pytest.raises(ConfigError) as info:
         Settings(**{field: value})  # type: ignore[arg-type]
     assert str(info.value) == f"Settings.{field} must be {kind}, got {type(value).__name__}"
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "36501", "1000000", "99999999999"])
+def test_an_episode_retention_no_date_can_reach_is_refused_when_read(days: str) -> None:
+    # A million days was taken, then failed every recall and extraction (date out of range).
+    with pytest.raises(ConfigError, match="MEM01_EPISODE_RETENTION_DAYS must be a whole number"):
+        Settings.from_env({"MEM01_EPISODE_RETENTION_DAYS": days})
+
+
+def test_a_century_of_episode_retention_is_the_longest() -> None:
+    settings = Settings.from_env({"MEM01_EPISODE_RETENTION_DAYS": "36500"})
+    assert settings.episode_retention_days == 36_500

@@ -202,11 +202,7 @@ class Settings:
             raise ConfigError(
                 f"MEM01_EPISODES must be 'user', 'all' or 'off', got {self.episodes!r:.40}"
             )
-        days = self.episode_retention_days
-        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
-            raise ConfigError(
-                f"MEM01_EPISODE_RETENTION_DAYS must be a whole number of days >= 1, got {days!r}"
-            )
+        check_retention_days(self.episode_retention_days, "MEM01_EPISODE_RETENTION_DAYS")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -324,6 +320,23 @@ def _is_openai(base_url: str | None) -> bool:
     except ValueError:
         return False
     return host == "api.openai.com" or host.endswith((".openai.com", ".openai.azure.com"))
+
+
+MAX_RETENTION_DAYS = 36_500
+"""The longest episode retention (a hundred years): a longer one reaches back before any
+date a database or Python holds. Unset keeps episodes until the user is erased."""
+
+
+def check_retention_days(days: object, name: str) -> None:
+    """Refuse an episode retention that is not a whole number of days from 1 to
+    :data:`MAX_RETENTION_DAYS` (``name``: what the error calls it)."""
+    if days is None:
+        return
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_RETENTION_DAYS:
+        raise ConfigError(
+            f"{name} must be a whole number of days from 1 to {MAX_RETENTION_DAYS} "
+            f"(unset: kept until the user is erased), got {days!r:.40}"
+        )
 
 
 def check_database_url(url: str, variable: str = "MEM01_DATABASE_URL") -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from ..config import EPISODE_KEEPS, EpisodeKeep
+from ..config import EPISODE_KEEPS, EpisodeKeep, check_retention_days
 from ..db.vectors import BinaryVector, BinaryVectors
 from ..embeddings import Embedder, Vector
 from ..errors import ConfigError
@@ -46,11 +46,7 @@ class EpisodePolicy:
     def __post_init__(self) -> None:
         if self.keep not in EPISODE_KEEPS:
             raise ConfigError(f"episodes must be 'user', 'all' or 'off', got {self.keep!r:.40}")
-        days = self.retention_days
-        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
-            raise ConfigError(
-                f"episode retention must be a whole number of days >= 1, got {days!r}"
-            )
+        check_retention_days(self.retention_days, "episode retention")
 
     @property
     def enabled(self) -> bool:
