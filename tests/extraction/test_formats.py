@@ -111,6 +111,16 @@ async def test_a_real_server_error_is_still_retried() -> None:
     assert server.sleeps == [0.5]
 
 
+async def test_a_server_error_that_only_mentions_a_schema_is_retried_not_remembered() -> None:
+    crash = error(500, "internal error: upstream worker crashed while loading the schema cache")
+    server = FakeServer(crash, good(), completion(EMPTY))
+    extractor = server.extractor(backoff=0.5)
+    await extractor.extract(TURN, CANDIDATES, NOW)
+    await extractor.extract(TURN, CANDIDATES, NOW)
+    assert formats(server) == ["json_schema", "json_schema", "json_schema"]
+    assert server.sleeps == [0.5]  # retried as the server error it is
+
+
 async def test_max_tokens_is_always_sent_and_configurable() -> None:
     server = FakeServer(completion(EMPTY), completion(EMPTY))
     await server.extractor().extract(TURN, CANDIDATES, NOW)

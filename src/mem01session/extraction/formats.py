@@ -12,8 +12,11 @@ the current one, and stays there:
    read tolerantly (:func:`~mem01session.extraction.answer.read_json`).
 
 A refusal is an HTTP error whose body names the request's format (``response_format``,
-``json_schema``, ``json_object``, a schema or grammar), whatever its status: servers
-answer 400, 422 or 500 for it. A 404 or 422 to a format request counts too, unless it is
+``json_schema``, ``json_object``, a schema or grammar): servers answer 400, 422 or 500 for
+it. A server error (5xx) counts only when it names the request's own fields or a grammar
+(llama-cpp-python's 500 quotes ``response_format``): one that merely says "schema" (a
+crash "while loading the schema cache") is retried as the server error it is, since a
+refusal is remembered for good. A 404 or 422 to a format request counts too, unless it is
 about the model.
 """
 
@@ -46,6 +49,8 @@ _FORMAT_WORDS = (
     "grammar",
     "guided",
 )
+# What a server error (5xx) must name to be a refusal: the request's fields, or a grammar.
+_SERVER_ERROR_WORDS = ("response_format", "json_schema", "json_object", "grammar")
 LABELS = {
     Mode.STRUCTURED: "structured outputs (json_schema)",
     Mode.JSON_OBJECT: "JSON mode (json_object)",
@@ -93,6 +98,8 @@ def rejects_format(exc: openai.APIStatusError, mode: Mode) -> bool:
     if mode is Mode.TEXT:
         return False  # nothing was asked for: the error is about something else
     text = error_text(exc)
+    if exc.status_code >= 500:
+        return any(word in text for word in _SERVER_ERROR_WORDS)
     if any(word in text for word in _FORMAT_WORDS):
         return True
     if exc.status_code in (404, 422):
