@@ -271,6 +271,20 @@ def test_ids_are_validated(memory: Memory) -> None:
         Mem01Session("s", "u", memory=memory, max_memory_tokens=0)
 
 
+def test_a_budget_set_later_is_checked_when_set_and_a_bad_one_changes_nothing(
+    memory: Memory,
+) -> None:
+    from mem01session.errors import ConfigError
+
+    session = Mem01Session("s", "u", memory=memory, max_memory_tokens=300)
+    session.max_memory_tokens = 500
+    for bad in (-1, 0, "x", 2.5, True):
+        # It was taken, then failed the next run out of Runner.run, the answer unsaid.
+        with pytest.raises(ConfigError, match="max_memory_tokens must be a positive integer"):
+            session.max_memory_tokens = bad  # type: ignore[assignment]
+    assert session.max_memory_tokens == 500
+
+
 async def test_a_negative_close_timeout_is_refused_and_closes_nothing(memory: Memory) -> None:
     from mem01session.errors import ConfigError
 

@@ -11,7 +11,14 @@ from agents import RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings, SQLiteSession
 
-from ..checks import check_id, check_items, check_limit, check_seconds, check_session
+from ..checks import (
+    check_id,
+    check_items,
+    check_limit,
+    check_positive_int,
+    check_seconds,
+    check_session,
+)
 from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest, RecallResult
 from ..errors import ConfigError
 from ..memory import Memory, host_of
@@ -98,8 +105,7 @@ class Mem01Session:
             transcript_secrets=transcript_secrets,
         )
         self._redact_transcript = options.transcript_secrets == "redact"
-        self.max_memory_tokens = options.max_memory_tokens
-        """The token budget of the memory block each model call is given."""
+        self._max_memory_tokens = options.max_memory_tokens
         self._provenance: BlockProvenance = options.provenance
         if inner is not None:
             check_session("inner", inner)
@@ -134,6 +140,16 @@ class Mem01Session:
             f"Mem01Session(session_id={self.session_id!r}, user_id={self.user_id!r}, "
             f"strict={self._tier.failures.strict})"
         )
+
+    @property
+    def max_memory_tokens(self) -> int:
+        """The token budget of the memory block each model call is given; settable (a
+        bad value is refused here, not by the next run)."""
+        return self._max_memory_tokens
+
+    @max_memory_tokens.setter
+    def max_memory_tokens(self, tokens: int) -> None:
+        self._max_memory_tokens = check_positive_int("max_memory_tokens", tokens)
 
     @property
     def timezone(self) -> str | None:
