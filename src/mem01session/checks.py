@@ -50,11 +50,17 @@ def check_filter(name: str, value: object) -> str | None:
     return cleaned if cleaned.strip() else None
 
 
+MAX_INT = 2**63 - 1
+"""The largest count or id a statement takes (PostgreSQL's ``bigint``)."""
+
+
 def check_positive_int(name: str, value: object, *, minimum: int = 1) -> int:
-    """An ``int`` (not a ``bool``) of at least ``minimum``."""
+    """An ``int`` (not a ``bool``) of at least ``minimum`` and at most :data:`MAX_INT`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ConfigError(f"{name} must be {expected}, got {value!r}")
+        raise ConfigError(f"{name} must be {expected}, got {value!r:.40}")
+    if value > MAX_INT:
+        raise ConfigError(f"{name} must be at most {MAX_INT}, got {value:.3g}")
     return value
 
 

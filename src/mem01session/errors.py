@@ -44,11 +44,13 @@ class MigrationRequiredError(Mem01Error):
 class InvalidOpError(Mem01Error, ValueError):
     """A lifecycle op failed validation; the whole batch was rejected and nothing changed."""
 
-    def __init__(self, index: int, op: str, reason: str) -> None:
+    def __init__(self, index: int, op: str, reason: str, *, single: bool = False) -> None:
         self.index = index
         self.op = op
         self.reason = reason
-        super().__init__(f"op #{index} ({op}) rejected: {reason}")
+        # ``single``: the op a verb made of one call (remember, correct), which has no batch
+        where = op if single else f"op #{index} ({op})"
+        super().__init__(f"{where} rejected: {reason}")
 
 
 class BeliefNotFoundError(Mem01Error, LookupError):

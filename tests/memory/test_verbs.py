@@ -196,3 +196,31 @@ async def test_bad_input_is_refused_by_name_and_changes_nothing(
     with pytest.raises((ConfigError, InvalidOpError)):
         await call(memory)  # type: ignore[misc]
     assert await memory.users() == []
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda m: m.history("ivy", belief_id="x"), "belief_id must be a positive integer"),
+        (lambda m: m.history("ivy", belief_id=2**63), "belief_id must be at most"),
+        (lambda m: m.users(limit=2**63), "limit must be at most"),
+        (lambda m: m.episodes("ivy", limit=2**63), "limit must be at most"),
+        (lambda m: m.jobs(limit=-1), "limit must be a positive integer"),
+        (lambda m: m.jobs(status="bogus"), "status must be one of pending, running, done, failed"),
+        (lambda m: m.correct("ivy", 1, None), "CORRECT rejected: the statement must be a str"),
+    ],
+)
+async def test_a_bad_id_limit_or_status_is_named_not_left_to_the_database(
+    memory: Memory, call: Callable[[Memory], object], says: str
+) -> None:
+    # Each reached PostgreSQL (bigint out of range, LIMIT must not be negative), found
+    # nothing, or raised a bare TypeError.
+    with pytest.raises((ConfigError, InvalidOpError), match=says):
+        await call(memory)  # type: ignore[misc]
+
+
+async def test_a_verb_refusing_its_one_statement_names_no_batch(memory: Memory) -> None:
+    with pytest.raises(InvalidOpError) as info:
+        await memory.remember("ivy", "My password is hunter2-xyz")
+    assert str(info.value).startswith("ADD rejected: ")
+    assert "hunter2" not in str(info.value)

@@ -92,6 +92,8 @@ async def ledger(
     """
     user_id = check_id("user_id", user_id)
     check_positive_int("limit", limit)
+    if belief_id is not None:
+        check_positive_int("belief_id", belief_id)
     where = (
         ""
         if belief_id is None

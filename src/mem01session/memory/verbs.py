@@ -224,7 +224,7 @@ class MemoryVerbs:
                     continue
             return await engine.apply(user_id, [op], provenance=author)
 
-        return await self._bounded(write)
+        return await self._one_op(write)
 
     async def correct(
         self,
@@ -240,6 +240,9 @@ class MemoryVerbs:
         belief already makes is refused with ``InvalidOpError``; a belief that is not an
         active one of the user's with ``BeliefNotFoundError``."""
         user_id = check_id("user_id", user_id)
+        if not isinstance(statement, str):
+            reason_ = f"the statement must be a str, got {type(statement).__name__}"
+            raise InvalidOpError(0, "CORRECT", reason_, single=True)
         _not_addressed("CORRECT", statement)
         why = reason or "corrected"
 
@@ -253,7 +256,7 @@ class MemoryVerbs:
                 user_id, belief_id, statement, reason=why, provenance=provenance
             )
 
-        return await self._bounded(write)
+        return await self._one_op(write)
 
     async def forget(
         self,
@@ -304,6 +307,14 @@ class MemoryVerbs:
     async def _read(self, work: Callable[[MemoryReader], Awaitable[T]]) -> T:
         return await self._bounded(lambda engine, _: work(MemoryReader(engine.db.direct)))
 
+    async def _one_op(self, work: Callable[[BeliefEngine, JobStore], Awaitable[T]]) -> T:
+        """``work`` (:meth:`_bounded`), which applies the one op a verb made: a refusal of
+        it names the op, not its place in a batch the caller never made."""
+        try:
+            return await self._bounded(work)
+        except InvalidOpError as exc:
+            raise InvalidOpError(exc.index, exc.op, exc.reason, single=True) from None
+
     async def _bounded(self, work: Callable[[BeliefEngine, JobStore], Awaitable[T]]) -> T:
         """``work`` on the open engine, within :data:`VERB_TIMEOUT_SECONDS`."""
         engine = await self._runtime.engine()
@@ -338,7 +349,7 @@ def _not_addressed(op: str, statement: str, key: str | None = None) -> None:
     if why is not None:
         raise InvalidOpError(
             0, op, f"the statement reads as an instruction to the assistant ({why}), not a "
-            "fact about the user; memory does not store one",
+            "fact about the user; memory does not store one", single=True,
         )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from ..checks import check_timezone
+from ..checks import check_positive_int, check_timezone
 from ..errors import ConfigError
 from ..extraction.base import Turn, TurnMessage
 from ..secrets.redaction import redact
@@ -154,6 +154,9 @@ def job_from_row(row: Mapping[Any, Any]) -> Job:
     return job
 
 
+JOB_STATUSES = ("pending", "running", "done", "failed")
+
+
 async def list_jobs(
     pool: DirectPool,
     *,
@@ -161,7 +164,11 @@ async def list_jobs(
     status: str | None = None,
     limit: int = 100,
 ) -> list[Job]:
-    """Jobs, newest first, optionally for one user or one status."""
+    """Jobs, newest first, optionally for one user or one status (one of
+    :data:`JOB_STATUSES`)."""
+    check_positive_int("limit", limit)
+    if status is not None and status not in JOB_STATUSES:
+        raise ConfigError(f"status must be one of {', '.join(JOB_STATUSES)}, got {status!r:.40}")
     clauses = []
     params: dict[str, Any] = {"limit": limit}
     if user_id is not None:
