@@ -62,3 +62,17 @@ def test_an_episode_retention_no_date_can_reach_is_refused_when_read(days: str) 
 def test_a_century_of_episode_retention_is_the_longest() -> None:
     settings = Settings.from_env({"MEM01_EPISODE_RETENTION_DAYS": "36500"})
     assert settings.episode_retention_days == 36_500
+
+
+def test_a_password_in_a_model_servers_url_is_masked_in_the_repr_and_the_logs() -> None:
+    from mem01session.secrets.redaction import redact
+
+    settings = Settings(
+        openai_base_url="http://proxy:Pr0xyPass-llm@127.0.0.1:8000/v1",
+        embedding_base_url="http://proxy:Pr0xyPass-emb@127.0.0.1:8001/v1",
+    )
+    shown = repr(settings)
+    assert "Pr0xyPass" not in shown
+    assert "openai_base_url='http://proxy:***@127.0.0.1:8000/v1'" in shown
+    # registered: an error quoting it alone (no URL around it) is masked too
+    assert "Pr0xyPass" not in redact("refused: Pr0xyPass-llm / Pr0xyPass-emb")

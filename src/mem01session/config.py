@@ -157,6 +157,9 @@ class Settings:
     def __post_init__(self) -> None:
         _check_kinds(self)  # before anything reads them (a key that is not a str included)
         register_secret(self.openai_api_key)
+        for url in (self.openai_base_url, self.embedding_base_url):
+            if url:  # a proxy's password in it is a secret too
+                _register_dsn_password(url)
         object.__setattr__(self, "home", _path("home", self.home))
         if self.embedding_model_path is not None:
             path = _path("embedding_model_path", self.embedding_model_path)
@@ -281,9 +284,10 @@ class Settings:
         return (
             f"Settings(database_url={self.safe_database_url!r}, home={str(self.home)!r}, "
             f"openai_api_key={'***' if self.openai_api_key else None!r}, "
-            f"openai_base_url={self.openai_base_url!r}, llm_model={self.llm_model!r}, "
+            f"openai_base_url={_shown(self.openai_base_url)!r}, llm_model={self.llm_model!r}, "
             f"embedding_model={self.embedding_model!r}, embedding_dim={self.embedding_dim!r}, "
-            f"embedding_base_url={self.embedding_base_url!r}, episodes={self.episodes!r}, "
+            f"embedding_base_url={_shown(self.embedding_base_url)!r}, "
+            f"episodes={self.episodes!r}, "
             f"episode_retention_days={self.episode_retention_days!r})"
         )
 
@@ -304,6 +308,11 @@ def _number(
     if value != value:  # NaN
         raise ConfigError(f"{name} must be {_KIND[kind]}, got {text!r}")
     return value
+
+
+def _shown(url: str | None) -> str | None:
+    """``url`` with any password in it masked, for display."""
+    return redact_dsn(url) if url else None
 
 
 _KIND: dict[type, str] = {int: "an integer", float: "a number of seconds"}
