@@ -21,6 +21,7 @@ from mem01session.engine import BeliefEngine
 from mem01session.engine.ops import Op
 from mem01session.errors import EmbeddingError
 from mem01session.extraction import Candidate, Extraction, Turn, TurnMessage
+from mem01session.extraction.base import WAITING_AFTER
 from mem01session.queue import JobStore, MemoryWorker, WorkerPolicy
 from mem01session.queue.owners import gone, new_worker_id, parse
 
@@ -111,6 +112,34 @@ async def test_one_setting_bounds_an_extraction(module_engine: BeliefEngine, uid
     (job,) = (await store.statuses(uid, [job_id])).values()
     assert job.status == "failed" and "within 0.2 s (MEM01_LLM_TIMEOUT)" in (job.last_error or "")
     assert [e.content for e in await module_engine.episodes(uid)] == ["I live in Oslo."]
+
+
+class RateLimited:
+    """An extractor waiting out a rate limit when its time runs out (as OpenAIExtractor
+    does, told to retry after longer than the extraction may take)."""
+
+    name = "rate-limited-v1"
+
+    async def extract(
+        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
+    ) -> Extraction:
+        WAITING_AFTER.set("HTTP 429: Rate limit reached")
+        await asyncio.Event().wait()  # cut off by the worker's timeout
+        raise AssertionError("unreachable")
+
+
+async def test_an_extraction_cut_short_while_waiting_says_what_it_waited_after(
+    module_engine: BeliefEngine, uid: str
+) -> None:
+    # It said only that time ran out: nothing named the rate limit.
+    store = JobStore(module_engine.db)
+    job_id = await enqueue(store, uid, "I live in Oslo.", module_engine.clock())
+    policy = WorkerPolicy(max_attempts=1, extract_timeout=0.2)
+    assert await MemoryWorker(module_engine, RateLimited(), policy=policy).run_once() == 1
+    (job,) = (await store.statuses(uid, [job_id])).values()
+    assert "within 0.2 s (MEM01_LLM_TIMEOUT); it was waiting to try again after: HTTP 429" in (
+        job.last_error or ""
+    )
 
 
 async def test_the_bound_on_jobs_at_once_is_the_policys_else_what_the_extractor_states(

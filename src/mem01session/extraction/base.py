@@ -12,6 +12,7 @@ storable): the text-only content of one conversational turn, never tool payloads
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
@@ -72,4 +73,9 @@ class Extractor(Protocol):
     ) -> Extraction: ...
 
 
-__all__ = ["Candidate", "Extraction", "Extractor", "Turn", "TurnMessage"]
+WAITING_AFTER: ContextVar[str | None] = ContextVar("mem01_extraction_waiting_after", default=None)
+"""What an extractor is waiting to try again after (a rate limit, a server error), set in
+the task that called it: an extraction cut short by its time limit says so, not only that
+time ran out."""
+
+__all__ = ["WAITING_AFTER", "Candidate", "Extraction", "Extractor", "Turn", "TurnMessage"]

@@ -35,7 +35,7 @@ from ..logs import get_logger
 from ..loops import PerLoop
 from ..tokens import default_token_counter
 from .answer import OP_SCHEMA, parse_ops
-from .base import Candidate, Extraction, Turn
+from .base import WAITING_AFTER, Candidate, Extraction, Turn
 from .formats import (
     LABELS,
     NOTES,
@@ -252,7 +252,9 @@ class OpenAIExtractor:
                     f"the model API failed after {attempt + 1} attempts: {_brief(failure)}",
                     retryable=True,
                 ) from None
+            WAITING_AFTER.set(_brief(failure))
             await self._sleep(_delay(failure, self.backoff, attempt))
+            WAITING_AFTER.set(None)
             attempt += 1
 
     def _adapt(self, exc: openai.APIStatusError, mode: Mode) -> bool:

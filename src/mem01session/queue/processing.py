@@ -17,7 +17,7 @@ from ..engine import BeliefEngine
 from ..engine.ops import Provenance, resolve_aliases
 from ..engine.records import RecallRequest
 from ..engine.small_talk import is_small_talk
-from ..extraction.base import Candidate, Extraction, Extractor, Turn
+from ..extraction.base import WAITING_AFTER, Candidate, Extraction, Extractor, Turn
 from ..extraction.hygiene import screen
 from ..logs import get_logger
 from ..spans import job_note, op_kinds
@@ -133,13 +133,16 @@ class JobProcessor:
         # The extractor's "now" is when the turn was said: "yesterday" is the day before
         # that, however late the job runs (after an outage, or a backfill of old turns).
         said = turn.observed_at
+        WAITING_AFTER.set(None)
         try:
             async with asyncio.timeout(self.extract_timeout):
                 return await self.extractor.extract(turn, candidates, said)
         except TimeoutError:
+            waiting = WAITING_AFTER.get()
+            why = f"; it was waiting to try again after: {waiting}" if waiting else ""
             raise TimeoutError(
                 f"the extraction did not finish within {self.extract_timeout:g} s "
-                "(MEM01_LLM_TIMEOUT)"
+                f"(MEM01_LLM_TIMEOUT){why}"
             ) from None
 
     def _carried(self, job: Job, texts: list[str]) -> dict[str, Vector]:
