@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,8 @@ _B_COLUMNS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 
 MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
+# Control characters other than whitespace (C0, DEL, C1): what the worker's screen strips.
+_CONTROL = re.compile("[\x01-\x08\x0e-\x1f\x7f-\x9f]")
 _TEXT_FIELDS = ("content", "key", "evidence", "reason")
 
 _Fail = Callable[[str], NoReturn]
@@ -181,6 +184,10 @@ def _check_one(index: int, op: Op) -> CheckedOp:
             fail(f"{field} contains a NUL byte")
         if not is_utf8(value):
             fail(f"{field} is not valid UTF-8 (it holds a lone surrogate)")
+        if control := _CONTROL.search(value):
+            # A terminal's escapes or bells in a statement would come back, broken, in
+            # every block and listing; the worker's screen strips them first.
+            fail(f"{field} contains a control character (U+{ord(control.group()):04X})")
         # The worker's screen drops or redacts these first (and is not repeated); a direct
         # write (a correction, a remembered statement, an application's own ops) is
         # refused here instead. The marks of a secret already redacted are not one.
