@@ -176,6 +176,7 @@ def test_the_session_is_the_sdk_protocol_and_a_few_memory_names() -> None:
         "recall",
         "flush_memory",
         "aclose",
+        "max_memory_tokens",  # set in __init__ before; a property now, checked when set
         "timezone",
         "last_recall",
         "last_memory_error",

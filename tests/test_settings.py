@@ -76,3 +76,20 @@ def test_a_password_in_a_model_servers_url_is_masked_in_the_repr_and_the_logs() 
     assert "openai_base_url='http://proxy:***@127.0.0.1:8000/v1'" in shown
     # registered: an error quoting it alone (no URL around it) is masked too
     assert "Pr0xyPass" not in redact("refused: Pr0xyPass-llm / Pr0xyPass-emb")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OPENAI_BASE_URL", "not a url"),
+        ("OPENAI_BASE_URL", "ftp://example/v1"),
+        ("OPENAI_BASE_URL", "http:///v1"),
+        ("MEM01_EMBEDDING_BASE_URL", "localhost:8080/v1"),
+    ],
+)
+def test_a_model_server_url_no_request_could_reach_is_refused_when_read(
+    variable: str, value: str
+) -> None:
+    # It was taken, then every extraction failed with "Connection error." naming nothing.
+    with pytest.raises(ConfigError, match=f"{variable} must be an http"):
+        Settings.from_env({variable: value, "OPENAI_API_KEY": "sk-test-1234567890"})

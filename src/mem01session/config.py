@@ -157,9 +157,13 @@ class Settings:
     def __post_init__(self) -> None:
         _check_kinds(self)  # before anything reads them (a key that is not a str included)
         register_secret(self.openai_api_key)
-        for url in (self.openai_base_url, self.embedding_base_url):
+        for url, variable in (
+            (self.openai_base_url, "OPENAI_BASE_URL"),
+            (self.embedding_base_url, "MEM01_EMBEDDING_BASE_URL"),
+        ):
             if url:  # a proxy's password in it is a secret too
                 _register_dsn_password(url)
+                _check_api_url(url, variable)
         object.__setattr__(self, "home", _path("home", self.home))
         if self.embedding_model_path is not None:
             path = _path("embedding_model_path", self.embedding_model_path)
@@ -179,6 +183,7 @@ class Settings:
                     f"postgresql://user:password@host:5432/dbname; {_shape(self.database_url)}"
                 )
             check_database_url(self.database_url, self.database_url_variable)
+            object.__setattr__(self, "database_url", libpq_url(self.database_url))
         if self.embedding_dim is not None and not 1 <= self.embedding_dim <= 16000:
             raise ConfigError(
                 f"MEM01_EMBEDDING_DIM must be between 1 and 16000, got {self.embedding_dim}"
@@ -310,6 +315,23 @@ def _number(
     return value
 
 
+def _check_api_url(url: str, variable: str) -> None:
+    """Refuse a model server's URL no request could reach (the error came at the first
+    extraction, as a connection error naming no setting)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        raise ConfigError(
+            f"{variable} must be an http(s) URL such as http://127.0.0.1:8080/v1; {_shape(url)}"
+        )
+
+
 def _shown(url: str | None) -> str | None:
     """``url`` with any password in it masked, for display."""
     return redact_dsn(url) if url else None
@@ -346,6 +368,16 @@ def check_retention_days(days: object, name: str) -> None:
             f"{name} must be a whole number of days from 1 to {MAX_RETENTION_DAYS} "
             f"(unset: kept until the user is erased), got {days!r:.40}"
         )
+
+
+DATABASE_SCHEME = re.compile(r"^(postgres|postgresql)(\+[a-z0-9_]+)?://", re.IGNORECASE)
+"""A PostgreSQL URL's scheme, with the driver SQLAlchemy's form names, if any."""
+
+
+def libpq_url(url: str) -> str:
+    """``postgresql+psycopg://...`` (SQLAlchemy's form) -> ``postgresql://...`` (libpq's,
+    which takes no driver in the scheme)."""
+    return DATABASE_SCHEME.sub("postgresql://", url, count=1)
 
 
 def check_database_url(url: str, variable: str = "MEM01_DATABASE_URL") -> None:

@@ -472,19 +472,18 @@ async def _hostile(user: str) -> None:
         said = "I live in \u202eocsicnarF naS\x1b]0;pwned\x07 \u5317\u4eac \U0001f600"
         result = await engine.apply(
             user,
-            [
-                Op.add(
-                    "Lives in \u202eocsicnarF naS \x1b[31mred\x1b[0m\r\x9b2J",
-                    key="home\u2066x\u2069",
-                    evidence=said,
-                )
-            ],
+            [Op.add("Lives in San Francisco", key="home\u2066x\u2069", evidence=said)],
             provenance=Provenance(
                 session_id=HOSTILE_SESSION, job_id=1, observed_at=MONDAY, extractor="test"
             ),
             utterances=[Utterance(0, "user", said, context="Where \x1b]0;ctx\x07 now?")],
         )
         belief = result.changes[0].belief_id
+        # Stored before writes refused control characters (or imported): shown escaped.
+        await engine.db.direct.fetch(
+            "UPDATE beliefs SET content = %(c)s WHERE id = %(id)s RETURNING id",
+            {"c": "Lives in \u202eocsicnarF naS \x1b[31mred\x1b[0m\r\x9b2J", "id": belief},
+        )
         await engine.forget(user, belief, "asked to \x1b[5mforget\u202e")
         store = JobStore(engine.db)
         await store.enqueue(user, HOSTILE_SESSION, [TurnMessage("user", "hi")], now=WEDNESDAY)

@@ -60,7 +60,7 @@ FIELD_FAILURES: list[tuple[Op, str]] = [
     # A terminal's escape or bell (recall printed "- Likes[31m tea" from one).
     (Op.add("Likes\x1b[31m tea"), "content contains a control character (U+001B)"),
     (Op.add("ok", key="k\x07"), "key contains a control character (U+0007)"),
-    (Op.add("ok", evidence="e\x9b"), "evidence contains a control character (U+009B)"),
+    (Op.add("ok\x9b2J"), "content contains a control character (U+009B)"),
     # A direct write holding a secret is refused (the worker's screen drops or redacts
     # these before they get here); the message names its kind, never the secret.
     (Op.add(f"API key is sk-proj-{KEY}"), "content holds a secret (api key)"),

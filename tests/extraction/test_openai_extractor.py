@@ -425,3 +425,19 @@ async def test_while_it_waits_to_try_again_it_says_after_what() -> None:
     await extractor.extract(TURN, CANDIDATES, NOW)
     assert len(seen) == 1 and "429" in (seen[0] or "") and "Rate limit" in (seen[0] or "")
     assert WAITING_AFTER.get() is None  # waiting no more
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        httpx2.Response(200, headers={"content-type": "text/html"}, text="<html>Welcome</html>"),
+        httpx2.Response(
+            200, headers={"content-type": "application/json"}, text="<html>Welcome</html>"
+        ),
+    ],
+)
+async def test_a_web_page_where_the_api_should_be_says_so(page: httpx2.Response) -> None:
+    # It failed with "'str' object has no attribute 'choices'" or a JSONDecodeError.
+    server = FakeServer(page)
+    with pytest.raises(ExtractionError, match="answered with something other than a chat"):
+        await server.extractor().extract(TURN, CANDIDATES, NOW)

@@ -77,11 +77,9 @@ def check_reachable(settings: Settings) -> None:
     the configured database cannot be connected to."""
     import psycopg
 
-    from ..db.urls import libpq_url
-
     assert settings.database_url
     try:
-        psycopg.connect(libpq_url(settings.database_url), connect_timeout=10).close()
+        psycopg.connect(settings.database_url, connect_timeout=10).close()
     except psycopg.Error as exc:
         reason = _reason(exc)
     else:

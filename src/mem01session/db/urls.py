@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from urllib.parse import parse_qs, urlsplit
 
-_SCHEME = re.compile(r"^(postgres|postgresql)(\+[a-z0-9_]+)?://", re.IGNORECASE)
+from ..config import DATABASE_SCHEME as _SCHEME
+from ..config import libpq_url as libpq_url
 
 CONNECT_TIMEOUT_SECONDS = 10
 """How long one connection attempt may wait for the server when the URL names no
@@ -28,8 +28,3 @@ def with_connect_timeout(url: str) -> str:
 def sqlalchemy_url(url: str) -> str:
     """``postgresql://...`` (any driver suffix) -> ``postgresql+psycopg://...``."""
     return _SCHEME.sub("postgresql+psycopg://", url, count=1)
-
-
-def libpq_url(url: str) -> str:
-    """``postgresql+psycopg://...`` -> ``postgresql://...`` for psycopg.connect."""
-    return _SCHEME.sub("postgresql://", url, count=1)

@@ -31,6 +31,7 @@ MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
 # Control characters other than whitespace (C0, DEL, C1): what the worker's screen strips.
 _CONTROL = re.compile("[\x01-\x08\x0e-\x1f\x7f-\x9f]")
 _TEXT_FIELDS = ("content", "key", "evidence", "reason")
+_SHOWN_FIELDS = ("content", "key")  # what the block shows
 
 _Fail = Callable[[str], NoReturn]
 
@@ -184,9 +185,10 @@ def _check_one(index: int, op: Op) -> CheckedOp:
             fail(f"{field} contains a NUL byte")
         if not is_utf8(value):
             fail(f"{field} is not valid UTF-8 (it holds a lone surrogate)")
-        if control := _CONTROL.search(value):
+        if field in _SHOWN_FIELDS and (control := _CONTROL.search(value)):
             # A terminal's escapes or bells in a statement would come back, broken, in
-            # every block and listing; the worker's screen strips them first.
+            # every block; the worker's screen strips them first. (Evidence and reasons
+            # are the user's words and a note: kept, and escaped wherever shown.)
             fail(f"{field} contains a control character (U+{ord(control.group()):04X})")
         # The worker's screen drops or redacts these first (and is not repeated); a direct
         # write (a correction, a remembered statement, an application's own ops) is

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from importlib import resources
@@ -33,6 +34,7 @@ from ..engine.passages import tail
 from ..errors import ConfigError, ExtractionError
 from ..logs import get_logger
 from ..loops import PerLoop
+from ..secrets.redaction import redact
 from ..tokens import default_token_counter
 from .answer import OP_SCHEMA, parse_ops
 from .base import WAITING_AFTER, Candidate, Extraction, Turn
@@ -202,6 +204,8 @@ class OpenAIExtractor:
         """Ask the model, validate its answer against the candidates, screen it."""
         request = render_request(turn, candidates, now)
         response, mode = await self._call(request)
+        if not isinstance(response, ChatCompletion):  # the client hands back what it got
+            raise self._not_an_api()
         choice = response.choices[0] if response.choices else None
         if choice is None or choice.message is None:
             raise ExtractionError("the model returned no message")
@@ -247,6 +251,8 @@ class OpenAIExtractor:
                 failure: openai.APIError = exc
             except openai.APIConnectionError as exc:
                 failure = exc
+            except json.JSONDecodeError:  # said to be JSON, and was not
+                raise self._not_an_api() from None
             if attempt >= self.max_retries:
                 raise ExtractionError(
                     f"the model API failed after {attempt + 1} attempts: {_brief(failure)}",
@@ -256,6 +262,15 @@ class OpenAIExtractor:
             await self._sleep(_delay(failure, self.backoff, attempt))
             WAITING_AFTER.set(None)
             attempt += 1
+
+    def _not_an_api(self) -> ExtractionError:
+        """The error for an answer that is no chat completion (a web page, say)."""
+        return ExtractionError(
+            f"the model API at {redact(str(self._client.base_url))} answered with something "
+            "other than a chat completion (a web page?); OPENAI_BASE_URL must be the API's "
+            "address, which often ends in /v1",
+            retryable=True,
+        )
 
     def _adapt(self, exc: openai.APIStatusError, mode: Mode) -> bool:
         """Change the request's shape if ``exc`` refuses it (True: try again at once)."""
