@@ -81,7 +81,7 @@ class ImportConflictError(Mem01Error):
 
 
 class MemoryClosedError(Mem01Error):
-    """The ``Memory`` was closed; open a new one."""
+    """The ``Memory``, or the ``Mem01Session``, was closed; open a new one."""
 
 
 class Mem01MemoryError(Mem01Error):

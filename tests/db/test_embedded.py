@@ -80,6 +80,8 @@ def test_db_start_keeps_the_server_for_the_commands_that_follow(home: Path) -> N
 
     code, out, _ = _run(home, "db", "start")
     assert code == 0 and ": already kept running; its database is at " in out
+    code, out, err = _run(home, "db", "url")
+    assert code == 0 and "(the embedded server in MEM01_HOME; kept running until" in err, err
 
     code, out, err = _run(home, "db", "stop")
     assert code == 0, err

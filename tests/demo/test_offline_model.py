@@ -28,6 +28,12 @@ def test_a_question_is_answered_with_what_it_was_shown_said_to_the_user() -> Non
     )
 
 
+def test_a_note_about_the_user_is_said_to_them_whole() -> None:
+    # "You keep bees on their roof." was its answer in the chat example.
+    block = f"{HEADER}- Keeps bees on their roof\n{FOOTER}"
+    assert asked("What do I keep on my roof?", block=block) == "You keep bees on your roof."
+
+
 def test_what_it_was_not_shown_it_does_not_know() -> None:
     assert asked("Where do I work?") == "I don't know: nothing I was shown answers that."
     assert asked("Where do I live?", block="") == "I don't know: nothing I was shown answers that."

@@ -26,7 +26,7 @@ from mem01session.db import Database, urls
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN
-from mem01session.errors import ConfigError, DatabaseError
+from mem01session.errors import ConfigError, DatabaseError, MemoryClosedError
 from mem01session.extraction import Candidate, Extraction, Turn
 from mem01session.memory import host_of
 from mem01session.session import session_health
@@ -259,6 +259,20 @@ async def test_closing_a_session_again_is_quiet(
     assert s.last_memory_error is None
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert [w for w in warnings if not w.startswith("extraction: offline")] == []
+
+
+async def test_a_closed_session_says_so_when_used_again(memory: Memory, tmp_path: Path) -> None:
+    # It raised "SQLiteSession is closed", naming a class the caller never made.
+    session = Mem01Session("c", "ada", memory=memory)
+    await session.aclose()
+    for use in (
+        session.get_items(),
+        session.add_items([{"role": "user", "content": "hi"}]),
+        session.pop_item(),
+        session.clear_session(),
+    ):
+        with pytest.raises(MemoryClosedError, match="Mem01Session 'c' is closed; make a new one"):
+            await use
 
 
 async def test_a_run_without_the_memory_filter_warns_once_per_session(

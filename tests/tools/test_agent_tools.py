@@ -181,6 +181,27 @@ async def test_refusals_are_tool_results_and_change_nothing(
     ]
 
 
+async def test_arguments_that_do_not_fit_the_parameters_are_told_which_they_are(
+    make_session: Callable[..., Mem01Session], engine: BeliefEngine
+) -> None:
+    # The SDK's own answer said only "An error occurred while running the tool".
+    session = make_session("c1", "cid")
+    model, result = await run(
+        session,
+        "Do some memory things.",
+        call("forget_memory", "word-id", id="abc", reason="gone"),
+        call("search_memory", "no-query", query=None),
+    )
+    assert result.final_output == "Done."
+    shown = outputs(model)
+    assert shown["word-id"] == (
+        "error: the arguments must be one JSON object: id (integer, required), "
+        "reason (string, required); call forget_memory again"
+    )
+    assert shown["no-query"].startswith("error: the arguments must be one JSON object: query")
+    assert await engine.history("cid") == []
+
+
 async def test_an_erased_user_is_refused_until_reinstated(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:

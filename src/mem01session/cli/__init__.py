@@ -70,6 +70,7 @@ def root(
     """Two-tier memory for OpenAI Agents SDK sessions.
 
     Every error is one line on stderr and exit code 1 (with --debug: the traceback).
+    A command group given no command prints its help, with exit code 2.
     """
 
 

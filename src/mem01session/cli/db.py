@@ -168,16 +168,19 @@ def url(
 
     Example: psql "$(mem01session db url --show-password)"
     """
+    from ..memory.embedded_server import server_status
     from ..secrets.redaction import redact_dsn
 
     settings = load_settings()
     found, embedded = database_url(settings, check=False)
     typer.echo(found if show_password else redact_dsn(found))
     if embedded:
-        typer.echo(
-            "(the embedded server in MEM01_HOME; it stops when the last process using it exits)",
-            err=True,
+        lasts = (
+            "kept running until mem01session db stop"
+            if server_status(settings.home).kept
+            else "it stops when the last process using it exits"
         )
+        typer.echo(f"(the embedded server in MEM01_HOME; {lasts})", err=True)
 
 
 @app.command(cls=TidyCommand)

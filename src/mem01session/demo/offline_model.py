@@ -71,12 +71,20 @@ _QUESTION = re.compile(r"^(?:who|what|when|where|why|how|which|do|does|did|is|ar
                        r"|will|would|should|have|has)\b", re.IGNORECASE)  # fmt: skip
 
 
+# The user, as a note names them (singular they), said to them.
+_THEY = {"their": "your", "theirs": "yours", "them": "you", "themselves": "yourself",
+         "themself": "yourself", "they": "you"}  # fmt: skip
+_THEY_WORD = re.compile(r"\b(?:" + "|".join(_THEY) + r")\b")
+
+
 def _to_you(statement: str, *, past: bool = False) -> str:
-    """A note said to the user: "Lives in Lisbon" -> "you live in Lisbon" (or "lived")."""
+    """A note said to the user: "Lives in Lisbon" -> "you live in Lisbon" (or "lived");
+    "Keeps bees on their roof" -> "you keep bees on your roof"."""
     first, _, rest = statement.partition(" ")
     verbs = _VERBS.get(first.lower())
     if verbs is None:
         return statement[:1].lower() + statement[1:] if past else statement
+    rest = _THEY_WORD.sub(lambda m: _THEY[m.group()], rest)
     return f"you {verbs[1 if past else 0]} {rest}".strip()
 
 

@@ -20,7 +20,7 @@ from ..checks import (
     check_session,
 )
 from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest, RecallResult
-from ..errors import ConfigError
+from ..errors import ConfigError, MemoryClosedError
 from ..memory import Memory, host_of
 from ..private import private_file, private_folder
 from ..spans import enqueue_span
@@ -104,6 +104,7 @@ class Mem01Session:
             timezone=timezone,
             transcript_secrets=transcript_secrets,
         )
+        self._closed = False
         self._redact_transcript = options.transcript_secrets == "redact"
         self._max_memory_tokens = options.max_memory_tokens
         self._provenance: BlockProvenance = options.provenance
@@ -191,6 +192,7 @@ class Mem01Session:
     # -- the SDK Session protocol: transcript -----------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        self._check_open()
         limit = check_limit(limit)
         self._runs.history_read()
         items = await self._inner.get_items(limit)
@@ -204,6 +206,7 @@ class Mem01Session:
         durable job. If the database cannot take it, the turn waits in memory and is
         enqueued later (see the class docstring); ``strict=True`` raises instead.
         """
+        self._check_open()
         check_items(items)
         messages = turn_messages(items)
         self._runs.storing(messages)
@@ -227,6 +230,7 @@ class Mem01Session:
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest transcript item. Durable memory is untouched, but a message
         not yet answered (a run that failed) is no longer remembered either."""
+        self._check_open()
         item = await self._inner.pop_item()
         if item is not None:
             self._tier.retract(turn_messages([item]))
@@ -235,6 +239,7 @@ class Mem01Session:
     async def clear_session(self) -> None:
         """Clear this conversation's transcript. Durable memory is untouched, but a message
         not yet answered (a run that failed) is no longer remembered either."""
+        self._check_open()
         await self._inner.clear_session()
         self._tier.cleared()
 
@@ -290,6 +295,7 @@ class Mem01Session:
         created (the default transcript store, a private memory). Unfinished jobs stay
         durable and resume at the next start."""
         check_seconds("flush_timeout", flush_timeout)
+        self._closed = True
         self._runs.end()
         try:
             await self._tier.close(flush_timeout)
@@ -302,6 +308,13 @@ class Mem01Session:
                     close = getattr(self._inner, "close", None)
                     if callable(close):
                         close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemoryClosedError(
+                f"Mem01Session {self.session_id!r} is closed; make a new one for the "
+                "conversation (its transcript is kept)"
+            )
 
     async def __aenter__(self) -> Mem01Session:
         return self

@@ -14,10 +14,11 @@ run and stored in the transcript as a note only (see
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from agents import FunctionTool, function_tool
+from agents import FunctionTool, ModelBehaviorError, RunContextWrapper, function_tool
+from agents.tool import default_tool_error_function
 from agents.tool_context import ToolContext
 
 from ..checks import check_positive_int, check_seconds
@@ -94,10 +95,42 @@ def memory_tools(
     ) -> str:
         return await _answer(box.forget(id, reason, item_ref=ctx.tool_call_id))
 
-    return [
-        function_tool(fn, description_override=DESCRIPTIONS[fn.__name__])
-        for fn in (search_memory, remember, correct_memory, forget_memory)
-    ]
+    made: dict[str, FunctionTool] = {}
+    for fn in (search_memory, remember, correct_memory, forget_memory):
+        made[fn.__name__] = function_tool(
+            fn,
+            description_override=DESCRIPTIONS[fn.__name__],
+            failure_error_function=_failure(fn.__name__, made),
+        )
+    return list(made.values())
+
+
+def _failure(
+    name: str, made: dict[str, FunctionTool]
+) -> Callable[[RunContextWrapper[Any], Exception], str]:
+    """What the model is told when a call of tool ``name`` fails outside the tool (its
+    arguments did not parse, or did not fit its parameters): which parameters it takes,
+    so that it can call again. Anything else stays the SDK's message, which says nothing
+    of the error."""
+
+    def failure(ctx: RunContextWrapper[Any], error: Exception) -> str:
+        if isinstance(error, ModelBehaviorError) and str(error).startswith("Invalid JSON input"):
+            wanted = _parameters(made[name].params_json_schema)
+            return f"error: the arguments must be one JSON object: {wanted}; call {name} again"
+        return default_tool_error_function(ctx, error)
+
+    return failure
+
+
+def _parameters(schema: dict[str, Any]) -> str:
+    """A tool's parameters as the model is told them: ``id`` (integer, required), ..."""
+    required = set(schema.get("required", ()))
+    out = []
+    for param, spec in schema.get("properties", {}).items():
+        kinds = [spec["type"]] if "type" in spec else [s.get("type") for s in spec.get("anyOf", ())]
+        kind = " or ".join(k for k in kinds if k) or "any"
+        out.append(f"{param} ({kind}{', required' if param in required else ''})")
+    return ", ".join(out)
 
 
 __all__ = ["TOOL_NAMES", "memory_tools"]
