@@ -166,17 +166,6 @@ def _setup_hint(failure: str) -> str:
             "it the database's owner; PostgreSQL 15+ no longer grants that to every role)"
         )
     return ""
-    if "is not available" in failure:
-        return (
-            "; install pgvector on the PostgreSQL server (https://github.com/pgvector/pgvector), "
-            "or leave MEM01_DATABASE_URL unset to use the embedded server, which has it"
-        )
-    if "permission denied to create extension" in failure:
-        return (
-            "; grant this role CREATE on the database, or have a superuser run CREATE EXTENSION "
-            "vector; CREATE EXTENSION btree_gin; in it once, then upgrade again"
-        )
-    return ""
 
 
 @contextmanager
