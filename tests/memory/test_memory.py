@@ -423,3 +423,14 @@ async def test_after_the_pause_a_failed_opening_is_tried_again(
     with pytest.raises(DatabaseError, match="timeout"):
         await memory.engine()
     assert len(taken) > tried
+
+
+async def test_a_server_out_of_reach_is_named_with_the_setting_its_url_came_from() -> None:
+    # Every run's warning quoted the URL but not where it was set; the CLI's named it.
+    memory = Memory(Settings(database_url="postgresql://u:pw-sentinel-789@127.0.0.1:1/x"))
+    try:
+        with pytest.raises(DatabaseError, match=r"\(set by MEM01_DATABASE_URL\)") as info:
+            await memory.engine()
+        assert "pw-sentinel-789" not in str(info.value)
+    finally:
+        await memory.aclose()

@@ -31,7 +31,7 @@ from ..embeddings import Embedder, default_embedder
 from ..engine import BeliefEngine
 from ..engine.engine_parts import Clock
 from ..engine.episodes import EpisodePolicy
-from ..errors import MemoryClosedError
+from ..errors import DatabaseError, MemoryClosedError
 from ..extraction import Extractor, default_extractor
 from ..logs import get_logger
 from ..loops import LoopThread, register_exit_hook, unregister_exit_hook
@@ -122,6 +122,13 @@ class Runtime:
             engine = await asyncio.shield(asyncio.wrap_future(opening))
         return engine
 
+    def _named(self, exc: DatabaseError) -> DatabaseError:
+        """``exc``, naming the setting the URL came from when the server could not be
+        reached (what a user checks first)."""
+        if self.settings.database_url and str(exc).startswith("could not connect to "):
+            return DatabaseError(f"{exc} (set by {self.settings.database_url_variable})")
+        return exc
+
     async def _open(self) -> BeliefEngine:
         async with self._open_lock:
             if self._closed:
@@ -131,13 +138,16 @@ class Runtime:
                 if embedder is None:
                     embedder = default_embedder(self.settings)
                     self._made.append(embedder)
-                self._db = await Database.open(
-                    self.settings.database_url,
-                    home=self.settings.home,
-                    auto_migrate=self._auto_migrate,
-                    embedding_model=embedder.name,
-                    embedding_dim=embedder.dim,
-                )
+                try:
+                    self._db = await Database.open(
+                        self.settings.database_url,
+                        home=self.settings.home,
+                        auto_migrate=self._auto_migrate,
+                        embedding_model=embedder.name,
+                        embedding_dim=embedder.dim,
+                    )
+                except DatabaseError as exc:
+                    raise self._named(exc) from None
                 self._engine = BeliefEngine(
                     self._db,
                     embedder,

@@ -310,7 +310,9 @@ class Mem01Session:
                         close()
 
     def _check_open(self) -> None:
-        if self._closed:
+        """Refuse the transcript's methods once ``aclose`` closed the store this session
+        made (one it was given stays the caller's, and readable)."""
+        if self._closed and self._owns_inner:
             raise MemoryClosedError(
                 f"Mem01Session {self.session_id!r} is closed; make a new one for the "
                 "conversation (its transcript is kept)"
