@@ -75,6 +75,19 @@ async def test_tools_over_stdio_for_one_user(
         refused = await server.call_tool("correct_memory", {"id": 999999, "statement": "x"})
         assert refused.is_error and "belief #999999 does not exist for this user" in text(refused)
 
+        # The client is told each argument's type; a value of another type is refused by
+        # the tool, which never quotes it (the server's own validation took `true` for
+        # belief #1, and quoted a pasted key back).
+        [forget] = [t for t in tools if t.name == "forget_memory"]
+        assert forget.input_schema["properties"]["id"]["type"] == "integer"
+        secret = "sk-proj-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+        for bad in (True, 2.0, secret):
+            wrong = await server.call_tool("forget_memory", {"id": bad, "reason": "x"})
+            assert wrong.is_error and "id must be a belief's number" in text(wrong)
+            assert "abcdefghijklmnop" not in text(wrong)
+        wrong = await server.call_tool("search_memory", {"query": "x", "include_history": "yes"})
+        assert wrong.is_error and "include_history must be true or false" in text(wrong)
+
     beliefs = {b.content: b for b in await engine.history("ana")}
     assert set(beliefs) == {"Lives in Lisbon", "Has a cat named Miso"}
     lisbon = await engine.get("ana", beliefs["Lives in Lisbon"].id)

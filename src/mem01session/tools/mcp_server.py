@@ -32,7 +32,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import WithJsonSchema
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -58,14 +58,24 @@ INSTRUCTIONS = (
 HTTP_PATH = "/mcp"
 CLIENT_NAME_CHARS = 60
 
-Query = Annotated[str, Field(description=ARGUMENTS["query"])]
-History = Annotated[bool, Field(description=ARGUMENTS["include_history"])]
-Statement = Annotated[str, Field(description=ARGUMENTS["statement"])]
-Key = Annotated[str | None, Field(description=ARGUMENTS["key"])]
-BeliefId = Annotated[int, Field(description=ARGUMENTS["id"])]
-Correction = Annotated[str, Field(description=ARGUMENTS["correction"])]
-Reason = Annotated[str, Field(description=ARGUMENTS["reason"])]
-UserId = Annotated[str, Field(description=ARGUMENTS["user_id"])]
+# Each argument is passed on as the client sent it, and the client is told its type: the
+# toolbox checks it, with errors that never quote it. Typed here, the server's validation
+# took `true` and `2.0` for belief ids (and changed memory with them), and quoted a bad
+# value back in its error, a pasted key included.
+_STRING = {"type": "string"}
+Query = Annotated[Any, WithJsonSchema({**_STRING, "description": ARGUMENTS["query"]})]
+History = Annotated[
+    Any, WithJsonSchema({"type": "boolean", "description": ARGUMENTS["include_history"]})
+]
+Statement = Annotated[Any, WithJsonSchema({**_STRING, "description": ARGUMENTS["statement"]})]
+Key = Annotated[
+    Any,
+    WithJsonSchema({"anyOf": [_STRING, {"type": "null"}], "description": ARGUMENTS["key"]}),
+]
+BeliefId = Annotated[Any, WithJsonSchema({"type": "integer", "description": ARGUMENTS["id"]})]
+Correction = Annotated[Any, WithJsonSchema({**_STRING, "description": ARGUMENTS["correction"]})]
+Reason = Annotated[Any, WithJsonSchema({**_STRING, "description": ARGUMENTS["reason"]})]
+UserId = Annotated[Any, WithJsonSchema({**_STRING, "description": ARGUMENTS["user_id"]})]
 
 
 def conversation(ctx: Context[Any, Any] | None) -> str:

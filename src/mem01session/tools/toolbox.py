@@ -159,12 +159,14 @@ class MemoryToolbox:
         gave, else UTC)."""
         if not isinstance(query, str):
             raise MemoryToolError("query must be a string")
+        if not isinstance(include_history, bool):
+            raise MemoryToolError("include_history must be true or false")
         result = await self._run(
             lambda memory: memory.recall(
                 self.user_id,
                 clean_text(query),
                 max_tokens=self.max_tokens,
-                include_history=bool(include_history),
+                include_history=include_history,
                 provenance="quote",
                 timezone=timezone,
             )
