@@ -131,6 +131,8 @@ async def test_a_password_with_an_unescaped_at_never_shows(
         ("host=h password='S3cretPw' dbname=x", {"S3cretPw"}),
         ("postgresql://u:pw@h/db?options=a@b", {"pw"}),
         ("postgresql://u@h/db", set()),
+        # the client key's passphrase is libpq's other password (it was shown)
+        ("postgresql://u@h/db?password=QSecret1&sslpassword=SSLsecret9", {"QSecret1", "SSLsecret9"}),
     ],
 )
 def test_every_reading_of_a_dsn_password_is_registered(dsn: str, expected: set[str]) -> None:
@@ -215,3 +217,13 @@ async def test_a_malformed_database_url_is_a_configuration_error_naming_the_sett
         Settings.from_env({"DATABASE_URL": url})
     with pytest.raises(ConfigError, match=r"^MEM01_DATABASE_URL "):
         await Memory.open(Settings.from_env({"MEM01_DATABASE_URL": url}))
+
+
+def test_both_of_libpqs_passwords_are_masked_where_a_url_or_dsn_is_shown() -> None:
+    from mem01session.secrets.redaction import redact
+
+    shown = redact("postgresql://u@h:1/db?password=QSecret1&sslpassword=SSLsecret9")
+    assert shown == "postgresql://u@h:1/db?password=***&sslpassword=***"
+    assert redact("host=h sslpassword=SSLsecret9 nopassword=kept") == (
+        "host=h sslpassword=*** nopassword=kept"
+    )

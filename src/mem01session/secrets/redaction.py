@@ -37,7 +37,7 @@ URL_PASSWORD = re.compile(
 # password=secret in libpq key/value DSNs and query strings (matched on lower-cased
 # text). A quoted value goes whole; an unquoted one stops before a closing quote.
 _KV_PASSWORD = re.compile(
-    r"password(?<!\wpassword)\s*+=\s*+(?P<pw>'[^']*+'|\"[^\"]*+\"|['\"]?[^\s&;'\"]++)"
+    r"(?<!\w)(?:ssl)?password\s*+=\s*+(?P<pw>'[^']*+'|\"[^\"]*+\"|['\"]?[^\s&;'\"]++)"
 )
 # bearer tokens and OpenAI-style keys that were never registered
 _API_KEY = re.compile(r"sk-(?<!\wsk-)[A-Za-z0-9_\-]{8,}")
@@ -117,7 +117,7 @@ def dsn_secrets(dsn: str) -> set[str]:
                 found.add(password)
     for part in rest.replace("?", "&").split("&") if sep else dsn.split():
         key, _, value = part.partition("=")
-        if key.strip().lower() == "password":
+        if key.strip().lower() in ("password", "sslpassword"):  # libpq's two
             found.add(value.strip("'\""))
     readings = found | {unquote(p) for p in found}
     return {run for p in readings for run in _runs(p)} - {""}
