@@ -21,7 +21,12 @@ from mem01session import Mem01Session, Memory, Settings
 from mem01session.db import Database
 from mem01session.embeddings.hashing import HashingEmbedder
 from mem01session.engine import BeliefEngine
-from mem01session.errors import DocumentError, ImportConflictError, UserErasedError
+from mem01session.errors import (
+    ConfigError,
+    DocumentError,
+    ImportConflictError,
+    UserErasedError,
+)
 from tests.pg import create_database, drop_database, with_database
 
 
@@ -142,6 +147,14 @@ async def test_importing_the_same_document_twice_changes_nothing(
     report = await elsewhere.import_file(tmp_path / "all.jsonl")
     assert [u.skipped for u in report.users] == [True, True]
     assert (await write(elsewhere, tmp_path / "twice.jsonl"))[1:] == before[1:]
+
+
+async def test_one_user_id_given_alone_is_refused_not_read_letter_by_letter(
+    memory: Memory,
+) -> None:
+    await memory.remember("a", "Plays the cello")  # a user named as alice's first letter
+    with pytest.raises(ConfigError, match=r"user_ids must be a list of user ids, not one"):
+        _ = [line async for line in memory.export_lines("alice")]  # type: ignore[arg-type]
 
 
 async def test_a_user_with_memory_is_left_as_they_are(

@@ -132,7 +132,10 @@ async def test_a_password_with_an_unescaped_at_never_shows(
         ("postgresql://u:pw@h/db?options=a@b", {"pw"}),
         ("postgresql://u@h/db", set()),
         # the client key's passphrase is libpq's other password (it was shown)
-        ("postgresql://u@h/db?password=QSecret1&sslpassword=SSLsecret9", {"QSecret1", "SSLsecret9"}),
+        (
+            "postgresql://u@h/db?password=QSecret1&sslpassword=SSLsecret9",
+            {"QSecret1", "SSLsecret9"},
+        ),
     ],
 )
 def test_every_reading_of_a_dsn_password_is_registered(dsn: str, expected: set[str]) -> None:

@@ -242,5 +242,8 @@ def _int(value: Any) -> int | None:
 
 
 def user_ids_of(user_ids: Sequence[str]) -> list[str]:
-    """``user_ids`` checked, without repeats."""
+    """``user_ids`` checked, without repeats (one id alone is refused: a ``str`` is a
+    sequence of its letters, each of which would be read as a user)."""
+    if isinstance(user_ids, str):
+        raise ConfigError(f"user_ids must be a list of user ids, not one: [{user_ids!r:.40}]?")
     return list(dict.fromkeys(check_id("user_id", u) for u in user_ids))
