@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -201,3 +202,29 @@ def test_a_bearer_header_works_too(seeded: Seeded) -> None:
     with TestClient(create_app(access=access), base_url="http://memory.example") as c:
         response = c.get("/", headers={"authorization": f"Bearer {TOKEN}"})
         assert response.status_code == 200 and ALICE in response.text
+
+
+async def test_dropping_the_token_never_redirects_to_another_site() -> None:
+    # "//evil.com/" is a path to the server and another site to a browser: it was the
+    # location the token's redirect gave.
+    from mem01session.ui.security import Guard
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the guard answers this request itself")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b""}
+
+    scope = {
+        "type": "http", "method": "GET", "path": "//evil.com/", "raw_path": b"//evil.com/",
+        "query_string": f"token={TOKEN}".encode(), "headers": [(b"host", b"127.0.0.1")],
+    }  # fmt: skip
+    await Guard(app, Access(token=TOKEN, hosts=None))(scope, receive, send)
+    [start] = [m for m in sent if m["type"] == "http.response.start"]
+    assert start["status"] == 303
+    assert dict(start["headers"])[b"location"] == b"/evil.com/"

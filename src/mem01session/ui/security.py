@@ -200,8 +200,10 @@ class Guard:
                 return
             # The same address without the token, so that it leaves the address bar.
             rest = "&".join(p for p in query.split("&") if p and _key(p) != "token")
-            path = scope.get("raw_path") or str(scope.get("path", "/")).encode()
-            location = bytes(path) + (f"?{rest}".encode("latin-1") if rest else b"")
+            path = bytes(scope.get("raw_path") or str(scope.get("path", "/")).encode())
+            # "//evil.com/" is a path here, and another site to a browser: one slash only.
+            path = b"/" + path.lstrip(b"/\\")
+            location = path + (f"?{rest}".encode("latin-1") if rest else b"")
             cookie = f"{COOKIE}={self.access.cookie_value()}; Path=/; HttpOnly; SameSite=Strict"
             await _redirect(send_guarded, location, cookie)
             return
