@@ -13,6 +13,7 @@ from mem01session import Memory
 from mem01session.db import Database
 from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
+from mem01session.errors import ConfigError
 from mem01session.session import Mem01Session, session_health
 from mem01session.session.items import item_text
 from mem01session.shortterm import SessionManager, TrimmingSession, mem01_session_factory
@@ -75,6 +76,17 @@ async def test_expired_chat_starts_empty_but_still_recalls(memory: Memory, tmp_p
     other = manager.get_or_create("telegram", "43", "chat")
     assert "Porto" not in json.dumps((await turn(other, "Where do I live?")).calls[0].input)
     manager.close()
+
+
+async def test_a_chat_its_session_refuses_leaves_no_row(memory: Memory, tmp_path: Path) -> None:
+    # The row was written first: a fresh manager then counted chats that did not exist.
+    with SessionManager(tmp_path, session_factory=mem01_session_factory(memory)) as manager:
+        for user in ("a\x00b", "u" * 300):  # taken by the registry, not by a Mem01Session
+            with pytest.raises(ConfigError, match="user_id"):
+                manager.get_or_create("tg", user, "c")
+        assert manager.active_session_count == 0
+    with SessionManager(tmp_path, session_factory=mem01_session_factory(memory)) as again:
+        assert again.active_session_count == 0
 
 
 async def test_a_managed_chat_answers_as_its_mem01_session(memory: Memory, tmp_path: Path) -> None:
@@ -197,7 +209,6 @@ async def test_a_wrapper_or_a_mem01_session_over_a_mem01_session_is_refused(
     user turn: both were recorded again as things the user said. Refused by name, with the
     composition that works (the wrapper inside, around the transcript). A Mem01Session
     over another would record every turn twice."""
-    from mem01session.errors import ConfigError
     from mem01session.shortterm import SummarizingSession
 
     session = Mem01Session("conv", "ada", inner=SQLiteSession("conv", tmp_path / "t.sqlite"),
@@ -222,7 +233,6 @@ def test_a_factory_option_mem01_session_does_not_take_is_refused_when_the_factor
     """It failed at the first chat (in production, a user's first message): an option
     Mem01Session does not take, one the manager gives each chat itself, a bad value of one
     it takes, a memory that is not a Memory."""
-    from mem01session.errors import ConfigError
 
     for memory_, options, message in [
         (memory, {"bogus": 1}, "got an unexpected keyword argument 'bogus'"),

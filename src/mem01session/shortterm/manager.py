@@ -196,14 +196,22 @@ class SessionManager:
                 self._write_activity(record)
                 return self._session_for(record)
             record = SessionRecord(key, uuid.uuid4().hex, now, now, {})
-            with self._tx() as conn:
-                self._delete_row(conn, key)
-                conn.execute(
-                    f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (*_key_params(key), record.session_id, now.isoformat(), now.isoformat(), "{}"),
-                )
             self._forget(key)
-            return self._session_for(record)
+            # Made before the row is written: a chat the factory refuses (a user id its
+            # session takes for malformed) leaves no row behind.
+            managed = self._session_for(record)
+            try:
+                with self._tx() as conn:
+                    self._delete_row(conn, key)
+                    conn.execute(
+                        f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*_key_params(key), record.session_id, now.isoformat(),
+                         now.isoformat(), "{}"),
+                    )  # fmt: skip
+            except BaseException:
+                self._forget(key)
+                raise
+            return managed
 
     def get(self, platform: str, user_id: str, chat_id: str) -> ManagedSession | None:
         """The live session for this chat, or None if there is none or it expired."""
@@ -375,7 +383,11 @@ class SessionManager:
         transcript = SQLiteSession(
             record.session_id, self.db_path, sessions_table=_SESSIONS, messages_table=_MESSAGES
         )
-        session = self._factory(record.session_id, record.key.memory_user_id, transcript)
+        try:
+            session = self._factory(record.session_id, record.key.memory_user_id, transcript)
+        except BaseException:
+            transcript.close()
+            raise
         managed = ManagedSession(self, record, session, transcript, self._max_history)
         self._open[record.key] = managed
         return managed
