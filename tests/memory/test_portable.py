@@ -258,12 +258,16 @@ async def test_transcripts_travel_on_request_and_leave_with_an_erase(
         session = Mem01Session("chat-1", "alice", memory=here)  # the default transcript store
         await say(session, said)
         await session.aclose()
+    store = SQLiteSession("chat-1", tmp_path / "here" / "transcripts.sqlite")
+    # A tool's output of megabytes: its line was written, then refused by the import.
+    await store.add_items([{"role": "assistant", "content": "y" * 1_500_000}])
+    store.close()
     kept = await Mem01Session("chat-1", "alice", memory=here).get_items()
     document = await write(here, tmp_path / "alice.jsonl", ["alice"])
     assert "transcript" not in [r["kind"] for r in document]  # only on request
     lines = [line async for line in here.export_lines(["alice"], transcripts=True)]
     (tmp_path / "with.jsonl").write_text("".join(line + "\n" for line in lines))
-    assert [json.loads(line)["kind"] for line in lines].count("transcript") == len(kept) == 4
+    assert [json.loads(line)["kind"] for line in lines].count("transcript") == len(kept) == 5
 
     database = await Database.open(
         url=other_db_url, embedding_model=embedder.name, embedding_dim=embedder.dim
@@ -273,12 +277,12 @@ async def test_transcripts_travel_on_request_and_leave_with_an_erase(
     )
     try:
         report = await there.import_file(tmp_path / "with.jsonl")
-        assert report.users[0].transcripts == 4
+        assert report.users[0].transcripts == 5
         moved = SQLiteSession("chat-1", tmp_path / "there" / "transcripts.sqlite")
         assert await moved.get_items() == kept
         again = await there.import_file(tmp_path / "with.jsonl")  # nothing twice
         assert (again.users[0].skipped, again.users[0].transcripts) == (True, 0)
-        assert len(await moved.get_items()) == 4
+        assert len(await moved.get_items()) == 5
         moved.close()
     finally:
         await there.aclose()
@@ -286,5 +290,5 @@ async def test_transcripts_travel_on_request_and_leave_with_an_erase(
 
     receipt = await here.erase("alice", transcripts=True)
     [store] = receipt.transcripts
-    assert (store.conversations, store.messages, store.problem) == (1, 4, None)
+    assert (store.conversations, store.messages, store.problem) == (1, 5, None)
     assert await Mem01Session("chat-1", "alice", memory=here).get_items() == []

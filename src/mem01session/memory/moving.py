@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..checks import check_id
 from ..engine.portable import export as exporting
-from ..engine.portable.document import Record, UserPart, dumps
+from ..engine.portable.document import MAX_LINE_BYTES, Record, UserPart, dumps
 from ..engine.portable.importing import import_file
 from ..engine.portable.mem0 import convert as convert_mem0
 from ..engine.portable.report import ImportReport
@@ -83,7 +83,14 @@ class PortableVerbs:
     ) -> AsyncIterator[str]:
         """:meth:`export`, each record as its line of JSON (without the newline)."""
         async for record in self.export(user_ids, transcripts=transcripts):
-            yield dumps(record)
+            line = dumps(record)
+            if len(line) > MAX_LINE_BYTES // 4 and len(line.encode()) > MAX_LINE_BYTES:
+                # Refused here, not by the import that would read it (nothing imports).
+                raise ConfigError(
+                    f"a {record.get('kind')} record of user {record.get('user_id')!r:.80} is "
+                    f"over the {MAX_LINE_BYTES} bytes a document's line may hold"
+                )
+            yield line
 
     async def export_user(self, user_id: str) -> AsyncIterator[Record]:
         """:meth:`export` of one user."""

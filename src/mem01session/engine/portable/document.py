@@ -46,7 +46,9 @@ OPS = ("ADD", "CONFIRM", "UPDATE", "SUPERSEDE", "INVALIDATE", "MERGE", "CORRECT"
 IMPORT_OP = "IMPORT"
 MAX_TEXT_CHARS = 100_000
 """The longest passage, context or evidence a line may carry."""
-MAX_LINE_BYTES = 1 << 20
+MAX_LINE_BYTES = 32 << 20
+"""The longest line a document may hold: room for a transcript's item (a tool's output
+can run to megabytes), and a bound on what one line makes the importer read at once."""
 
 Record = dict[str, Any]
 
