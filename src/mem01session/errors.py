@@ -81,7 +81,8 @@ class ImportConflictError(Mem01Error):
 
 
 class MemoryClosedError(Mem01Error):
-    """The ``Memory``, or the ``Mem01Session``, was closed; open a new one."""
+    """The ``Memory``, a ``Mem01Session`` or a managed chat was closed (or expired); open
+    a new one."""
 
 
 class Mem01MemoryError(Mem01Error):

@@ -151,6 +151,9 @@ async def test_state_is_reachable_from_tools_and_survives_restart(
         (lambda s: s.get_state(5), "keys must be strings, got int"),
         (lambda s: s.set_state("ratio", float("nan")), "'ratio' is not JSON-serializable"),
         (lambda s: s.update_state({"ok": 1, "inf": float("inf")}), "'inf' is not JSON"),
+        # stored, then unreadable (RecursionError); deeper still, a RecursionError at once
+        (lambda s: s.set_state("deep", _nested(500)), "'deep' nests deeper than 32 levels"),
+        (lambda s: s.set_state("deep", _nested(5000)), "'deep' nests deeper than 32 levels"),
     ],
 )
 def test_state_that_json_would_change_is_refused_and_nothing_is_written(
@@ -167,6 +170,28 @@ def test_state_that_json_would_change_is_refused_and_nothing_is_written(
     manager.close()
     with SessionManager(tmp_path) as again:
         assert again.get_or_create("p", "u", "c").state == {"kept": 1}
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_a_chat_kept_past_its_expiry_refuses_state_instead_of_losing_it(
+    tmp_path: Path, clock: Clock
+) -> None:
+    from mem01session.errors import MemoryClosedError
+
+    manager = SessionManager(tmp_path, session_ttl_seconds=60, clock=clock)
+    stale = manager.get_or_create("p", "u", "c")
+    clock.advance(181)
+    fresh = manager.get_or_create("p", "u", "c")  # the chat starts again
+    with pytest.raises(MemoryClosedError, match="expired or was replaced"):
+        stale.set_state("x", 1)  # it was taken, and saved nowhere
+    assert fresh.state == {}
+    manager.close()
 
 
 async def test_max_session_history_keeps_recent_items_and_tool_pairs(tmp_path: Path) -> None:

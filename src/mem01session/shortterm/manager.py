@@ -37,7 +37,7 @@ from agents import SQLiteSession
 from agents.memory import Session
 
 from ..checks import check_instance, check_positive_int, check_seconds
-from ..errors import ConfigError
+from ..errors import ConfigError, MemoryClosedError
 from ..logs import describe, get_logger
 from ..memory import Memory
 from ..private import private_file, private_folder
@@ -270,6 +270,11 @@ class SessionManager:
         for name in (*values, *remove):
             check_state_key(name)
         for name, value in values.items():
+            if _nesting(value) > MAX_STATE_NESTING:
+                # Deeper, it was stored, then could not be read back (RecursionError).
+                raise ConfigError(
+                    f"session state {name!r} nests deeper than {MAX_STATE_NESTING} levels"
+                )
             try:
                 json.dumps(value, allow_nan=False)
             except (TypeError, ValueError) as exc:
@@ -280,15 +285,19 @@ class SessionManager:
             row = conn.execute(
                 f"SELECT state FROM {_TABLE} WHERE session_id = ?", (record.session_id,)
             ).fetchone()
-            state: dict[str, Any] = json.loads(row[0]) if row else dict(record.state)
+            if row is None:  # a chat handle kept past its expiry or replacement
+                raise MemoryClosedError(
+                    f"chat {record.key.chat_id!r} of user {record.key.user_id!r} expired or "
+                    "was replaced; take it again with get_or_create (its state was not saved)"
+                )
+            state: dict[str, Any] = json.loads(row[0])
             state.update(json.loads(json.dumps(dict(values))))
             for name in remove:
                 state.pop(name, None)
-            if row:
-                conn.execute(
-                    f"UPDATE {_TABLE} SET state = ? WHERE session_id = ?",
-                    (json.dumps(state), record.session_id),
-                )
+            conn.execute(
+                f"UPDATE {_TABLE} SET state = ? WHERE session_id = ?",
+                (json.dumps(state), record.session_id),
+            )
             record.state = state
 
     # -- internals ----------------------------------------------------------------------------
@@ -391,6 +400,25 @@ class SessionManager:
         managed = ManagedSession(self, record, session, transcript, self._max_history)
         self._open[record.key] = managed
         return managed
+
+
+MAX_STATE_NESTING = 32
+"""How deep a state value's lists and objects may nest."""
+
+
+def _nesting(value: object) -> int:
+    """How deep ``value``'s lists and dicts nest (0: neither), counted without recursion
+    (a value nested thousands deep is refused, not a RecursionError)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            if depth > MAX_STATE_NESTING:
+                return depth
+            deepest = max(deepest, depth)
+            inner = item.values() if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in inner)
+    return deepest
 
 
 async def _close(session: Session) -> None:
