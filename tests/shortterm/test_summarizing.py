@@ -120,6 +120,27 @@ async def test_old_turns_become_a_synthetic_pair_the_model_sees_plainly(tmp_path
     assert "mem01_synthetic" not in json.dumps(await session.get_items())  # …never handed out
 
 
+async def test_an_offline_summary_carries_the_earlier_ones_on_whole(tmp_path: Path) -> None:
+    # Each summary was summarized as one more item of the next: nested ("Summary of the
+    # earlier conversation: Earlier in this conversation ..."), clipped to its first 200
+    # characters, so the oldest turns were lost after a few rounds.
+    session = SummarizingSession(
+        SQLiteSession("s", tmp_path / "s.sqlite"),
+        keep_last_n_turns=2,
+        context_limit=3,
+        summarizer=OfflineSummarizer(),
+    )
+    for n in range(1, 16):
+        await turn(session, f"I like colour {n}", f"noted {n}")
+    [summary] = [s.item for s in await session.get_items_with_metadata() if s.kind == "summary"]
+    text = str(summary["content"])  # type: ignore[index]
+    assert text.count("Earlier in this conversation") == 1
+    assert "Summary of the earlier conversation" not in text
+    for n in range(1, 13):  # every turn summarized so far, oldest first
+        assert f"- User: I like colour {n}\n" in text
+    assert text.index("colour 1\n") < text.index("colour 12\n")
+
+
 async def test_tool_pairs_stay_items_and_long_outputs_are_clipped_for_the_summarizer_only(
     tmp_path: Path,
 ) -> None:

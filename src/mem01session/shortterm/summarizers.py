@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any, Protocol, runtime_checkable
@@ -82,8 +83,33 @@ def render_transcript(items: Sequence[TResponseInputItem], max_chars_per_item: i
     return "\n".join(line for line in lines if line)
 
 
+EARLIER_SUMMARY = "Summary of the earlier conversation:\n"
+"""How a summary already made is given to the summarizer again (a system item), with the
+items said since, when the conversation is summarized anew."""
+_OFFLINE_HEADER = re.compile(
+    r"^Earlier in this conversation \(offline summary(?:, (\d+) older lines omitted)?\):$"
+)
+
+
+def _earlier_bullets(item: TResponseInputItem) -> tuple[list[str], int] | None:
+    """The bullets of an offline summary given back as ``item`` (and how many older lines
+    it had omitted); None when ``item`` is no such summary."""
+    if not isinstance(item, Mapping) or item.get("role") != "system":
+        return None
+    content = item.get("content")
+    if not isinstance(content, str) or not content.startswith(EARLIER_SUMMARY):
+        return None
+    header, _, rest = content[len(EARLIER_SUMMARY) :].partition("\n")
+    found = _OFFLINE_HEADER.match(header)
+    if found is None:
+        return None
+    return [line for line in rest.split("\n") if line.startswith("- ")], int(found[1] or 0)
+
+
 class OfflineSummarizer:
-    """Deterministic summary: a bullet per readable item, clipped, newest kept when long."""
+    """Deterministic summary: a bullet per readable item, clipped, newest kept when long;
+    a summary it made before, given back, is carried on line by line (not summarized as
+    one more item, which nested each summary in the next and kept only its start)."""
 
     def __init__(self, *, max_chars_per_item: int = 200, max_chars: int = 2000) -> None:
         check_positive_int("max_chars_per_item", max_chars_per_item)
@@ -95,11 +121,15 @@ class OfflineSummarizer:
         return f"OfflineSummarizer(max_chars={self._max_chars})"
 
     async def summarize(self, items: Sequence[TResponseInputItem]) -> str:
-        bullets = [
-            f"- {line}"
-            for item in items
-            if (line := render_line(item, self._per_item, self._max_chars))
-        ]
+        bullets: list[str] = []
+        omitted = 0
+        for item in items:
+            earlier = _earlier_bullets(item)
+            if earlier is not None:
+                bullets += earlier[0]
+                omitted += earlier[1]
+            elif line := render_line(item, self._per_item, self._max_chars):
+                bullets.append(f"- {line}")
         kept: list[str] = []
         size = 0
         for bullet in reversed(bullets):
@@ -107,7 +137,7 @@ class OfflineSummarizer:
                 break
             kept.append(bullet)
             size += len(bullet) + 1
-        dropped = len(bullets) - len(kept)
+        dropped = omitted + len(bullets) - len(kept)
         header = "Earlier in this conversation (offline summary"
         header += f", {dropped} older lines omitted):" if dropped else "):"
         return "\n".join([header, *reversed(kept)])

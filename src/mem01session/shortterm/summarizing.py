@@ -32,7 +32,7 @@ from ..logs import get_logger
 from ._items import limit_view, mark, strip, synthetic_kind, turn_cut, turn_starts
 from ._store import read_all, rewrite
 from ._wrapper import Wrapper
-from .summarizers import OfflineSummarizer, OpenAISummarizer, Summarizer
+from .summarizers import EARLIER_SUMMARY, OfflineSummarizer, OpenAISummarizer, Summarizer
 
 log = get_logger(__name__)
 
@@ -201,7 +201,7 @@ class SummarizingSession(Wrapper):
                 text = plain.get("content", "")
                 plain = cast(
                     TResponseInputItem,
-                    {"role": "system", "content": f"Summary of the earlier conversation:\n{text}"},
+                    {"role": "system", "content": f"{EARLIER_SUMMARY}{text}"},
                 )
             out.append(self._clip_tool_output(plain))
         return out
