@@ -116,6 +116,15 @@ async def test_whose_each_conversation_is_comes_from_a_map_or_a_column(
         await backfill(memory, path)
     with pytest.raises(ConfigError, match="no session store"):
         await backfill(memory, tmp_path / "missing.sqlite", "x")
+    # a SQLite file of something else (it was a raw OperationalError quoting the SQL), and
+    # users of no kind it takes (a TypeError: "'int' object is not callable")
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER)")
+    with pytest.raises(ConfigError, match="is not an SDK session store: it has no agent_messages"):
+        await backfill(memory, other, "x")
+    with pytest.raises(ConfigError, match="users must be one user id, a map of session id"):
+        await backfill(memory, path, 5)  # type: ignore[arg-type]
 
 
 def _episodes(url: str) -> tuple[int, int]:

@@ -121,7 +121,13 @@ class Store:
             return list(conn.execute(text(sql), dict(params or {})))
 
     def conversations(self) -> list[str]:
-        """The store's conversations, the one whose first message is oldest first."""
+        """The store's conversations, the one whose first message is oldest first; a
+        store without the SDK's messages table is refused by name."""
+        if not self.has_table(self.messages):
+            raise ConfigError(
+                f"{self.url} is not an SDK session store: it has no {self.messages} table "
+                "(SQLiteSession's; name another with messages_table)"
+            )
         rows = self._rows(
             f"SELECT session_id, min(created_at) AS first, min(id) AS first_id "
             f"FROM {self.messages} GROUP BY session_id ORDER BY first, first_id"
@@ -208,6 +214,11 @@ def user_of(users: UserMap | None, store: Store) -> Callable[[str], str | None]:
     if isinstance(users, Mapping):
         mapping = dict(users)
         return mapping.get
+    if not callable(users):
+        raise ConfigError(
+            "users must be one user id, a map of session id to user id, or a function of "
+            f"the session id, got {type(users).__name__}"
+        )
     return users
 
 
