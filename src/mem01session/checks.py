@@ -141,6 +141,8 @@ def check_items(value: object) -> None:
     for index, item in enumerate(value):
         if not isinstance(item, Mapping):
             raise ConfigError(f"items[{index}] must be an item (a dict), got {type(item).__name__}")
+        if "role" not in item and "type" not in item:  # every SDK item says one or the other
+            raise ConfigError(f"items[{index}] is no transcript item: it has no role and no type")
 
 
 def check_limit(value: object) -> int | None:

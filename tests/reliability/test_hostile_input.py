@@ -237,6 +237,9 @@ BAD_ITEMS: list[tuple[Any, str]] = [
     ({"role": "user", "content": "hi"}, "items must be a list of items (dicts), got dict"),
     ([{"role": "user", "content": "hi"}, 5], "items[1] must be an item (a dict), got int"),
     ([None], "items[0] must be an item (a dict), got NoneType"),
+    # stored, then handed back to every later run as an item the model cannot read
+    ([{}], "items[0] is no transcript item: it has no role and no type"),
+    ([{"content": "hi"}], "items[0] is no transcript item"),
 ]
 
 
