@@ -191,6 +191,9 @@ def test_a_chat_kept_past_its_expiry_refuses_state_instead_of_losing_it(
     with pytest.raises(MemoryClosedError, match="expired or was replaced"):
         stale.set_state("x", 1)  # it was taken, and saved nowhere
     assert fresh.state == {}
+    # its transcript's methods too (they raised the SDK's "SQLiteSession is closed")
+    with pytest.raises(MemoryClosedError, match="expired, was replaced or removed"):
+        asyncio.run(stale.get_items())
     manager.close()
 
 

@@ -13,7 +13,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session, SessionSettings
 
 from ..checks import check_items, check_limit
-from ..errors import ConfigError
+from ..errors import ConfigError, MemoryClosedError
 from ._items import item_cut
 from ._store import rewrite
 
@@ -55,6 +55,8 @@ class Registry(Protocol):
     """What a managed session asks of the :class:`SessionManager` that handed it out."""
 
     def _touch(self, record: SessionRecord) -> None: ...
+
+    def _holds(self, managed: ManagedSession) -> bool: ...
 
     def _update_state(
         self, record: SessionRecord, values: Mapping[str, Any], remove: Sequence[str]
@@ -191,7 +193,18 @@ class ManagedSession:
             return cast(RunConfig, run_config(base))
         return base if base is not None else RunConfig()
 
+    def _check_live(self) -> None:
+        """Refuse the transcript's methods once the manager let go of this chat (expired,
+        replaced, removed, or the manager closed): its store is closed."""
+        if not self._manager._holds(self):
+            raise MemoryClosedError(
+                f"chat {self._record.key.chat_id!r} of user {self._record.key.user_id!r} "
+                "expired, was replaced or removed, or its manager closed; take it again with "
+                "get_or_create"
+            )
+
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        self._check_live()
         limit = check_limit(limit)
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
@@ -199,6 +212,7 @@ class ManagedSession:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Touch, append, then keep at most ``max_session_history`` transcript items."""
+        self._check_live()
         check_items(items)
         self.touch()
         await self._session.add_items(items)
@@ -212,7 +226,9 @@ class ManagedSession:
             await rewrite(self._transcript, plan)
 
     async def pop_item(self) -> TResponseInputItem | None:
+        self._check_live()
         return await self._session.pop_item()
 
     async def clear_session(self) -> None:
+        self._check_live()
         await self._session.clear_session()

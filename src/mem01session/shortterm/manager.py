@@ -259,6 +259,11 @@ class SessionManager:
 
     # -- used by ManagedSession -------------------------------------------------------------
 
+    def _holds(self, managed: ManagedSession) -> bool:
+        """Whether ``managed`` is the chat's live handle (not expired, replaced, removed,
+        or handed out before this manager closed)."""
+        return self._open.get(managed._record.key) is managed
+
     def _touch(self, record: SessionRecord) -> None:
         with self._lock:
             record.last_activity_at = self._clock()
