@@ -181,7 +181,7 @@ async def test_refusals_are_tool_results_and_change_nothing(
     ]
 
 
-async def test_arguments_that_do_not_fit_the_parameters_are_told_which_they_are(
+async def test_arguments_that_do_not_fit_are_told_what_was_wrong(
     make_session: Callable[..., Mem01Session], engine: BeliefEngine
 ) -> None:
     # The SDK's own answer said only "An error occurred while running the tool".
@@ -191,6 +191,7 @@ async def test_arguments_that_do_not_fit_the_parameters_are_told_which_they_are(
         "Do some memory things.",
         call("forget_memory", "word-id", id="abc", reason="gone"),
         call("search_memory", "no-query", query=None),
+        call("remember", "long-key", statement="Likes jazz", key="k" * 100_000),  # was cut
     )
     assert result.final_output == "Done."
     shown = outputs(model)
@@ -199,6 +200,10 @@ async def test_arguments_that_do_not_fit_the_parameters_are_told_which_they_are(
         "reason (string, required); call forget_memory again"
     )
     assert shown["no-query"].startswith("error: the arguments must be one JSON object: query")
+    assert shown["long-key"] == (
+        "error: key is 100000 characters, over the limit of 200: a key names one kind of "
+        "fact (home.city); make it shorter"
+    )
     assert await engine.history("cid") == []
 
 

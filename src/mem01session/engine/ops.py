@@ -21,6 +21,7 @@ OP_KINDS: tuple[OpKind, ...] = ("ADD", "UPDATE", "SUPERSEDE", "INVALIDATE", "MER
 
 MAX_CONTENT_CHARS = 1000
 MAX_EVIDENCE_CHARS = 500
+MAX_KEY_CHARS = 200
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ..secrets.scan import REDACTED, find_secrets, unique
 from .ops import (
     MAX_CONTENT_CHARS,
     MAX_EVIDENCE_CHARS,
+    MAX_KEY_CHARS,
     OP_KINDS,
     Op,
     OpKind,
@@ -26,7 +27,6 @@ from .tx import Pending, Row, Tx
 
 _B_COLUMNS = ", ".join(f"b.{c.strip()}" for c in BELIEF_COLUMNS.split(","))
 
-MAX_KEY_CHARS = 200
 MAX_REASON_CHARS = MAX_EVIDENCE_CHARS
 # Control characters other than whitespace (C0, DEL, C1): what the worker's screen strips.
 _CONTROL = re.compile("[\x01-\x08\x0e-\x1f\x7f-\x9f]")

@@ -7,7 +7,7 @@ job table's rows); importing them from here needs neither SQLAlchemy nor a datab
 
 from __future__ import annotations
 
-from ..engine.ops import MAX_CONTENT_CHARS, Op, Provenance
+from ..engine.ops import MAX_CONTENT_CHARS, MAX_KEY_CHARS, Op, Provenance
 from ..engine.portable.report import ImportReport, Restored
 from ..engine.records import (
     DEFAULT_MAX_TOKENS,
@@ -31,6 +31,7 @@ from ..queue.job_records import Job, JobCounts
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "MAX_CONTENT_CHARS",
+    "MAX_KEY_CHARS",
     "ApplyResult",
     "Belief",
     "BlockProvenance",

@@ -46,6 +46,7 @@ from ..memory import Memory
 from ..memory.records import (
     DEFAULT_MAX_TOKENS,
     MAX_CONTENT_CHARS,
+    MAX_KEY_CHARS,
     Belief,
     Op,
     Provenance,
@@ -181,7 +182,12 @@ class MemoryToolbox:
         if key is not None and not isinstance(key, str):
             raise MemoryToolError("key must be a string or null")
         if key is not None:
-            key = clean_text(key, 200).lower() or None
+            key = clean_text(key).lower() or None
+        if key is not None and len(key) > MAX_KEY_CHARS:  # cut, two keys could become one
+            raise MemoryToolError(
+                f"key is {len(key)} characters, over the limit of {MAX_KEY_CHARS}: a key names "
+                "one kind of fact (home.city); make it shorter"
+            )
         op = _screened(
             Op("ADD", content=content, key=key, reason="remembered with the remember tool")
         )
