@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -28,6 +29,10 @@ def pytest_configure(config: pytest.Config) -> None:
     examples), and where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, common in
     CI images) each would otherwise compile the whole package again, about half a second
     apiece. Only the controlling process does it; up-to-date files are left alone."""
+    # The OpenAI client names the machine's processor in its headers, which Python learns
+    # by running `uname -p` once per process: learnt here, it is no test's started process
+    # (the first test of a process to make a client was failed by the spawn audit).
+    platform.processor()
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller did it
         return
     import compileall
