@@ -60,7 +60,8 @@ def check_positive_int(name: str, value: object, *, minimum: int = 1) -> int:
         expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ConfigError(f"{name} must be {expected}, got {value!r:.40}")
     if value > MAX_INT:
-        raise ConfigError(f"{name} must be at most {MAX_INT}, got {value:.3g}")
+        # (shown by its size: a float cannot hold every int, nor str one of 5,000 digits)
+        raise ConfigError(f"{name} must be at most {MAX_INT}, got one of {value.bit_length()} bits")
     return value
 
 

@@ -205,6 +205,7 @@ async def test_bad_input_is_refused_by_name_and_changes_nothing(
         (lambda m: m.history("ivy", belief_id=2**63), "belief_id must be at most"),
         (lambda m: m.users(limit=2**63), "limit must be at most"),
         (lambda m: m.episodes("ivy", limit=2**63), "limit must be at most"),
+        (lambda m: m.beliefs("ivy", limit=10**5000), "limit must be at most .* 16610 bits"),
         (lambda m: m.jobs(limit=-1), "limit must be a positive integer"),
         (lambda m: m.jobs(status="bogus"), "status must be one of pending, running, done, failed"),
         (lambda m: m.correct("ivy", 1, None), "CORRECT rejected: the statement must be a str"),
