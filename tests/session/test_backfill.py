@@ -91,6 +91,23 @@ async def test_each_turn_becomes_an_episode_dated_when_it_was_said_and_its_belie
     assert len(await memory.episodes("alice")) == 4
 
 
+async def test_items_that_are_not_json_are_skipped_and_counted(
+    memory: Memory, tmp_path: Path
+) -> None:
+    path = tmp_path / "app.sqlite"
+    await keep(path, "chat", ["I live in Lisbon", "I like trains"], MONDAY)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('chat', '{broken')"
+        )
+    report = await backfill(memory, path, "alice")
+    assert (report.turns, report.recorded, report.unreadable) == (2, 2, 1)
+    assert [e.content for e in await memory.episodes("alice")] == [
+        "I live in Lisbon",
+        "I like trains",
+    ]
+
+
 async def test_whose_each_conversation_is_comes_from_a_map_or_a_column(
     memory: Memory, tmp_path: Path
 ) -> None:

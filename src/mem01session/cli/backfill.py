@@ -98,6 +98,12 @@ def backfill(
         )
     for erased, turns in report.refused.items():
         console().print(f"refused {turns} turn(s) of erased user {erased!r}", highlight=False)
+    if report.unreadable:
+        console().print(
+            f"skipped {report.unreadable} stored item(s) that are not JSON (not written by "
+            "an SDK session)",
+            highlight=False,
+        )
 
 
 def _read_csv(path: Path) -> dict[str, str]:

@@ -80,6 +80,8 @@ class BackfillReport:
     """Conversations no user was given for."""
     refused: dict[str, int] = field(default_factory=dict)
     """Turns of erased users, per user: not recorded."""
+    unreadable: int = 0
+    """Stored items that are not JSON (not written by an SDK session): skipped."""
 
 
 def _ident(name: str, what: str) -> str:
@@ -110,6 +112,8 @@ class Store:
         self.messages = _ident(messages_table, "messages_table")
         self._engine = create_engine(text)
         self.url = self._engine.url.render_as_string(hide_password=True)
+        self.unreadable: dict[str, int] = {}
+        """Per conversation, the items its last :meth:`turns` skipped as not JSON."""
 
     def close(self) -> None:
         self._engine.dispose()
@@ -156,11 +160,13 @@ class Store:
         )
         group: list[tuple[int, Any, datetime]] = []
         answered = False
+        self.unreadable[session_id] = 0
         for item_id, data, created in rows:
             try:
                 item = json.loads(data) if isinstance(data, str | bytes) else data
-            except ValueError:
-                continue  # not an item the SDK wrote: nothing to read in it
+            except ValueError:  # not an item the SDK wrote: nothing to read in it
+                self.unreadable[session_id] += 1
+                continue
             is_user = isinstance(item, Mapping) and item.get("role") == "user"
             if is_user and answered and group:
                 yield from _turn(session_id, group)
@@ -245,6 +251,7 @@ async def backfill(
                 continue
             plan.append((session_id, check_id("user_id", user)))
             total += sum(1 for _ in opened.turns(session_id))
+            report.unreadable += opened.unreadable[session_id]
         report.turns = total
         engine = await memory.engine()
         worker = await memory.worker()
