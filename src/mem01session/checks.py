@@ -6,6 +6,7 @@ Each check returns the value it accepted (normalized where that is harmless) or 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
 
@@ -144,6 +145,10 @@ def check_items(value: object) -> None:
             raise ConfigError(f"items[{index}] must be an item (a dict), got {type(item).__name__}")
         if "role" not in item and "type" not in item:  # every SDK item says one or the other
             raise ConfigError(f"items[{index}] is no transcript item: it has no role and no type")
+        try:  # what a store keeps and a model API reads: strict JSON (no NaN)
+            json.dumps(item, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"items[{index}] is not JSON: {str(exc)[:80]}") from None
 
 
 def check_limit(value: object) -> int | None:

@@ -240,6 +240,12 @@ BAD_ITEMS: list[tuple[Any, str]] = [
     # stored, then handed back to every later run as an item the model cannot read
     ([{}], "items[0] is no transcript item: it has no role and no type"),
     ([{"content": "hi"}], "items[0] is no transcript item"),
+    # stored as NaN, which no model API takes: every later run of the conversation failed
+    (
+        [{"type": "function_call_output", "call_id": "c", "output": float("nan")}],
+        "items[0] is not JSON: Out of range float",
+    ),
+    ([{"role": "user", "content": "hi", "at": object()}], "items[0] is not JSON: Object of type"),
 ]
 
 
