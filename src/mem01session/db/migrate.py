@@ -155,10 +155,16 @@ def _setup_hint(failure: str) -> str:
             "; install pgvector on the PostgreSQL server (https://github.com/pgvector/pgvector), "
             "or leave MEM01_DATABASE_URL unset to use the embedded server, which has it"
         )
+    if 'permission denied to create extension "vector"' in failure:
+        # pgvector is not a trusted extension: a database's owner may not create it either.
+        return (
+            "; pgvector is not a trusted extension: have a superuser run CREATE EXTENSION "
+            "vector; CREATE EXTENSION btree_gin; in this database once, then upgrade again"
+        )
     if "permission denied to create extension" in failure:
         return (
             "; grant this role CREATE on the database, or have a superuser run CREATE EXTENSION "
-            "vector; CREATE EXTENSION btree_gin; in it once, then upgrade again"
+            "btree_gin; in it once, then upgrade again"
         )
     if "permission denied for schema" in failure:
         return (
