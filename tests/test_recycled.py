@@ -48,7 +48,7 @@ def test_a_database_handed_back_comes_back_empty_with_its_sequences_reset(
             assert conn.execute(PLANNER_KNOWS).fetchall() == fresh
             conn.execute(WRITE)
             assert conn.execute("SELECT id FROM beliefs").fetchone() == (first_id,)
-            [(version,)] = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+            [(version,)] = conn.execute("SELECT version_num FROM mem01session_version").fetchall()
         with pytest.raises(psycopg.OperationalError):
             left_open.execute("SELECT 1")
     finally:
@@ -57,7 +57,7 @@ def test_a_database_handed_back_comes_back_empty_with_its_sequences_reset(
         pool.close()
     assert name not in names(pg_admin_url)
     with psycopg.connect(with_database(pg_admin_url, template_db)) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (version,)
+        assert conn.execute("SELECT version_num FROM mem01session_version").fetchone() == (version,)
 
 
 def test_a_database_whose_schema_or_template_rows_changed_is_dropped(
@@ -68,7 +68,7 @@ def test_a_database_whose_schema_or_template_rows_changed_is_dropped(
         "CREATE INDEX extra ON beliefs (content)",
         "CREATE TABLE extra (x int)",
         "ALTER TABLE beliefs ADD COLUMN extra int",
-        "UPDATE alembic_version SET version_num = 'other'",
+        "UPDATE mem01session_version SET version_num = 'other'",
         "ALTER DATABASE {name} SET work_mem = '1MB'",
     ):
         name = pool.take()

@@ -14,7 +14,8 @@ extension is installed in this database and ``citus_is_coordinator()``):
   worker alone.
 - ``memory_meta`` (one row describing the whole database, no ``user_id``) becomes a
   reference table: a copy on every node, readable in any statement.
-- ``alembic_version`` stays a local table of the coordinator.
+- the version table (``mem01session_version``; ``alembic_version`` before 0.2) stays a
+  local table of the coordinator.
 
 Existing rows move into the shards (their local copies are then truncated). The shard
 count is Citus's ``citus.shard_count`` (32 unless set). Tables already distributed are

@@ -41,7 +41,7 @@ def placement(url: str) -> dict[str, tuple[str, str | None, int]]:
 
 def test_head_distributes_the_user_tables_by_user_id_together(db_url: str) -> None:
     tables = placement(db_url)
-    assert set(tables) == {*USER_TABLES, "memory_meta"}  # alembic_version stays local
+    assert set(tables) == {*USER_TABLES, "memory_meta"}  # mem01session_version stays local
     kinds = {tables[t][:2] for t in USER_TABLES}
     assert kinds == {("distributed", "user_id")}
     assert len({tables[t][2] for t in USER_TABLES}) == 1  # one colocation group

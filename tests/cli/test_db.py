@@ -189,7 +189,8 @@ def test_current_reads_the_revision_as_alembic_does(env: str) -> None:
 
     engine = create_engine(env.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_revision() == "0002"
+        context = MigrationContext.configure(conn, opts={"version_table": migrate.VERSION_TABLE})
+        assert context.get_current_revision() == "0002"
     engine.dispose()
     assert migrate.current(env) == "0002"
 

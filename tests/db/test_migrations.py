@@ -33,7 +33,7 @@ def tables(url: str) -> set[str]:
         rows = conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
         ).fetchall()
-    return {r[0] for r in rows} - {"alembic_version"}
+    return {r[0] for r in rows} - {"mem01session_version"}
 
 
 def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
@@ -48,6 +48,61 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
     assert migrate.upgrade(empty_db_url, embedding_dim=32) == migrate.head_revision()
     assert tables(empty_db_url) == TABLES
     assert migrate.check(empty_db_url) == []
+
+
+APP_REVISION = "ae1027a6acf"  # an application's own Alembic revision
+
+
+def _app_alembic(url: str) -> None:
+    """What an application's own Alembic leaves in the database: its version table, with
+    its revision, and its own table."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num varchar(32) PRIMARY KEY)")
+        conn.execute("INSERT INTO alembic_version VALUES (%s)", (APP_REVISION,))
+        conn.execute("CREATE TABLE app_orders (id int PRIMARY KEY)")
+
+
+def test_an_applications_own_alembic_in_the_same_database_is_left_alone(
+    empty_db_url: str,
+) -> None:
+    _app_alembic(empty_db_url)
+    assert migrate.current(empty_db_url) is None
+    assert migrate.upgrade(empty_db_url, embedding_dim=32) == migrate.head_revision()
+    assert migrate.current(empty_db_url) == migrate.head_revision()
+    assert migrate.check(empty_db_url) == []  # the application's table is not drift
+    with psycopg.connect(empty_db_url) as conn:
+        app = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    assert app == [(APP_REVISION,)]
+    assert migrate.downgrade(empty_db_url, "base") is None
+    assert tables(empty_db_url) == {"alembic_version", "app_orders"}
+
+
+def _as_before(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """The version table as releases before 0.2 kept it: Alembic's default."""
+    conn.execute("ALTER TABLE mem01session_version RENAME TO alembic_version")
+    conn.execute("ALTER INDEX mem01session_version_pkc RENAME TO alembic_version_pkc")
+
+
+def test_a_revision_an_older_release_kept_in_alembic_version_is_read_then_moved(
+    empty_db_url: str,
+) -> None:
+    migrate.upgrade(empty_db_url, "0014", embedding_dim=32)
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:  # as releases before 0.2
+        _as_before(conn)
+        conn.execute("INSERT INTO alembic_version VALUES (%s)", (APP_REVISION,))
+    assert migrate.current(empty_db_url) == "0014"
+    assert migrate.upgrade(empty_db_url) == migrate.head_revision()
+    with psycopg.connect(empty_db_url) as conn:
+        ours = conn.execute("SELECT version_num FROM mem01session_version").fetchall()
+        app = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    assert ours == [(migrate.head_revision(),)] and app == [(APP_REVISION,)]
+    # Alone in it, the old table goes.
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE alembic_version")
+        _as_before(conn)
+    migrate.upgrade(empty_db_url)
+    assert "alembic_version" not in tables(empty_db_url)
+    assert migrate.current(empty_db_url) == migrate.head_revision()
 
 
 def _column_type(conn: psycopg.Connection[tuple[object, ...]]) -> object:
@@ -111,7 +166,7 @@ def test_every_primary_key_and_index_leads_with_user_id(db_url: str) -> None:
             JOIN pg_class t ON t.oid = i.indrelid
             JOIN pg_namespace n ON n.oid = t.relnamespace
             JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = i.indkey[0]
-            WHERE n.nspname = 'public' AND t.relname NOT IN ('alembic_version', 'memory_meta')
+            WHERE n.nspname = 'public' AND t.relname NOT IN ('mem01session_version', 'memory_meta')
             """
         ).fetchall()
     assert rows, "no indexes found"

@@ -93,7 +93,7 @@ async def test_an_opening_fails_and_says_why_while_the_schema_is_locked(
     memory = Memory(Settings(database_url=db_url, home=tmp_path), embedder=HashingEmbedder(24))
     session = Mem01Session("c1", "u1", inner=SQLiteSession("c1", tmp_path / "t.sqlite"),
                            memory=memory)  # fmt: skip
-    with locked(db_url, "alembic_version"):
+    with locked(db_url, "mem01session_version"):
         with pytest.raises(DatabaseError, match=r"schema could not be read within 0\.3 s"):
             await bounded(Database.open(db_url))
         model = await bounded(ask(session, "I live in Oslo."))

@@ -77,6 +77,7 @@ def head_revision() -> str:
     return head
 
 
+@cache
 def _revision_lines() -> dict[str, str | None]:
     """``revision -> down_revision`` of every script, from its module-level assignments."""
     found: dict[str, str | None] = {}
@@ -320,10 +321,22 @@ def _summary(doc: str | None) -> str:
     return lines[0] if lines else ""
 
 
-# Alembic's version table, found on the search path as Alembic looks for it: whether it
-# exists (NULL when not), then the revisions it holds.
-VERSION_TABLE_SQL = "SELECT to_regclass('alembic_version')"
-VERSIONS_SQL = "SELECT version_num FROM alembic_version"
+VERSION_TABLE = "mem01session_version"
+"""Where the revision is kept: a table of this library's own, so that an application whose
+own Alembic keeps ``alembic_version`` in the same database and this library never read
+(and fail on) each other's revisions."""
+LEGACY_VERSION_TABLE = "alembic_version"
+"""Where releases before 0.2 kept it; :func:`adopt_legacy_version` moves it out."""
+
+# Which version tables exist, found on the search path as Alembic looks for them: this
+# library's; Alembic's default, when this library's schema is there too (kept by an older
+# release, or an application's own); then the revisions each holds.
+VERSION_TABLE_SQL = (
+    f"SELECT to_regclass('{VERSION_TABLE}') IS NOT NULL, "
+    f"to_regclass('{LEGACY_VERSION_TABLE}') IS NOT NULL AND to_regclass('memory_meta') IS NOT NULL"
+)
+VERSIONS_SQL = f"SELECT version_num FROM {VERSION_TABLE}"
+LEGACY_VERSIONS_SQL = f"SELECT version_num FROM {LEGACY_VERSION_TABLE}"
 
 
 def revision_of(found: Sequence[object]) -> str | None:
@@ -335,21 +348,61 @@ def revision_of(found: Sequence[object]) -> str | None:
     return str(found[0]) if found else None
 
 
+def legacy_revision_of(found: Sequence[object]) -> str | None:
+    """The revision an older release recorded in :data:`LEGACY_VERSION_TABLE`: the one of
+    its values that is a revision of this library (an application's own are not)."""
+    return revision_of([v for v in found if str(v) in _revision_lines()])
+
+
 def _current(conn: Connection) -> str | None:
-    """The revision in Alembic's version table, None when there is none."""
+    """The revision the database is at, None when none is recorded."""
     from sqlalchemy import text
 
-    if conn.execute(text(VERSION_TABLE_SQL)).scalar() is None:
-        return None
-    return revision_of(conn.execute(text(VERSIONS_SQL)).scalars().all())
+    own, legacy = conn.execute(text(VERSION_TABLE_SQL)).one()
+    if own:
+        return revision_of(conn.execute(text(VERSIONS_SQL)).scalars().all())
+    if legacy:
+        return legacy_revision_of(conn.execute(text(LEGACY_VERSIONS_SQL)).scalars().all())
+    return None
 
 
 def _current_psycopg(conn: psycopg.Connection[tuple[object, ...]]) -> str | None:
     """:func:`_current` on a plain psycopg connection."""
     row = conn.execute(VERSION_TABLE_SQL).fetchone()
-    if row is None or row[0] is None:
-        return None
-    return revision_of([r[0] for r in conn.execute(VERSIONS_SQL).fetchall()])
+    own, legacy = row if row is not None else (False, False)
+    if own:
+        return revision_of([r[0] for r in conn.execute(VERSIONS_SQL).fetchall()])
+    if legacy:
+        return legacy_revision_of([r[0] for r in conn.execute(LEGACY_VERSIONS_SQL).fetchall()])
+    return None
+
+
+def adopt_legacy_version(conn: Connection) -> None:
+    """Move this library's revision from :data:`LEGACY_VERSION_TABLE` (where releases
+    before 0.2 kept it) to :data:`VERSION_TABLE`, leaving an application's own revision
+    where it is (the table is dropped when nothing else is left in it). Run by every
+    migration under its lock, before Alembic reads the revision."""
+    from sqlalchemy import text
+
+    own, legacy = conn.execute(text(VERSION_TABLE_SQL)).one()
+    if own or not legacy:
+        return
+    ours = [v for v in conn.execute(text(LEGACY_VERSIONS_SQL)).scalars() if v in _revision_lines()]
+    if not ours:
+        return
+    conn.execute(
+        text(
+            f"CREATE TABLE {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+            f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
+        )
+    )
+    for version in ours:
+        conn.execute(text(f"INSERT INTO {VERSION_TABLE} VALUES (:v)"), {"v": version})
+        conn.execute(
+            text(f"DELETE FROM {LEGACY_VERSION_TABLE} WHERE version_num = :v"), {"v": version}
+        )
+    if conn.execute(text(f"SELECT count(*) FROM {LEGACY_VERSION_TABLE}")).scalar() == 0:
+        conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
 
 
 def current(url: str) -> str | None:
@@ -396,11 +449,12 @@ def check(url: str) -> list[str]:
 
 
 def _compared(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    """What the drift check compares: not Alembic's own table, nor the per-model HNSW
+    """What the drift check compares: this library's tables (not the version tables, nor
+    an application's own in the same database), not the per-model HNSW
     indexes over episode vectors (made for whichever models a database holds, see
     :mod:`.vector_index`)."""
-    if type_ == "table" and name == "alembic_version":
-        return False
+    if type_ == "table" and (name in (VERSION_TABLE, LEGACY_VERSION_TABLE) or compare_to is None):
+        return False  # version tables, and an application's own tables beside this library's
     return not (type_ == "index" and (name or "").startswith(VECTOR_INDEX_PREFIX))
 
 

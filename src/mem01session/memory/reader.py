@@ -154,11 +154,14 @@ class MemoryReader:
 
     async def schema_status(self) -> SchemaStatus:
         """The revision the database is at, and this library's newest."""
-        _, [(table,)] = await self._pool.fetch_tuples(migrate.VERSION_TABLE_SQL, {})
+        _, [(own, legacy)] = await self._pool.fetch_tuples(migrate.VERSION_TABLE_SQL, {})
         revision = None
-        if table is not None:
+        if own:
             _, found = await self._pool.fetch_tuples(migrate.VERSIONS_SQL, {})
             revision = migrate.revision_of([r[0] for r in found])
+        elif legacy:
+            _, found = await self._pool.fetch_tuples(migrate.LEGACY_VERSIONS_SQL, {})
+            revision = migrate.legacy_revision_of([r[0] for r in found])
         return SchemaStatus(revision, migrate.head_revision())
 
 
