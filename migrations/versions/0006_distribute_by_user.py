@@ -22,8 +22,9 @@ count is Citus's ``citus.shard_count`` (32 unless set). Tables already distribut
 left as they are, so a database distributed by hand upgrades cleanly.
 
 Downgrading turns every table back into a local table of the coordinator, rows included.
-A database that got Citus after reaching this revision is distributed by running it again:
-``mem01session db downgrade 0005`` (a no-op there) then ``mem01session db upgrade``.
+A database that got Citus after reaching this revision is distributed by hand (the
+statements are in docs/scale-out.md; downgrading to 0005 would undo every later revision
+too, and drop the episodes).
 """
 
 from __future__ import annotations
