@@ -93,3 +93,17 @@ def test_a_model_server_url_no_request_could_reach_is_refused_when_read(
     # It was taken, then every extraction failed with "Connection error." naming nothing.
     with pytest.raises(ConfigError, match=f"{variable} must be an http"):
         Settings.from_env({variable: value, "OPENAI_API_KEY": "sk-test-1234567890"})
+
+
+def test_from_env_with_overrides_keeps_the_environments_other_settings(tmp_path: Path) -> None:
+    env = {"MEM01_HOME": str(tmp_path), "MEM01_DATABASE_URL": "postgresql://h/db"}
+    settings = Settings.from_env(env, episodes="off")
+    assert (settings.episodes, settings.home, settings.database_url) == (
+        "off",
+        tmp_path,
+        "postgresql://h/db",
+    )
+    with pytest.raises(ConfigError, match="must be 'user', 'all' or 'off'"):
+        Settings.from_env(env, episodes="sometimes")
+    with pytest.raises(ConfigError, match="Settings has no field 'episode'"):
+        Settings.from_env(env, episode="off")

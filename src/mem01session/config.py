@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -126,7 +126,9 @@ def _check_kinds(settings: Settings) -> None:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob of the library, read once from the environment by :meth:`from_env`.
+    """Every knob of the library, read once from the environment by :meth:`from_env`
+    (``Settings(...)`` made by hand reads none of it: ``Settings.from_env(episodes="off")``
+    changes one knob and keeps the environment's others).
 
     ``repr()`` and ``str()`` never show the database password or the API key.
     """
@@ -213,8 +215,13 @@ class Settings:
         check_retention_days(self.episode_retention_days, "MEM01_EPISODE_RETENTION_DAYS")
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read settings from ``environ`` (default: ``os.environ``)."""
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read settings from ``environ`` (default: ``os.environ``), then set ``overrides``
+        (``Settings.from_env(episodes="off")``: the environment for everything else; a plain
+        ``Settings(...)`` reads none of it)."""
+        unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ConfigError(f"Settings has no field {', '.join(map(repr, unknown))}")
         env = os.environ if environ is None else environ
 
         def get(name: str) -> str | None:
@@ -245,7 +252,7 @@ class Settings:
                 f"MEM01_LLM_TIMEOUT must be more than 0 and at most 3600 seconds, got {timeout:g}"
             )
         retention = get("MEM01_EPISODE_RETENTION_DAYS")
-        return cls(
+        read = cls(
             database_url=get("MEM01_DATABASE_URL") or get("DATABASE_URL"),
             database_url_variable=(
                 "MEM01_DATABASE_URL" if get("MEM01_DATABASE_URL") else "DATABASE_URL"
@@ -269,6 +276,7 @@ class Settings:
                 None if retention is None else _number(get, "MEM01_EPISODE_RETENTION_DAYS", int, 0)
             ),
         )
+        return replace(read, **overrides) if overrides else read
 
     @property
     def model_api(self) -> str:
