@@ -41,6 +41,7 @@ from starlette.routing import Route
 from mem01session import Mem01Error, Memory, Settings
 from mem01session.checks import check_id
 from mem01session.demo import OfflineAnswerModel
+from mem01session.errors import BeliefNotFoundError
 from mem01session.shortterm import SessionManager, mem01_session_factory
 
 USER_COOKIE = "mem01_chat_user"
@@ -48,6 +49,15 @@ PLATFORM = "web"
 ABOUT_ME = "What do you remember about me?"
 PAGE = (Path(__file__).parent / "page.html").read_text()
 INSTRUCTIONS = "You are a helpful assistant. Answer briefly."
+MAX_BODY_BYTES = 64 * 1024  # a message is kept up to 8,000 characters anyway
+
+
+class TooLarge(ValueError):
+    """A request body past MAX_BODY_BYTES."""
+
+
+class NoMemory(LookupError):
+    """A memory verb asked of the app run without memory."""
 
 
 def answering_model(settings: Settings) -> Model | str:
@@ -101,9 +111,40 @@ async def page(request: Request) -> Response:
     return response
 
 
+async def body_of(request: Request) -> dict[str, Any]:
+    """The request's JSON object, read up to MAX_BODY_BYTES (past it: TooLarge)."""
+    read = bytearray()
+    async for chunk in request.stream():
+        read += chunk
+        if len(read) > MAX_BODY_BYTES:
+            raise TooLarge(f"the request is over {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(read)
+    except RecursionError:
+        raise ValueError("the request is nested too deep") from None
+    if not isinstance(body, dict):
+        raise ValueError("the request must be a JSON object")
+    return body
+
+
+def belief_id(body: dict[str, Any]) -> int:
+    """The ``id`` of a belief, an integer (``true`` or ``1.9`` are not one)."""
+    found = body.get("id")
+    if isinstance(found, bool) or not isinstance(found, int):
+        raise ValueError("id: a belief's id (an integer)")
+    return found
+
+
+def memory_of(request: Request) -> Memory:
+    memory: Memory | None = request.app.state.memory
+    if memory is None:
+        raise NoMemory("this app runs without memory (MEM01_CHAT_MEMORY=off)")
+    return memory
+
+
 async def chat(request: Request) -> Response:
     """Answer one message, streamed as plain text a few words at a time."""
-    body = await request.json()
+    body = await body_of(request)
     user, chat_id, text = user_of(request), check_id("chat", body.get("chat")), body.get("text")
     if not isinstance(text, str) or not text.strip():
         return JSONResponse({"error": "text: say something"}, status_code=400)
@@ -152,26 +193,29 @@ async def remembered(request: Request) -> Response:
 
 
 async def forget(request: Request) -> Response:
-    memory: Memory = request.app.state.memory
-    body = await request.json()
-    await memory.forget(memory_user(request), int(body["id"]), reason="forgotten on the page")
+    memory = memory_of(request)
+    body = await body_of(request)
+    await memory.forget(memory_user(request), belief_id(body), reason="forgotten on the page")
     return JSONResponse({"ok": True})
 
 
 async def correct(request: Request) -> Response:
-    memory: Memory = request.app.state.memory
-    body = await request.json()
+    memory = memory_of(request)
+    body = await body_of(request)
     text = body.get("text")
     if not isinstance(text, str) or not text.strip():
         return JSONResponse({"error": "text: the corrected statement"}, status_code=400)
     await memory.correct(
-        memory_user(request), int(body["id"]), text, reason="corrected on the page"
+        memory_user(request), belief_id(body), text, reason="corrected on the page"
     )
     return JSONResponse({"ok": True})
 
 
+STATUS = ((PermissionError, 403), (NoMemory, 404), (BeliefNotFoundError, 404), (TooLarge, 413))
+
+
 async def refused(request: Request, exc: Exception) -> Response:
-    status = 403 if isinstance(exc, PermissionError) else 400
+    status = next((code for kind, code in STATUS if isinstance(exc, kind)), 400)
     return JSONResponse({"error": str(exc)}, status_code=status)
 
 
@@ -186,6 +230,7 @@ app = Starlette(
     lifespan=lifespan,
     exception_handlers={
         PermissionError: refused,
+        LookupError: refused,
         Mem01Error: refused,
         ValueError: refused,
         KeyError: refused,
