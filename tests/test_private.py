@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from mem01session.private import FILE_MODE, folder_mode, private_file, private_folder
+from mem01session.errors import ConfigError
+from mem01session.private import (
+    FILE_MODE,
+    data_folder,
+    folder_mode,
+    private_file,
+    private_folder,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
 
@@ -56,3 +63,22 @@ def test_what_others_could_read_is_tightened_with_a_warning(
     caplog.clear()
     private_file(store)  # already private: nothing to say
     assert caplog.records == []
+
+
+def test_a_data_folder_that_is_a_file_or_under_one_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session over the default transcript store made it there: a raw FileExistsError."""
+    from mem01session import Mem01Session, Memory, Settings
+
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    monkeypatch.setenv("MEM01_HOME", str(a_file))
+    with pytest.raises(ConfigError, match=r"MEM01_HOME=.*file is a file, not a folder"):
+        data_folder(a_file)
+    with pytest.raises(ConfigError, match="cannot be created: a parent is a file"):
+        data_folder(a_file / "home")
+    memory = Memory(Settings(database_url="postgresql://u@h/db", home=a_file))
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        Mem01Session("c1", "u1", memory=memory)
+    assert data_folder(tmp_path / "new") == tmp_path / "new"

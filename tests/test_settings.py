@@ -11,10 +11,19 @@ from mem01session import Settings
 from mem01session.errors import ConfigError
 
 
-def test_a_home_or_model_path_given_as_text_is_a_path_with_home_expanded() -> None:
-    settings = Settings(home="~/mem01", embedding_model_path="/models/model.onnx")  # type: ignore[arg-type]
+def test_a_home_or_model_path_given_as_text_is_a_path_with_home_expanded(tmp_path: Path) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"onnx")
+    settings = Settings(home="~/mem01", embedding_model_path=str(model))  # type: ignore[arg-type]
     assert settings.home == Path.home() / "mem01"
-    assert settings.embedding_model_path == Path("/models/model.onnx")
+    assert settings.embedding_model_path == model
+
+
+def test_a_model_path_that_names_no_file_is_refused_when_read(tmp_path: Path) -> None:
+    # Accepted, it failed every run and every job later ("cannot read the embedding model")
+    for missing in (tmp_path / "nope.onnx", tmp_path):
+        with pytest.raises(ConfigError, match="MEM01_EMBEDDING_MODEL_PATH names no file"):
+            Settings.from_env({"MEM01_EMBEDDING_MODEL_PATH": str(missing)})
     assert Settings(home=Path("/srv/mem01")).home == Path("/srv/mem01")
 
 
@@ -107,3 +116,11 @@ def test_from_env_with_overrides_keeps_the_environments_other_settings(tmp_path:
         Settings.from_env(env, episodes="sometimes")
     with pytest.raises(ConfigError, match="Settings has no field 'episode'"):
         Settings.from_env(env, episode="off")
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_database_url_set_but_empty_is_refused(blank: str) -> None:
+    """It used the embedded server instead of the database meant, without a word."""
+    with pytest.raises(ConfigError, match="MEM01_DATABASE_URL is set but empty"):
+        Settings.from_env({"MEM01_DATABASE_URL": blank})
+    assert Settings.from_env({}).database_url is None

@@ -169,6 +169,8 @@ class Settings:
         object.__setattr__(self, "home", _path("home", self.home))
         if self.embedding_model_path is not None:
             path = _path("embedding_model_path", self.embedding_model_path)
+            if not path.is_file():  # else every run and every job failed on it, later
+                raise ConfigError(f"MEM01_EMBEDDING_MODEL_PATH names no file: {str(path)!r:.200}")
             object.__setattr__(self, "embedding_model_path", path)
         if self.llm_timeout == AUTO_LLM_TIMEOUT:
             default = (
@@ -223,6 +225,13 @@ class Settings:
         if unknown:
             raise ConfigError(f"Settings has no field {', '.join(map(repr, unknown))}")
         env = os.environ if environ is None else environ
+        if "MEM01_DATABASE_URL" in env and not env["MEM01_DATABASE_URL"].strip():
+            # An unset variable a deploy script expanded: the embedded server would be used
+            # instead of the database meant, without a word.
+            raise ConfigError(
+                "MEM01_DATABASE_URL is set but empty: give the PostgreSQL URL, or unset it "
+                "to use the embedded server under MEM01_HOME"
+            )
 
         def get(name: str) -> str | None:
             value = env.get(name, "").strip()

@@ -14,11 +14,14 @@ changed here.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
+from .errors import ConfigError
 from .logs import get_logger
 
 log = get_logger(__name__)
@@ -88,4 +91,30 @@ def _tighten(path: Path, mode: int, *, warn: bool) -> None:
             )
 
 
-__all__ = ["FILE_MODE", "FOLDER_MODE", "TRAVERSE_MODE", "private_file", "private_folder"]
+def data_folder(home: Path) -> Path:
+    """The data folder ``home`` (``MEM01_HOME``) as :func:`private_folder` makes it; a
+    :class:`ConfigError` naming it when it is a file, cannot be created or cannot be
+    written (a read-only container's file system, say)."""
+    where = (
+        f"MEM01_HOME={home}"
+        if os.environ.get("MEM01_HOME", "").strip()
+        else f"the data folder {home} (set MEM01_HOME to use another)"
+    )
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"{where} is a file, not a folder")
+    try:
+        private_folder(home)
+    except OSError as exc:
+        reason = "a parent is a file" if exc.errno == errno.ENOTDIR else exc.strerror
+        raise ConfigError(f"{where} cannot be created: {reason}") from None
+    try:
+        with tempfile.TemporaryFile(dir=home):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{where} is not writable: {exc.strerror}") from None
+    return home
+
+
+__all__ = [
+    "FILE_MODE", "FOLDER_MODE", "TRAVERSE_MODE", "data_folder", "private_file", "private_folder",
+]  # fmt: skip

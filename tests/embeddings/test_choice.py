@@ -95,6 +95,8 @@ def test_the_choice_follows_the_model_name_and_is_logged_once(
         (Settings(embedding_model="text-embedding-3-small"), "OPENAI_API_KEY"),
         (Settings(embedding_model="nomic-embed-text"), "MEM01_EMBEDDING_BASE_URL"),
         (Settings(embedding_model="mem01-offline-hash-v1-lots"), "ends with its dimension"),
+        # more than a vector column holds: every recall and job failed on it, later
+        (Settings(embedding_model="mem01-offline-hash-v1-99999999"), "from 8 to 16000"),
     ],
 )
 def test_a_model_that_cannot_be_served_is_a_clear_error(
@@ -176,8 +178,8 @@ async def test_a_server_answer_that_is_not_one_vector_per_text_is_a_clear_error(
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: HashingEmbedder("64"), "HashingEmbedder dim must be an integer of at least 8"),
-        (lambda: HashingEmbedder(True), "HashingEmbedder dim must be an integer of at least 8"),
+        (lambda: HashingEmbedder("64"), "HashingEmbedder dim must be an integer from 8 to 16000"),
+        (lambda: HashingEmbedder(True), "HashingEmbedder dim must be an integer from 8 to 16000"),
         (lambda: MiniLMEmbedder(model_path=5), "model_path must be a path (str or Path), got 5"),
         (lambda: MiniLMEmbedder(own_process="no"), "own_process must be True or False"),
         (lambda: MiniLMEmbedder(verify_sha256="no"), "verify_sha256 must be True or False"),

@@ -24,6 +24,7 @@ _STOP = frozenset(
 
 
 HASHING_PREFIX = "mem01-offline-hash-v1"
+MAX_DIM = 16000  # the most dimensions pgvector indexes and stores in a vector column
 
 
 class HashingEmbedder:
@@ -33,8 +34,10 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = 384) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
-            raise ConfigError(f"HashingEmbedder dim must be an integer of at least 8, got {dim!r}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 8 <= dim <= MAX_DIM:
+            raise ConfigError(
+                f"HashingEmbedder dim must be an integer from 8 to {MAX_DIM}, got {dim!r:.40}"
+            )
         self._dim = dim
 
     @property

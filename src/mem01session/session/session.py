@@ -22,7 +22,7 @@ from ..checks import (
 from ..engine.records import DEFAULT_MAX_TOKENS, BlockProvenance, RecallRequest, RecallResult
 from ..errors import ConfigError, MemoryClosedError
 from ..memory import Memory, host_of
-from ..private import private_file, private_folder
+from ..private import data_folder, private_file
 from ..spans import enqueue_span
 from .durable_tier import DurableTier
 from .items import redacted, turn_messages
@@ -186,7 +186,7 @@ class Mem01Session:
         self._inner.session_settings = value
 
     def _default_inner(self) -> Session:
-        home = private_folder(Path(self.memory.settings.home))
+        home = data_folder(Path(self.memory.settings.home))
         return SQLiteSession(self.session_id, private_file(home / "transcripts.sqlite"))
 
     # -- the SDK Session protocol: transcript -----------------------------------------
