@@ -12,6 +12,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import text
 
+from mem01session.db import migrate
 from mem01session.db.migrate import (
     LEGACY_VERSION_TABLE,
     MIGRATION_LOCK_KEY,
@@ -38,5 +39,9 @@ context.configure(
 
 with context.begin_transaction():
     connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+    # Set once the other upgrades are waited for: only the tables' locks are bounded.
+    connection.execute(
+        text("SELECT set_config('lock_timeout', :t, true)"), {"t": f"{migrate.LOCK_TIMEOUT_MS}ms"}
+    )
     adopt_legacy_version(connection)
     context.run_migrations()

@@ -395,3 +395,18 @@ def test_a_server_without_pgvector_is_told_where_to_get_it() -> None:
     assert migrate._setup_hint("OperationalError: connection refused") == ""
     btree = 'InsufficientPrivilege: permission denied to create extension "btree_gin"'
     assert "grant this role CREATE on the database" in migrate._setup_hint(btree)
+
+
+def test_an_upgrade_a_reader_blocks_stops_and_says_why_instead_of_waiting(
+    empty_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It waited without a word, and every later statement on the table queued behind it."""
+    migrate.upgrade(empty_db_url, "0014", embedding_dim=8)
+    monkeypatch.setattr(migrate, "LOCK_TIMEOUT_MS", 200)
+    with psycopg.connect(empty_db_url) as reader:  # a transaction left open on episodes
+        reader.execute("SELECT count(*) FROM episodes").fetchone()
+        with pytest.raises(DatabaseError, match="another session held a lock on a table"):
+            migrate.upgrade(empty_db_url)
+        reader.rollback()
+    assert migrate.current(empty_db_url) == "0014"  # nothing was changed
+    assert migrate.upgrade(empty_db_url) == migrate.head_revision()

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 # Arbitrary constant shared by every process that migrates a mem01session database.
 MIGRATION_LOCK_KEY = 0x6D656D3031  # "mem01"
+LOCK_TIMEOUT_MS = 15_000
+"""How long a migration waits for a lock on a table it changes (an open transaction that
+read the table holds one): past it, it stops and says so, rather than wait without a word
+while every later statement on that table queues behind it. Waiting for another upgrade
+(the advisory lock) is not bounded."""
 
 
 def migrations_dir() -> Path:
@@ -166,6 +171,12 @@ def _setup_hint(failure: str) -> str:
         return (
             "; grant this role CREATE on the database, or have a superuser run CREATE EXTENSION "
             "btree_gin; in it once, then upgrade again"
+        )
+    if "lock timeout" in failure:
+        return (
+            f"; another session held a lock on a table this migration changes for "
+            f"{LOCK_TIMEOUT_MS / 1000:g} s (an open transaction that read it, say: see "
+            "pg_stat_activity and pg_locks); end it, then upgrade again. Nothing was changed"
         )
     if "permission denied for schema" in failure:
         return (
