@@ -156,6 +156,20 @@ def test_an_unexpected_exception_is_one_line(monkeypatch: pytest.MonkeyPatch) ->
     assert fails("db", "history") == "error: RuntimeError: something"
 
 
+def test_a_reader_that_left_ends_the_command_without_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`mem01session export --user u | head` said "error: Broken pipe"."""
+    from mem01session.memory import schema
+
+    def gone() -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(schema, "migrations", gone)
+    result = runner.invoke(app, ["db", "history"])
+    assert result.exit_code == 141 and "error" not in result.output
+
+
 def test_debug_lets_the_exception_through(monkeypatch: pytest.MonkeyPatch) -> None:
     from mem01session.memory import schema
 

@@ -11,6 +11,9 @@ recognised by their module name, never imported here.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from typing import Any, NoReturn, Protocol, cast
 
 import typer
@@ -123,6 +126,12 @@ class OneLineErrors(TidyGroup):
             if _shows_help(exc):
                 raise
             fail(_usage(exc))
+        except BrokenPipeError:
+            # The reader left (`export ... | head`): what it took was written, say nothing;
+            # the interpreter's final flush of stdout would fail again, so point it nowhere.
+            with contextlib.suppress(OSError, ValueError):  # not a file: a test's capture
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(141) from None  # as a shell reports a command ended by SIGPIPE
         except Exception as exc:
             if ctx.params.get(DEBUG_PARAM):
                 raise
