@@ -218,3 +218,12 @@ def test_db_url_masks_the_password_unless_asked(monkeypatch: pytest.MonkeyPatch)
     assert masked.output.strip() == "postgresql://mem01:***@db.internal:5432/m"
     shown = runner.invoke(app, ["db", "url", "--show-password"])
     assert shown.output.strip() == "postgresql://mem01:S3cretPw9@db.internal:5432/m"
+
+
+def test_an_upgrade_to_a_revision_behind_the_database_says_to_downgrade(env: str) -> None:
+    """It said "already at 0013; nothing to do" and exited 0."""
+    migrate.upgrade(env, "0003", embedding_dim=8)
+    result = runner.invoke(app, ["db", "upgrade", "0001", "--embedding-dim", "8"])
+    assert result.exit_code == 1
+    assert "is at 0003, past 0001" in result.output and "db downgrade 0001" in result.output
+    assert migrate.current(env) == "0003"

@@ -50,6 +50,13 @@ def upgrade(
     rev = schema.upgrade(url, revision, embedding_dim=embedding_dim, embedding_model=model)
     where = "the embedded PostgreSQL" if embedded else settings.safe_database_url
     head = " (head)" if rev == schema.head_revision() else ""
+    order = [r.revision for r in schema.migrations()]
+    behind = revision in order and rev in order and order.index(revision) < order.index(rev)
+    if rev == before and behind:
+        fail(
+            f"{where} is at {rev}, past {revision}: an upgrade changes nothing; to go back, "
+            f"mem01session db downgrade {revision}"
+        )
     if rev == before:
         _say(f"{where} is already at {rev or 'base'}{head}; nothing to do")
     else:
