@@ -22,7 +22,7 @@ from . import near, terms
 from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change, normalize_content
-from .row_mapping import BELIEF_COLUMNS
+from .row_mapping import BELIEF_COLUMNS, snapshot
 from .tx import Tx
 from .validate import CheckedOp
 
@@ -35,26 +35,6 @@ Row = Mapping[Any, Any]
 
 _COUNT_TERMS_UP = terms.count_up("belief_terms")
 _COUNT_TERMS_DOWN = terms.count_down("belief_terms")
-
-
-def snapshot(row: Row) -> dict[str, object]:
-    """A belief's state as stored in the ledger's ``before``/``after``."""
-
-    def iso(value: datetime | None) -> str | None:
-        return value.isoformat() if value is not None else None
-
-    return {
-        "id": int(row["id"]),
-        "content": row["content"],
-        "key": row["key"],
-        "status": row["status"],
-        "confidence": float(row["confidence"]),
-        "version": int(row["version"]),
-        "valid_from": iso(row["valid_from"]),
-        "valid_to": iso(row["valid_to"]),
-        "superseded_by": row["superseded_by"],
-        "merged_into": row["merged_into"],
-    }
 
 
 class Batch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from .records import Belief, BeliefStatus, Source
@@ -66,3 +67,23 @@ def source_from_row(row: Mapping[Any, Any]) -> Source:
 def vector_literal(vec: Sequence[float]) -> str:
     """pgvector's text form, for binding as a parameter cast with ``::vector``."""
     return "[" + ("%.7g," * len(vec) % tuple(vec))[:-1] + "]"
+
+
+def snapshot(row: Mapping[Any, Any]) -> dict[str, object]:
+    """A belief's state as stored in the ledger's ``before``/``after``."""
+
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "id": int(row["id"]),
+        "content": row["content"],
+        "key": row["key"],
+        "status": row["status"],
+        "confidence": float(row["confidence"]),
+        "version": int(row["version"]),
+        "valid_from": iso(row["valid_from"]),
+        "valid_to": iso(row["valid_to"]),
+        "superseded_by": row["superseded_by"],
+        "merged_into": row["merged_into"],
+    }
