@@ -23,6 +23,7 @@ from .dbstate import counts
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+SUNDAY = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def fixed() -> datetime:
@@ -45,10 +46,13 @@ def words(text_: str) -> list[Utterance]:
 
 
 async def seed(engine: BeliefEngine, user: str) -> int:
-    """The user's belief a batch then supersedes."""
+    """The user's belief a batch then supersedes (holding since before the batch's turn: a
+    turn said before it would only add to its history, engine/late.py)."""
     [change] = (
         await engine.apply(
-            user, [Op.add("Lives in New York", key="home.city")], provenance=Provenance()
+            user,
+            [Op.add("Lives in New York", key="home.city", valid_from=SUNDAY)],
+            provenance=Provenance(),
         )
     ).changes
     return change.belief_id

@@ -18,7 +18,7 @@ from typing import Any
 from ..checks import aware
 from ..db.vectors import BinaryVector
 from ..errors import InvalidOpError
-from . import near, terms
+from . import late, near, terms
 from .episodes import hide_sources_of
 from .ops import Provenance
 from .records import Change, normalize_content
@@ -71,6 +71,12 @@ class Batch:
         self.episode_of: Callable[[str | None], int | None] = lambda _evidence: None
 
     async def apply(self, c: CheckedOp) -> Change:
+        # A dated turn's op on a belief said after that turn (.late); a correction or a
+        # forget is a decision made now about the belief it names, never late.
+        if c.target is not None and self.provenance.observed_at and self.record_as is None:
+            current = await self._load(c.target)
+            if late.said_after(current, self.observed_at):
+                return await self._late(c, current)
         if c.kind == "ADD":
             return await self._add(c)
         if c.kind == "UPDATE":
@@ -159,6 +165,36 @@ class Batch:
         op = self.record_as or "SUPERSEDE"
         await self._ledger(op, successor, (target,), snapshot(old), c.reason)
         return Change(op, succ_id, (target,))
+
+    async def _late(self, c: CheckedOp, current: Row) -> Change:
+        """Apply an op of a turn said before ``current`` was (:mod:`.late`): ``current``
+        stays; the op's statement becomes its history, or confirms the active belief that
+        states it. ``KEPT``: nothing was written."""
+        if c.content is None:  # an INVALIDATE, a confidence: the later word stands
+            return Change("KEPT", int(current["id"]))
+        row = await late.insert_history(
+            self.tx,
+            self.user_id,
+            current,
+            c.content,
+            key=c.key,
+            confidence=_or(c.confidence, DEFAULT_CONFIDENCE),
+            valid_from=self._at(c),
+            vector=self.vectors[c.content],
+            model=self.model,
+            now=self.now,
+        )
+        if row is None:  # it restates an active belief
+            existing = await self._restated(c.content, exclude=())
+            after = await self._confirm(existing, c)
+            await self._ledger("CONFIRM", after, (), snapshot(existing), c.reason)
+            return Change("CONFIRM", int(after["id"]))
+        self.embedded.append(int(row["id"]))
+        await self._add_source(int(row["id"]), c.evidence)
+        # In the ledger as any replaced belief is: ``current`` superseding it.
+        reason = f"said before belief #{current['id']}: kept as its history"
+        await self._ledger("SUPERSEDE", current, (int(row["id"]),), snapshot(row), reason)
+        return Change("HISTORY", int(row["id"]))
 
     async def _invalidate(self, c: CheckedOp) -> Change:
         assert c.target is not None

@@ -226,8 +226,11 @@ class Change:
     """The effect of one applied op.
 
     ``op`` is what happened: an ADD that restated an active belief is reported as
-    ``CONFIRM`` with ``belief_id`` the confirmed belief. ``replaced`` lists the beliefs
-    that stopped being active (the SUPERSEDE target, the MERGE sources).
+    ``CONFIRM`` with ``belief_id`` the confirmed belief. An op of a turn said before its
+    target was last said (engine/late.py) leaves the target active: ``HISTORY``, its
+    statement kept as the target's history (``belief_id``), or ``KEPT`` (nothing written).
+    ``replaced`` lists the beliefs that stopped being active (the SUPERSEDE target, the
+    MERGE sources).
     """
 
     op: str

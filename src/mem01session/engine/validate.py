@@ -12,6 +12,7 @@ from ..checks import aware, is_utf8
 from ..errors import ConfigError, InvalidOpError
 from ..secrets.redaction import MASK
 from ..secrets.scan import REDACTED, find_secrets, unique
+from .late import LAST_SAID
 from .ops import (
     MAX_CONTENT_CHARS,
     MAX_EVIDENCE_CHARS,
@@ -104,8 +105,8 @@ async def look_up_targets(tx: Tx, user_id: str, checked: Sequence[CheckedOp]) ->
     if not ids:
         return None
     return await tx.later(
-        f"SELECT {BELIEF_COLUMNS} FROM beliefs "
-        "WHERE user_id = :u AND id = ANY(CAST(:ids AS bigint[]))",
+        f"SELECT {_B_COLUMNS}, {LAST_SAID} FROM beliefs b "
+        "WHERE b.user_id = :u AND b.id = ANY(CAST(:ids AS bigint[]))",
         {"u": user_id, "ids": ids},
     )
 
@@ -119,7 +120,7 @@ async def look_up_targets_of_users(
     if not pairs:
         return None
     return await tx.later(
-        f"SELECT {_B_COLUMNS} FROM beliefs b "
+        f"SELECT {_B_COLUMNS}, {LAST_SAID} FROM beliefs b "
         "JOIN unnest(CAST(:users AS text[]), CAST(:ids AS bigint[])) AS t(u, i) "
         "ON b.user_id = t.u AND b.id = t.i",
         {"users": [u for u, _ in pairs], "ids": [i for _, i in pairs]},
