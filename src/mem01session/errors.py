@@ -123,3 +123,38 @@ def connection_lost(exc: BaseException) -> bool:
         | DatabaseError
         | MemoryClosedError,
     )
+
+
+# SQLSTATEs of a server shutting down or crashing (57P01, 57P02), starting up (57P03), or
+# taking no more connections for now (53300); class 08 is a lost or refused connection.
+_UNREACHABLE_STATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database could not be reached or the connection to it was
+    lost (an outage: the same work may succeed once it is back), as opposed to a statement
+    that failed on a working connection (a constraint, a statement or lock timeout).
+
+    Narrower than :func:`connection_lost`: no timeout, ``OSError`` or error of this library
+    counts, since a model or embedding server raises those too. Follows SQLAlchemy's
+    ``orig`` and explicit causes (``raise ... from``)."""
+    import psycopg
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "connection_invalidated", False) is True:  # SQLAlchemy's verdict
+            return True
+        if isinstance(current, psycopg.Error):
+            if not isinstance(current, psycopg.OperationalError | psycopg.InterfaceError):
+                return False
+            # A pipeline aborted by an earlier statement's error: the connection is fine.
+            if isinstance(current, psycopg.errors.PipelineAborted):
+                return False
+            state = current.sqlstate
+            # No SQLSTATE: the client could not connect, or lost the connection.
+            return state is None or state.startswith("08") or state in _UNREACHABLE_STATES
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+    return False

@@ -29,7 +29,8 @@ from mem01session.embeddings import HashingEmbedder
 from mem01session.engine import BeliefEngine
 from mem01session.engine.render import OPEN
 from mem01session.errors import Mem01MemoryError
-from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn
+from mem01session.extraction import Candidate, Extraction, RuleExtractor, Turn, TurnMessage
+from mem01session.queue import JobStore, MemoryWorker
 from mem01session.queue.worker import WorkerPolicy
 from mem01session.session import Mem01Session, session_health
 from tests.conftest import TEST_DIM
@@ -227,3 +228,34 @@ async def test_a_server_that_cannot_be_restarted_does_not_hold_the_runs(
     await session.aclose()
     await memory.aclose()
     await db.close()
+
+
+async def test_an_attempt_the_outage_cut_short_is_not_counted(
+    server: ScratchServer, outage_engine: BeliefEngine
+) -> None:
+    """The server stops while a job is in the extractor, so writing it fails: with one
+    attempt allowed, the job used to be parked as ``failed``. The outage is not the turn's
+    fault: once the server is back the job is taken up again and applied, one attempt."""
+    user = "pia"
+    line, belief = fact_line(7)
+    extractor = GatedExtractor(hold=line)
+    store = JobStore(outage_engine.db)
+    job_id = await store.enqueue(
+        user, "conv", [TurnMessage("user", line)], now=outage_engine.clock()
+    )
+    policy = WorkerPolicy(max_attempts=1, poll_interval=0.05)
+    worker = MemoryWorker(outage_engine, extractor, policy=policy)
+    worker.start()
+    try:
+        await asyncio.wait_for(extractor.started.wait(), 30)
+        server.stop()
+        extractor.gate.set()  # its write meets the stopped server
+        await worker.wait_progress(60)  # the attempt ended
+        server.start()
+        assert await worker.wait_until_done(user, {job_id}, timeout=60)
+    finally:
+        await worker.stop()
+    job = await store.get(job_id)
+    assert job is not None
+    assert (job.status, job.attempts) == ("done", 1), (job.status, job.attempts, job.last_error)
+    assert belief in await active(outage_engine, user)

@@ -25,13 +25,15 @@ async def mark_failed(
     now: datetime,
     retry_at: datetime | None,
     forget_text: bool,
+    *,
+    counted: bool = True,
 ) -> bool:
     """Mark a failure in ``tx`` (see :meth:`~.jobs.JobStore.fail`); whether the job was
-    this worker's to mark."""
+    this worker's to mark. Not ``counted``: the attempt is given back."""
     marked = await tx.row(
         (
             "UPDATE memory_jobs SET status = :status, last_error = :err, "
-            "lease_owner = NULL, lease_until = NULL, "
+            "lease_owner = NULL, lease_until = NULL, attempts = attempts - :uncount, "
             # (no function over the column: Citus refuses those in UPDATEs)
             # The carried vectors go with the text: they were made of it.
             f"payload = CASE WHEN :forget THEN (payload - 'messages' - '{CARRIED}') || "
@@ -42,6 +44,7 @@ async def mark_failed(
         ),
         {
             "attempts": job.attempts,
+            "uncount": 0 if counted else 1,
             "forget": forget_text,
             "forgotten": json.dumps({"messages": [], REFUSED: True}),
             "status": "pending" if retry_at is not None else "failed",

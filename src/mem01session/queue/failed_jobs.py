@@ -7,6 +7,12 @@ failures are not worth another try: an erased user's turn, and an embedder that 
 the wrong shape (it would again; the operator retries once the setting is fixed). A failure
 the database could not take (it was gone) is kept and recorded first thing once it answers
 again, so that the job does not wait for its lease to end.
+
+An attempt cut short by the database itself (unreachable, restarting, the connection lost:
+:func:`~mem01session.errors.database_unreachable`) is an outage, not the turn's fault: the
+job goes back to ``pending`` with the attempt not counted, to be taken up again once the
+database answers (the worker's claims fail meanwhile, and it waits a poll interval
+between them).
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from ..engine import BeliefEngine
 from ..engine.episodes import Utterance
 from ..engine.ops import Provenance
-from ..errors import EmbeddingError, InvalidOpError, UserErasedError
+from ..errors import EmbeddingError, InvalidOpError, UserErasedError, database_unreachable
 from ..extraction.base import Turn
 from ..logs import describe, get_logger
 from ..secrets.redaction import redact
@@ -44,6 +51,16 @@ def utterances(turn: Turn) -> list[Utterance]:
     return out
 
 
+class _Failure(NamedTuple):
+    """A failed attempt to record: back to pending at ``retry_at`` (parked when None)."""
+
+    job: Job
+    message: str
+    retry_at: datetime | None
+    erased: bool = False
+    counted: bool = True  # False: the database cut it short, the attempt is given back
+
+
 class Failures:
     """What one worker does with its failed attempts; :attr:`last_error` is the latest."""
 
@@ -63,12 +80,21 @@ class Failures:
         self.extractor_name = extractor_name
         self.wake = wake  # the worker looks again once a retry is due
         self.last_error: str | None = None
-        # Failures the database could not take yet: (job, message, retry_at, erased).
-        self._unrecorded: dict[int, tuple[Job, str, datetime | None, bool]] = {}
+        # Failures the database could not take yet.
+        self._unrecorded: dict[int, _Failure] = {}
 
     async def fail(self, job: Job, exc: BaseException) -> None:
-        """``job``'s attempt failed with ``exc``: schedule its retry or park it."""
+        """``job``'s attempt failed with ``exc``: schedule its retry or park it; an attempt
+        the database cut short goes back to pending, not counted."""
         message = describe(exc)
+        if database_unreachable(exc):
+            job_note(outcome="interrupted", error=type(exc).__name__)
+            self.record(
+                f"job {job.id} interrupted: the database is unreachable ({message}); it is "
+                "taken up again once the database answers, this attempt not counted"
+            )
+            await self._keep(_Failure(job, message, self.engine.clock(), counted=False))
+            return
         erased = isinstance(exc, UserErasedError)
         # An embedding server that answers in the wrong shape does so again next time: the
         # job waits for the operator (jobs retry, once the setting is fixed). An embedding
@@ -84,7 +110,11 @@ class Failures:
         self.record(f"job {job.id} failed ({kind}): {message}")
         if retry_at is None and not permanent and await self._keep_words(job, message):
             return
-        self._unrecorded[job.id] = (job, message, retry_at, erased)
+        await self._keep(_Failure(job, message, retry_at, erased))
+
+    async def _keep(self, failure: _Failure) -> None:
+        """Record ``failure`` now, or once the database answers again."""
+        self._unrecorded[failure.job.id] = failure
         with contextlib.suppress(Exception):
             await self.flush()
 
@@ -97,15 +127,15 @@ class Failures:
             entry = self._unrecorded.pop(job_id, None)
             if entry is None:
                 continue
-            job, message, retry_at, erased = entry
             try:
                 await self.jobs.fail(
-                    job,
+                    entry.job,
                     self.worker_id,
-                    message,
+                    entry.message,
                     now=self.engine.clock(),
-                    retry_at=retry_at,
-                    forget_text=erased,  # an erased user's words are not kept, even failed
+                    retry_at=entry.retry_at,
+                    forget_text=entry.erased,  # an erased user's words are not kept, even failed
+                    counted=entry.counted,
                 )
             except BaseException:
                 self._unrecorded.setdefault(job_id, entry)

@@ -265,12 +265,16 @@ class JobStore:
         now: datetime,
         retry_at: datetime | None,
         forget_text: bool = False,
+        counted: bool = True,
     ) -> None:
         """Record a failure: back to pending until ``retry_at``, or ``failed`` when None.
-        With ``forget_text`` the turn's text leaves the row (the user was erased)."""
+        With ``forget_text`` the turn's text leaves the row (the user was erased); without
+        ``counted`` the attempt is given back (the database, not the turn, failed it)."""
         await transaction(
             self.db.direct,
-            lambda tx: mark_failed(tx, job, worker_id, error, now, retry_at, forget_text),
+            lambda tx: mark_failed(
+                tx, job, worker_id, error, now, retry_at, forget_text, counted=counted
+            ),
         )
 
     def fail_hook(self, job: Job, worker_id: str, error: str, *, now: datetime) -> TransactionHook:

@@ -20,8 +20,9 @@ the user's later turns wait behind it, their order kept; after
 :attr:`WorkerPolicy.max_attempts` tries (3) the turn is parked: ``failed``, its words kept
 as episodes, visible in ``jobs list`` and the memory browser, retryable, and the user's
 later turns go on (:mod:`.failures`). So a failing turn holds the ones behind it at most
-``max_attempts`` extraction timeouts plus the backoffs. One extraction may take
-:attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).
+``max_attempts`` extraction timeouts plus the backoffs. An attempt the database cut short
+(unreachable, restarting) is not counted: the job waits, pending, until it answers. One
+extraction may take :attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).
 
 **Runs first.** Before each step of a job (a claim, a read of its candidates, a commit)
 the worker waits while a run of its process recalls or enqueues (:mod:`.foreground`): a
