@@ -11,8 +11,8 @@ claimed.
 Statements elsewhere read or touch the table, through documented interfaces: what is left
 of a user's queue, as the conversations read it (:mod:`.progress`: the engine's recall
 runs its probe in its own snapshot, so a barrier that finds nothing pending costs no extra
-round trip), and erasing a user deletes their rows from every user-scoped table of the
-schema, this one included.
+round trip), a worker's renewal of the leases it holds (:mod:`.heartbeat`), and erasing a
+user deletes their rows from every user-scoped table of the schema, this one included.
 """
 
 from __future__ import annotations

@@ -34,7 +34,9 @@ pile up behind runs that never pause.
 **Claims of dead processes.** A worker's id names its process (:mod:`.owners`). Jobs left
 ``running`` by a process of this machine that is gone (killed, or ended without handing
 them back) are taken back when a worker starts and at its next claims, not when their
-lease ends; a process elsewhere is judged by its lease only.
+lease ends; a process elsewhere is judged by its lease only. A live worker renews the
+leases of the jobs it works on (:mod:`.heartbeat`), so that an extraction longer than the
+lease is not claimed again by another worker.
 
 A started worker lives on the event loop that started it (a ``Memory``'s own loop);
 :meth:`MemoryWorker.wake`, :meth:`MemoryWorker.wait_until_done` and
@@ -56,6 +58,7 @@ from ..loops import elsewhere, run_on, running_loop
 from ..spans import job_trace
 from .failed_jobs import Failures
 from .group_commit import GroupCommit
+from .heartbeat import Heartbeat
 from .job_records import Job
 from .job_store import JobStore
 from .notify import listen
@@ -96,6 +99,9 @@ class MemoryWorker:
         )
         """Jobs (each of another user) processed at once."""
         self._commits = GroupCommit(engine, self.jobs, self.worker_id, limit=self.concurrency)
+        self._heartbeat = Heartbeat(
+            engine.db.direct, self.worker_id, self.policy.lease, engine.clock
+        )
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -307,13 +313,14 @@ class MemoryWorker:
                 task.cancel()
             if flying:
                 await asyncio.gather(*flying, return_exceptions=True)
+            await self._heartbeat.aclose()
             await self._commits.aclose()
 
     async def _woken(self) -> None:
         await self._wake.wait()
 
     async def _run(self, job: Job) -> None:
-        with job_trace(job.id, self.extractor.name, job.attempts):
+        with job_trace(job.id, self.extractor.name, job.attempts), self._heartbeat.holding(job):
             await self._steps.process(job)
         async with self._progress:
             self._progress.notify_all()
