@@ -259,3 +259,40 @@ async def test_an_attempt_the_outage_cut_short_is_not_counted(
     assert job is not None
     assert (job.status, job.attempts) == ("done", 1), (job.status, job.attempts, job.last_error)
     assert belief in await active(outage_engine, user)
+
+
+async def test_turns_held_through_an_outage_are_handed_over_when_it_ends_during_close(
+    server: ScratchServer,
+    outage_engine: BeliefEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database came back a moment into ``aclose``: the held turns were dropped at the
+    first failed attempt ("could not be enqueued before close and are lost")."""
+    from mem01session.session import durable_tier
+
+    memory = Memory(engine=outage_engine, worker_policy=WorkerPolicy(poll_interval=0.05))
+    session = Mem01Session(
+        "conv-close", "oleg", inner=SQLiteSession("c", tmp_path / "t.sqlite"), memory=memory,
+        recall_wait=0.2,
+    )  # fmt: skip
+    await say(session, fact_line(0)[0])
+    assert await session.flush_memory(timeout=30)
+    server.stop()
+    line, fact = fact_line(1)
+    await say(session, line, answer=f"ok: {line}")
+    assert session_health(session).unsent_turns > 0
+    pauses = 0
+
+    async def outage_ends() -> None:  # the database is back after the first failed attempt
+        nonlocal pauses
+        pauses += 1
+        if pauses == 1:
+            await asyncio.to_thread(server.start)
+
+    monkeypatch.setattr(durable_tier, "retry_pause", outage_ends)
+    await session.aclose(flush_timeout=30)
+    assert pauses >= 1
+    assert session_health(session).dropped_turns == 0
+    assert fact in await active(outage_engine, "oleg")
+    await memory.aclose()

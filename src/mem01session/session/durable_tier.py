@@ -10,6 +10,7 @@ with ``strict`` it raises :class:`~mem01session.errors.Mem01MemoryError`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import weakref
@@ -19,7 +20,13 @@ from ..bounded import Bound
 from ..checks import check_timezone
 from ..engine import BeliefEngine
 from ..engine.records import RecallRequest, RecallResult
-from ..errors import ConfigError, DatabaseError, Mem01MemoryError
+from ..errors import (
+    ConfigError,
+    DatabaseError,
+    Mem01MemoryError,
+    MemoryClosedError,
+    connection_lost,
+)
 from ..logs import describe, get_logger
 from ..queue import MemoryWorker
 from ..queue.buffer import TurnBuffer
@@ -35,6 +42,13 @@ from .watched import WatchedJobs
 log = get_logger(__name__)
 
 ANSWER_GRACE_SECONDS = 0.05
+CLOSE_RETRY_SECONDS = 0.25
+"""Between attempts to hand held turns over at close while the database cannot be reached."""
+
+
+async def retry_pause() -> None:
+    """The wait between two attempts at close (a function: a test ends the outage here)."""
+    await asyncio.sleep(CLOSE_RETRY_SECONDS)
 
 
 class DurableTier:
@@ -388,7 +402,7 @@ class DurableTier:
         within = Bound(flush_timeout)
 
         async def unapplied() -> int:
-            await self._send()
+            await self._send_at_close()
             if self.host.run_worker and not await self._barrier(wait_end(flush_timeout)):
                 self._step = "reading the turns' jobs"
                 return await self._unapplied()
@@ -416,6 +430,21 @@ class DurableTier:
                     "memory: %d turn(s) could not be enqueued before close and are lost", lost
                 )
         return left
+
+    async def _send_at_close(self) -> None:
+        """:meth:`_send`, tried again while the database cannot be reached: at close, the
+        turns held through an outage get the whole flush budget (the caller bounds it), not
+        one attempt that fails if the database is not back yet."""
+        while True:
+            try:
+                await self._send()
+                return
+            except MemoryClosedError:
+                raise
+            except Exception as exc:
+                if self.failures.strict or not connection_lost(exc):
+                    raise
+            await retry_pause()
 
     async def _unapplied(self) -> int:
         """How many of this session's jobs are still pending or running."""
