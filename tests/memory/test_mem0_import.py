@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -70,6 +71,16 @@ async def test_what_is_not_mem0_output_is_refused(
     with pytest.raises(DocumentError, match=said):
         await memory.import_file(path, source="mem0")
     assert await memory.users() == []
+
+
+@pytest.mark.parametrize("source", ["mem0", "mem01session"])
+async def test_a_folder_or_a_missing_file_is_named_as_such(
+    memory: Memory, tmp_path: Path, source: Literal["mem0", "mem01session"]
+) -> None:
+    with pytest.raises(DocumentError, match="a folder, not a file"):  # it said "no such file"
+        await memory.import_file(tmp_path, source=source)
+    with pytest.raises(DocumentError, match="no such file"):
+        await memory.import_file(tmp_path / "gone.json", source=source)
 
 
 async def test_a_memory_addressed_to_the_assistant_is_left_out_and_said(

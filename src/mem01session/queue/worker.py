@@ -19,7 +19,7 @@ users' turns in one transaction with their jobs' completion (:mod:`.group_commit
 the user's later turns wait behind it, their order kept; after
 :attr:`WorkerPolicy.max_attempts` tries (3) the turn is parked: ``failed``, its words kept
 as episodes, visible in ``jobs list`` and the memory browser, retryable, and the user's
-later turns go on (:mod:`.failures`). So a failing turn holds the ones behind it at most
+later turns go on (:mod:`.failed_jobs`). So a failing turn holds the ones behind it at most
 ``max_attempts`` extraction timeouts plus the backoffs. An attempt the database cut short
 (unreachable, restarting) is not counted: the job waits, pending, until it answers. One
 extraction may take :attr:`MemoryWorker.extract_timeout` seconds (``MEM01_LLM_TIMEOUT``).

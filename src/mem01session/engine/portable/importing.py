@@ -39,7 +39,8 @@ def check_file(
     """The document's header and its users, every line checked (:class:`DocumentError`
     names the first bad one; ``screen``: see :func:`~.document.check_lines`)."""
     if not path.is_file():
-        raise DocumentError(0, f"{path}: no such file")
+        what = "a folder, not a file" if path.is_dir() else "no such file"
+        raise DocumentError(0, f"{path}: {what}")
     return check_lines(_lines(path), screen)
 
 

@@ -65,7 +65,8 @@ def convert(
     if user_id is not None:
         user_id = check_id("user_id", user_id)
     if not source.is_file():
-        raise DocumentError(0, f"{source}: no such file")
+        what = "a folder, not a file" if source.is_dir() else "no such file"
+        raise DocumentError(0, f"{source}: {what}")
     if source.stat().st_size > MAX_FILE_BYTES:
         raise DocumentError(0, f"{source}: over {MAX_FILE_BYTES} bytes")
     try:
