@@ -8,41 +8,20 @@ other worker has tried to claim, never on a sleep.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import pytest
 
 from mem01session.engine import BeliefEngine
-from mem01session.engine.ops import Op
-from mem01session.extraction import Candidate, Extraction, Turn, TurnMessage
+from mem01session.extraction import TurnMessage
 from mem01session.queue import JobStore, MemoryWorker, WorkerPolicy
 from mem01session.queue.heartbeat import renew_leases
+from tests.queue.test_worker import Recording
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 # Renewed every third of it: a renewal may come up to two thirds of the lease late.
-LEASE = timedelta(seconds=3)
-
-
-class Held:
-    """Adds what the user said as a belief, once ``release`` is set."""
-
-    name = "held-v1"
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.holding = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def extract(
-        self, turn: Turn, candidates: Sequence[Candidate], now: datetime
-    ) -> Extraction:
-        said = " ".join(m.text for m in turn.messages if m.role == "user")
-        self.started.append(said)
-        self.holding.set()
-        await self.release.wait()
-        return Extraction(ops=(Op.add(f"Said {said}"),))
+LEASE = timedelta(seconds=6)  # two renewals may be late by 2 s each on a busy machine
 
 
 async def lease_until(store: JobStore, user: str, job_id: int) -> datetime | None:
@@ -61,7 +40,7 @@ async def test_a_live_workers_job_is_not_claimed_again_while_its_extraction_runs
     module_engine: BeliefEngine, uid: str
 ) -> None:
     store = JobStore(module_engine.db)
-    slow, quick = Held(), Held()
+    slow, quick = Recording(), Recording()
     quick.release.set()
     # Its loop claims once, then again only when its job ends: the claim tried while the
     # job is in work is the other worker's.
@@ -72,7 +51,7 @@ async def test_a_live_workers_job_is_not_claimed_again_while_its_extraction_runs
     first = await enqueue(store, f"{uid}-first", "a first turn", module_engine)
     assert await other.run_once() == 1
     assert await other.wait_until_done(f"{uid}-first", {first}, timeout=30)
-    job_id = await enqueue(store, uid, "a turn the model is slow on", module_engine)
+    job_id = await enqueue(store, uid, "hold: a turn the model is slow on", module_engine)
     mine.start()
     try:
         await asyncio.wait_for(slow.holding.wait(), 30)
@@ -94,9 +73,9 @@ async def test_a_live_workers_job_is_not_claimed_again_while_its_extraction_runs
     job = await store.get(job_id)
     assert job is not None
     assert (job.status, job.attempts) == ("done", 1)
-    assert slow.started == ["a turn the model is slow on"]  # one model call, not two
+    assert slow.started == ["hold: a turn the model is slow on"]  # one model call, not two
     assert [b.content for b in await module_engine.history(uid)] == [
-        "Said a turn the model is slow on"
+        "Said hold: a turn the model is slow on"
     ]
     assert await lease_until(store, uid, job_id) is None
 
@@ -110,7 +89,7 @@ async def test_a_claim_nobody_renews_lapses_and_its_old_owner_cannot_renew_it(
     job_id = await store.enqueue(uid, "conv", said, now=now - 4 * LEASE)
     # Claimed long ago by a worker elsewhere that renewed nothing since: lapsed.
     [dead] = await store.claim("worker-elsewhere", now=now - 3 * LEASE, lease=LEASE)
-    quick = Held()
+    quick = Recording()
     quick.release.set()
     other = MemoryWorker(module_engine, quick, policy=WorkerPolicy(lease=LEASE))
     [taken] = await store.claim(other.worker_id, now=now, lease=LEASE)
