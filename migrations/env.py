@@ -13,13 +13,8 @@ from alembic import context
 from sqlalchemy import text
 
 from mem01session.db import migrate
-from mem01session.db.migrate import (
-    LEGACY_VERSION_TABLE,
-    MIGRATION_LOCK_KEY,
-    VERSION_TABLE,
-    adopt_legacy_version,
-    target_metadata_for,
-)
+from mem01session.db.migrate import MIGRATION_LOCK_KEY, target_metadata_for
+from mem01session.db.versions import LEGACY_VERSION_TABLE, VERSION_TABLE, adopt_legacy_version
 
 config = context.config
 connection = config.attributes.get("connection")

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from mem01session.cli import app
 from mem01session.db import migrate
+from mem01session.db.versions import VERSION_TABLE
 
 runner = CliRunner()
 
@@ -189,7 +190,7 @@ def test_current_reads_the_revision_as_alembic_does(env: str) -> None:
 
     engine = create_engine(env.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"version_table": migrate.VERSION_TABLE})
+        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
         assert context.get_current_revision() == "0002"
     engine.dispose()
     assert migrate.current(env) == "0002"

@@ -21,7 +21,7 @@ from ..errors import DatabaseError, MigrationRequiredError
 from ..logs import describe, get_logger
 from ..loops import CLOSE_ELSEWHERE_SECONDS, elsewhere, run_on
 from ..secrets.redaction import redact_dsn
-from . import migrate
+from . import migrate, versions
 from .direct import DirectPool
 from .embedded import embedded_url, let_go, restart_if_stopped
 from .urls import libpq_url, sqlalchemy_url, with_connect_timeout
@@ -327,7 +327,7 @@ def read_schema_info(url: str) -> SchemaInfo:
         with engine.connect() as conn:
             ms = int(SCHEMA_READ_TIMEOUT_SECONDS * 1000)
             conn.execute(text(f"SET LOCAL statement_timeout = {ms}"))
-            revision = migrate._current(conn)
+            revision = versions.current_of(conn)
             row = None
             if revision is not None:
                 row = conn.execute(

@@ -13,24 +13,29 @@ SQLAlchemy too is imported only by what needs it: :func:`current` asks psycopg, 
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DatabaseError
 from ..logs import describe
 from .urls import libpq_url, sqlalchemy_url
 from .vector_index import VECTOR_INDEX_PREFIX
+from .versions import (
+    LEGACY_VERSION_TABLE,
+    VERSION_TABLE,
+    current_of,
+    current_of_psycopg,
+    migrations_dir,
+    script_revisions,
+)
 
 if TYPE_CHECKING:
-    import psycopg
     from alembic.config import Config
     from alembic.script import Script
     from sqlalchemy import Connection, MetaData
@@ -42,15 +47,6 @@ LOCK_TIMEOUT_MS = 15_000
 read the table holds one): past it, it stops and says so, rather than wait without a word
 while every later statement on that table queues behind it. Waiting for another upgrade
 (the advisory lock) is not bounded."""
-
-
-def migrations_dir() -> Path:
-    """Where the migration scripts live, installed or in a checkout."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here / "_migrations", here.parent.parent / "migrations"):
-        if (candidate / "env.py").is_file():
-            return candidate
-    raise DatabaseError("mem01session's migration scripts were not found; reinstall the package")
 
 
 def _config(connection: Connection | None = None, **attributes: Any) -> Config:
@@ -73,32 +69,13 @@ def _script_directory() -> Any:
 def head_revision() -> str:
     """The newest revision this library knows (read from the scripts, without Alembic;
     Alembic decides when the scripts do not form one plain line)."""
-    revises = _revision_lines()
+    revises = script_revisions()
     heads = set(revises) - set(revises.values())
     if len(heads) == 1:
         return heads.pop()
     head: str | None = _script_directory().get_current_head()
     assert head is not None
     return head
-
-
-@cache
-def _revision_lines() -> dict[str, str | None]:
-    """``revision -> down_revision`` of every script, from its module-level assignments."""
-    found: dict[str, str | None] = {}
-    for path in sorted((migrations_dir() / "versions").glob("*.py")):
-        values: dict[str, object] = {}
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            target = node.targets[0] if isinstance(node, ast.Assign) else None
-            if isinstance(node, ast.AnnAssign):
-                target = node.target
-            value = getattr(node, "value", None)
-            if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
-                values[target.id] = value.value
-        revision, down = values.get("revision"), values.get("down_revision")
-        if isinstance(revision, str) and (down is None or isinstance(down, str)):
-            found[revision] = down
-    return found
 
 
 @dataclass(frozen=True)
@@ -226,7 +203,7 @@ def upgrade(
         with _target("upgrade", revision):
             command.upgrade(cfg, revision)
         conn.commit()
-        return _current(conn)
+        return current_of(conn)
 
 
 def downgrade(url: str, revision: str) -> str | None:
@@ -240,7 +217,7 @@ def downgrade(url: str, revision: str) -> str | None:
     with _connect(url) as conn, _target("downgrade", revision):
         command.downgrade(_config(conn), revision)
         conn.commit()
-        return _current(conn)
+        return current_of(conn)
 
 
 @dataclass(frozen=True)
@@ -317,7 +294,7 @@ def downgrade_plan(url: str, revision: str) -> list[DowngradeStep]:
     """The migrations a downgrade of the database at ``url`` to ``revision`` would undo,
     newest first (nothing is changed). A bad target raises :class:`ConfigError`."""
     with _connect(url) as conn:
-        at = _current(conn)
+        at = current_of(conn)
     script = _script_directory()
     with _target("downgrade", revision):
         scripts = list(script.iterate_revisions(at, revision, select_for_downgrade=True))
@@ -332,90 +309,6 @@ def _summary(doc: str | None) -> str:
     return lines[0] if lines else ""
 
 
-VERSION_TABLE = "mem01session_version"
-"""Where the revision is kept: a table of this library's own, so that an application whose
-own Alembic keeps ``alembic_version`` in the same database and this library never read
-(and fail on) each other's revisions."""
-LEGACY_VERSION_TABLE = "alembic_version"
-"""Where releases before 0.2 kept it; :func:`adopt_legacy_version` moves it out."""
-
-# Which version tables exist, found on the search path as Alembic looks for them: this
-# library's; Alembic's default, when this library's schema is there too (kept by an older
-# release, or an application's own); then the revisions each holds.
-VERSION_TABLE_SQL = (
-    f"SELECT to_regclass('{VERSION_TABLE}') IS NOT NULL, "
-    f"to_regclass('{LEGACY_VERSION_TABLE}') IS NOT NULL AND to_regclass('memory_meta') IS NOT NULL"
-)
-VERSIONS_SQL = f"SELECT version_num FROM {VERSION_TABLE}"
-LEGACY_VERSIONS_SQL = f"SELECT version_num FROM {LEGACY_VERSION_TABLE}"
-
-
-def revision_of(found: Sequence[object]) -> str | None:
-    """The revision that :data:`VERSIONS_SQL`'s values say the database is at."""
-    if len(found) > 1:
-        raise DatabaseError(
-            f"the database is at several revisions at once: {sorted(map(str, found))}"
-        )
-    return str(found[0]) if found else None
-
-
-def legacy_revision_of(found: Sequence[object]) -> str | None:
-    """The revision an older release recorded in :data:`LEGACY_VERSION_TABLE`: the one of
-    its values that is a revision of this library (an application's own are not)."""
-    return revision_of([v for v in found if str(v) in _revision_lines()])
-
-
-def _current(conn: Connection) -> str | None:
-    """The revision the database is at, None when none is recorded."""
-    from sqlalchemy import text
-
-    own, legacy = conn.execute(text(VERSION_TABLE_SQL)).one()
-    if own:
-        return revision_of(conn.execute(text(VERSIONS_SQL)).scalars().all())
-    if legacy:
-        return legacy_revision_of(conn.execute(text(LEGACY_VERSIONS_SQL)).scalars().all())
-    return None
-
-
-def _current_psycopg(conn: psycopg.Connection[tuple[object, ...]]) -> str | None:
-    """:func:`_current` on a plain psycopg connection."""
-    row = conn.execute(VERSION_TABLE_SQL).fetchone()
-    own, legacy = row if row is not None else (False, False)
-    if own:
-        return revision_of([r[0] for r in conn.execute(VERSIONS_SQL).fetchall()])
-    if legacy:
-        return legacy_revision_of([r[0] for r in conn.execute(LEGACY_VERSIONS_SQL).fetchall()])
-    return None
-
-
-def adopt_legacy_version(conn: Connection) -> None:
-    """Move this library's revision from :data:`LEGACY_VERSION_TABLE` (where releases
-    before 0.2 kept it) to :data:`VERSION_TABLE`, leaving an application's own revision
-    where it is (the table is dropped when nothing else is left in it). Run by every
-    migration under its lock, before Alembic reads the revision."""
-    from sqlalchemy import text
-
-    own, legacy = conn.execute(text(VERSION_TABLE_SQL)).one()
-    if own or not legacy:
-        return
-    ours = [v for v in conn.execute(text(LEGACY_VERSIONS_SQL)).scalars() if v in _revision_lines()]
-    if not ours:
-        return
-    conn.execute(
-        text(
-            f"CREATE TABLE {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
-            f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
-        )
-    )
-    for version in ours:
-        conn.execute(text(f"INSERT INTO {VERSION_TABLE} VALUES (:v)"), {"v": version})
-        conn.execute(
-            text(f"DELETE FROM {LEGACY_VERSION_TABLE} WHERE version_num = :v"), {"v": version}
-        )
-    if conn.execute(text(f"SELECT count(*) FROM {LEGACY_VERSION_TABLE}")).scalar() == 0:
-        conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
-
-
 def current(url: str) -> str | None:
     """The revision the database is at, or None for an empty database.
 
@@ -426,11 +319,11 @@ def current(url: str) -> str | None:
 
     try:
         with psycopg.connect(libpq_url(url)) as conn:
-            return _current_psycopg(conn)
+            return current_of_psycopg(conn)
     except psycopg.Error:
         pass
     with _connect(url) as conn:
-        return _current(conn)
+        return current_of(conn)
 
 
 def target_metadata_for(conn: Connection) -> MetaData:

@@ -20,7 +20,7 @@ from typing import Protocol
 import psycopg
 
 from ..checks import check_id
-from ..db import migrate
+from ..db import migrate, versions
 from ..db.direct import DirectPool
 from ..db.urls import with_connect_timeout
 from ..engine import inspection
@@ -154,14 +154,14 @@ class MemoryReader:
 
     async def schema_status(self) -> SchemaStatus:
         """The revision the database is at, and this library's newest."""
-        _, [(own, legacy)] = await self._pool.fetch_tuples(migrate.VERSION_TABLE_SQL, {})
+        _, [(own, legacy)] = await self._pool.fetch_tuples(versions.VERSION_TABLE_SQL, {})
         revision = None
         if own:
-            _, found = await self._pool.fetch_tuples(migrate.VERSIONS_SQL, {})
-            revision = migrate.revision_of([r[0] for r in found])
+            _, found = await self._pool.fetch_tuples(versions.VERSIONS_SQL, {})
+            revision = versions.revision_of([r[0] for r in found])
         elif legacy:
-            _, found = await self._pool.fetch_tuples(migrate.LEGACY_VERSIONS_SQL, {})
-            revision = migrate.legacy_revision_of([r[0] for r in found])
+            _, found = await self._pool.fetch_tuples(versions.LEGACY_VERSIONS_SQL, {})
+            revision = versions.legacy_revision_of([r[0] for r in found])
         return SchemaStatus(revision, migrate.head_revision())
 
 
