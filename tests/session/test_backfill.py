@@ -21,6 +21,7 @@ from mem01session import Memory
 from mem01session.embeddings import HashingEmbedder
 from mem01session.errors import ConfigError
 from mem01session.extraction.base import Candidate, Extraction, Turn
+from mem01session.queue import JobStore
 from mem01session.session.backfill import Store, backfill
 from tests.child_env import pythonpath, wait_for
 from tests.conftest import TEST_DIM
@@ -89,6 +90,35 @@ async def test_each_turn_becomes_an_episode_dated_when_it_was_said_and_its_belie
     again = await backfill(memory, path, "alice")
     assert (again.turns, again.recorded) == (4, 0)
     assert len(await memory.episodes("alice")) == 4
+
+
+async def test_a_turn_answered_after_a_backfill_is_not_recorded_again(
+    memory: Memory, tmp_path: Path
+) -> None:
+    """The key held the reply's words too: a reply stored later made the turn new."""
+    path = tmp_path / "app.sqlite"
+    store = SQLiteSession("chat", path)
+    await store.add_items([user("I live in Porto.")])  # type: ignore[list-item]
+    first = await backfill(memory, path, "alice")
+    await store.add_items([answer("Noted.")])  # type: ignore[list-item]
+    store.close()
+    again = await backfill(memory, path, "alice")
+    assert (first.recorded, again.turns, again.recorded) == (1, 1, 0)
+    assert [e.content for e in await memory.episodes("alice")] == ["I live in Porto."]
+
+
+async def test_a_turn_an_earlier_release_recorded_is_not_recorded_again(
+    memory: Memory, tmp_path: Path
+) -> None:
+    path = tmp_path / "app.sqlite"
+    await keep(path, "chat", ["I live in Lisbon"], MONDAY)
+    [turn] = list(Store(path).turns("chat"))
+    jobs = JobStore((await memory.engine()).db)
+    await jobs.enqueue(  # as releases before 0.2 keyed it
+        "alice", "chat", turn.messages, now=turn.said_at, idempotency_key=turn.legacy_key
+    )
+    report = await backfill(memory, path, "alice")
+    assert (report.turns, report.recorded) == (1, 0)
 
 
 async def test_items_that_are_not_json_are_skipped_and_counted(

@@ -168,6 +168,11 @@ class JobStore:
             raise _erased()
         return int(rows[0]["id"])
 
+    async def holds_key(self, user_id: str, key: str) -> bool:
+        """Whether a job of ``user_id`` holds the idempotency ``key``."""
+        rows = await self.db.direct.fetch(_JOB_BY_KEY, {"u": user_id, "k": key})
+        return bool(rows)
+
     async def record_refused(
         self, user_id: str, session_id: str, reason: str, *, now: datetime, idempotency_key: str
     ) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,9 +61,19 @@ class StoredTurn:
 
     @property
     def key(self) -> str:
-        """The job key of the turn: the same turn gets the same key at every run."""
+        """The job key of the turn: the same turn gets the same key at every run, also when
+        its reply was stored after an earlier run (the user's words alone are keyed)."""
+        return self._digest(m for m in self.messages if m.role == "user")
+
+    @property
+    def legacy_key(self) -> str:
+        """The key releases before 0.2 gave the turn (the reply's words too): a turn
+        recorded under it is not recorded again."""
+        return self._digest(self.messages)
+
+    def _digest(self, messages: Iterable[TurnMessage]) -> str:
         digest = hashlib.sha256(f"{self.session_id}\0{self.first_item}".encode())
-        for message in self.messages:
+        for message in messages:
             digest.update(f"\0{message.role}\0{message.text}".encode())
         return "backfill:" + digest.hexdigest()[:40]
 
@@ -265,6 +275,9 @@ async def backfill(
                 if user in report.refused:
                     report.refused[user] += 1
                     done += 1
+                    continue
+                if await jobs.holds_key(user, turn.legacy_key):
+                    done += 1  # recorded by an earlier release's backfill
                     continue
                 try:
                     job = await jobs.enqueue(
