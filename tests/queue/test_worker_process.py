@@ -95,3 +95,19 @@ async def test_closing_without_a_worker_enqueues_and_does_not_wait(
     assert session.last_memory_error is None
     rows = await db.direct.fetch("SELECT status FROM memory_jobs WHERE user_id = 'xena'", {})
     assert [r["status"] for r in rows] == ["pending"]  # queued for the worker elsewhere
+
+
+def test_the_worker_commands_warnings_are_dated_log_lines() -> None:
+    """Python's fallback printed the bare message: no time, no source."""
+    script = (
+        "from mem01session.cli.worker import _dated_logs\n"
+        "from mem01session.logs import get_logger\n"
+        "_dated_logs()\n"
+        "get_logger('mem01session.queue.worker').warning('job 7 failed (TimeoutError)')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    [line] = done.stderr.splitlines()
+    assert line.endswith(" WARNING mem01session.queue.worker: job 7 failed (TimeoutError)")
+    assert line[:19].replace("-", "").replace(":", "").replace(" ", "").isdigit()  # its time

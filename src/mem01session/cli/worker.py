@@ -49,7 +49,21 @@ def worker(
     from ._settings import load_settings
 
     settings = load_settings()
+    _dated_logs()
     asyncio.run(_serve(settings, concurrency, poll_interval))
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _dated_logs() -> None:
+    """The worker's warnings (a failed job, an outage) as a service's log lines: dated and
+    named, on standard error (Python's fallback printed the bare message). An application
+    that set up logging keeps its own."""
+    import logging
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(format=LOG_FORMAT, level=logging.WARNING)
 
 
 async def _serve(settings: Settings, concurrency: int | None, poll_interval: float) -> None:
